@@ -1,0 +1,67 @@
+"""`python -m generator`: models.yml -> compose/docker-compose.yml + litellm/config.yaml.
+
+Exit codes: 0 written (or up to date), 1 --check found drift, 2 bad input (one line per problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+
+from .errors import ConfigError
+from .loader import load_plan
+from .output import ENV_FILE, ensure_env_file, render_files, stale_files, write_files
+from .summary import print_summary
+
+EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m generator", description="Generate the gateway stack from models.yml.")
+    ap.add_argument("--models", type=Path, default=Path("models.yml"), help="the models file (default: models.yml)")
+    ap.add_argument("--out", type=Path, default=Path("."), help="root to write compose/ and litellm/ into (default: .)")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files on disk are stale")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no summary table")
+    ap.add_argument("--verbose", "-v", action="store_true", help="tracebacks for unexpected errors")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)
+    try:
+        plan = load_plan(args.models)
+        files = render_files(plan)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            err.print(f"[red]error:[/] {problem}", markup=True, soft_wrap=True)
+        err.print("nothing was written", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug of ours, not the user's input
+        if args.verbose:
+            traceback.print_exc()
+        err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc} (run with --verbose for details)", soft_wrap=True)
+        return 3
+    if args.check:
+        stale = stale_files(files, args.out)
+        for rel in stale:
+            err.print(f"stale: {rel} differs from what {args.models} generates; run `make regenerate`", soft_wrap=True)
+        if not stale:
+            out.print(f"up to date: {', '.join(files)}")
+        return EXIT_DRIFT if stale else 0
+    changed = write_files(files, args.out)
+    added = ensure_env_file(args.out / ENV_FILE, plan.secret_envs)
+    if not args.quiet:
+        print_summary(plan, out)
+    out.print(f"wrote {', '.join(changed)}" if changed else "generated files already up to date")
+    if added:
+        out.print(f"created {len(added)} new key(s) in {args.out / ENV_FILE} (mode 600, git-ignored)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

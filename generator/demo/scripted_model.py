@@ -1,0 +1,259 @@
+"""Build a tiny, deterministic "scripted" LLM that vLLM can serve on a CPU.
+
+The trick: a 2-layer ``LlamaForCausalLM`` whose attention and MLP projections
+are all zero, so each block adds nothing and the residual stream simply
+carries the token embedding through to the final norm.  The embedding is the
+identity (token ``i`` -> unit vector ``e_i``; vocab size == hidden size), so
+the final hidden state is ``c * e_i`` and ``lm_head`` row ``j`` reads it off:
+putting ``5.0`` at ``lm_head[next(i), i]`` makes the model a *bigram table* --
+the next token is a fixed function of the current token only.  Chaining such
+pairs gives a "script", e.g. for the reasoner::
+
+    "\\n" -> <think> -> REASONING_TEXT -> </think> -> ANSWER_TEXT -> <|im_end|>
+
+The prompt always ends with ``<|im_start|>assistant\\n`` so generation starts
+from the ``"\\n"`` byte token.  Every token that is not in the script maps to
+``<|im_end|>`` (EOS).  The winning logit is ~98 (RMSNorm scales ``e_i`` by
+sqrt(384)) so output is deterministic even with sampling at temperature 1.
+
+The tokenizer is byte-level BPE with only the 256 byte symbols (no merges),
+plus added tokens: ChatML specials, ``<think>``/``<tool_call>`` tags and a few
+whole phrases, so one script step emits one whole sentence.
+
+The tool caller also ranks fallbacks for the ``"\\n"`` token: under a JSON
+grammar (``tool_choice`` = named function / ``"required"``, which vLLM serves
+via structured outputs instead of the tool parser) ``<tool_call>`` is masked
+out and the best allowed token is a phrase that satisfies that grammar.
+
+Only numpy, safetensors and json are used (no torch), e.g.::
+
+    python -m generator.demo.scripted_model /tmp/scripted/reasoner --script reasoner
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save as st_save
+
+SCRIPTS = ("reasoner", "tool-caller", "plain")
+
+REASONING_TEXT = "The user asks about the weather, so I will answer briefly."
+ANSWER_TEXT = "It is sunny in Paris."
+TOOL_CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+TOOL_CALL_JSON = json.dumps(TOOL_CALL)  # hermes body: <tool_call>{...}</tool_call>
+# What vLLM's structured-output grammars expect for tool_choice named / "required".
+TOOL_ARGS_JSON = json.dumps(TOOL_CALL["arguments"])
+TOOL_REQUIRED_JSON = json.dumps(
+    [{"name": TOOL_CALL["name"], "parameters": TOOL_CALL["arguments"]}]
+)
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+ADDED_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>",
+                REASONING_TEXT, ANSWER_TEXT, TOOL_CALL_JSON,
+                TOOL_ARGS_JSON, TOOL_REQUIRED_JSON]
+
+VOCAB_SIZE = HIDDEN = 384
+N_LAYERS, N_HEADS, N_KV_HEADS, HEAD_DIM, INTERMEDIATE = 2, 6, 2, 64, 512
+MAX_POS = 4096
+NL = 10  # byte "\n" has id 10 (byte b -> id b)
+
+# id of each added token: 256, 257, ...
+TOKEN_ID = {t: 256 + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
+BOS_ID, EOS_ID = TOKEN_ID["<|endoftext|>"], TOKEN_ID["<|im_end|>"]
+
+CHAT_TEMPLATE = """\
+{%- macro text(c) -%}
+{%- if c is string -%}{{ c }}{%- elif c -%}{%- for p in c -%}{{ p.text if p.text is defined else '' }}{%- endfor -%}{%- endif -%}
+{%- endmacro -%}
+{%- if tools %}
+{{- '<|im_start|>system\\n' }}
+{%- if messages and messages[0].role == 'system' %}{{- text(messages[0].content) + '\\n\\n' }}{%- endif %}
+{{- '# Tools\\n\\nYou may call functions. Signatures within <tools></tools>:\\n<tools>' }}
+{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}
+{{- '\\n</tools>\\n\\nReturn each call as <tool_call>{"name": <name>, "arguments": <args>}</tool_call><|im_end|>\\n' }}
+{%- elif messages and messages[0].role == 'system' %}
+{{- '<|im_start|>system\\n' + text(messages[0].content) + '<|im_end|>\\n' }}
+{%- endif %}
+{%- for m in messages %}
+{%- if m.role == 'system' and loop.first %}
+{%- elif m.role == 'tool' %}
+{{- '<|im_start|>user\\n<tool_response>\\n' + text(m.content) + '\\n</tool_response><|im_end|>\\n' }}
+{%- elif m.role == 'assistant' %}
+{{- '<|im_start|>assistant\\n' + text(m.content) }}
+{%- for tc in (m.tool_calls or []) %}
+{%- set f = tc.function if tc.function is defined else tc %}
+{{- '<tool_call>{"name": "' + f.name + '", "arguments": ' }}
+{%- if f.arguments is string %}{{- f.arguments }}{%- else %}{{- f.arguments | tojson }}{%- endif %}
+{{- '}</tool_call>' }}
+{%- endfor %}
+{{- '<|im_end|>\\n' }}
+{%- else %}
+{{- '<|im_start|>' + m.role + '\\n' + text(m.content) + '<|im_end|>\\n' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+{{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+
+
+def _script(script: str) -> dict[int, list[int]]:
+    """token id -> next-token ids, best first (later ones are fallbacks)."""
+    t = TOKEN_ID
+    if script == "reasoner":
+        chain = [NL, t["<think>"], t[REASONING_TEXT], t["</think>"], t[ANSWER_TEXT]]
+    elif script == "tool-caller":
+        chain = [NL, t["<tool_call>"], t[TOOL_CALL_JSON], t["</tool_call>"]]
+    elif script == "plain":
+        chain = [NL, t[ANSWER_TEXT]]
+    else:
+        raise ValueError(f"unknown script {script!r}; expected one of {SCRIPTS}")
+    table = {a: [b] for a, b in zip(chain, chain[1:])}
+    table[chain[-1]] = [EOS_ID]
+    if script == "tool-caller":
+        table[NL] += [t[TOOL_ARGS_JSON], t[TOOL_REQUIRED_JSON]]
+        table[t[TOOL_ARGS_JSON]] = table[t[TOOL_REQUIRED_JSON]] = [EOS_ID]
+    return table
+
+
+def _weights(script: str) -> bytes:
+    f32 = np.float32
+    table = _script(script)
+    lm_head = np.zeros((VOCAB_SIZE, HIDDEN), f32)
+    for i in range(VOCAB_SIZE):
+        for rank, j in enumerate(table.get(i, [EOS_ID])):
+            lm_head[j, i] = 5.0 - rank
+    q, kv = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
+    tensors = {
+        "model.embed_tokens.weight": np.eye(VOCAB_SIZE, HIDDEN, dtype=f32),
+        "model.norm.weight": np.ones(HIDDEN, f32),
+        "lm_head.weight": lm_head,
+    }
+    for n in range(N_LAYERS):
+        p = f"model.layers.{n}."
+        tensors.update({
+            p + "input_layernorm.weight": np.ones(HIDDEN, f32),
+            p + "post_attention_layernorm.weight": np.ones(HIDDEN, f32),
+            p + "self_attn.q_proj.weight": np.zeros((q, HIDDEN), f32),
+            p + "self_attn.k_proj.weight": np.zeros((kv, HIDDEN), f32),
+            p + "self_attn.v_proj.weight": np.zeros((kv, HIDDEN), f32),
+            p + "self_attn.o_proj.weight": np.zeros((HIDDEN, q), f32),
+            p + "mlp.gate_proj.weight": np.zeros((INTERMEDIATE, HIDDEN), f32),
+            p + "mlp.up_proj.weight": np.zeros((INTERMEDIATE, HIDDEN), f32),
+            p + "mlp.down_proj.weight": np.zeros((HIDDEN, INTERMEDIATE), f32),
+        })
+    return st_save(dict(sorted(tensors.items())), metadata={"format": "pt"})
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable unicode character mapping."""
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def _tokenizer_json() -> dict:
+    byte_char = _bytes_to_unicode()
+    vocab = {byte_char[b]: b for b in range(256)}
+    added = [{"id": TOKEN_ID[t], "content": t, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": t in SPECIAL_TOKENS}
+             for t in SPECIAL_TOKENS + ADDED_TOKENS]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False,
+                  "trim_offsets": False, "use_regex": True}
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": added, "normalizer": None,
+        "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": []},
+    }
+
+
+def _tokenizer_config() -> dict:
+    return {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "add_bos_token": False, "add_eos_token": False,
+        "bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+        "unk_token": None, "model_max_length": MAX_POS,
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": {
+            str(TOKEN_ID[t]): {"content": t, "single_word": False, "lstrip": False,
+                               "rstrip": False, "normalized": False,
+                               "special": t in SPECIAL_TOKENS}
+            for t in SPECIAL_TOKENS + ADDED_TOKENS},
+        "chat_template": CHAT_TEMPLATE,
+    }
+
+
+def _config() -> dict:
+    return {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "vocab_size": VOCAB_SIZE, "hidden_size": HIDDEN,
+        "intermediate_size": INTERMEDIATE, "num_hidden_layers": N_LAYERS,
+        "num_attention_heads": N_HEADS, "num_key_value_heads": N_KV_HEADS,
+        "head_dim": HEAD_DIM, "max_position_embeddings": MAX_POS,
+        "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+        "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID,
+    }
+
+
+def _files(script: str) -> dict[str, bytes]:
+    def js(obj: dict) -> bytes:
+        return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+
+    return {
+        "config.json": js(_config()),
+        "generation_config.json": js({"bos_token_id": BOS_ID, "eos_token_id": EOS_ID,
+                                      "pad_token_id": BOS_ID}),
+        "tokenizer.json": js(_tokenizer_json()),
+        "tokenizer_config.json": js(_tokenizer_config()),
+        "special_tokens_map.json": js({"eos_token": "<|im_end|>",
+                                       "pad_token": "<|endoftext|>"}),
+        "model.safetensors": _weights(script),
+    }
+
+
+def build_model(out_dir: Path, script: str) -> Path:
+    """Write the scripted model for ``script`` into ``out_dir`` and return it.
+
+    Idempotent: files whose bytes already match are left untouched.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = _files(script)
+    for name, data in files.items():
+        path = out_dir / name
+        if not path.exists() or path.read_bytes() != data:
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+    digest = hashlib.sha256(b"".join(files[n] for n in sorted(files))).hexdigest()
+    (out_dir / "SCRIPT").write_text(f"{script} {digest}\n")
+    return out_dir
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--script", choices=SCRIPTS, default="reasoner")
+    args = ap.parse_args(argv)
+    print(build_model(args.out_dir, args.script))
+
+
+if __name__ == "__main__":
+    main()

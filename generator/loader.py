@@ -1,0 +1,176 @@
+"""models.yml -> Plan: parse, validate every rule, and collect all problems before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from . import rules
+from .errors import ConfigError, Problem
+from .plan import GatewayPlan, ModelPlan, Plan
+from .schema import MODEL_NAME, RESERVED_NAMES, ModelEntry, ModelsFile
+from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
+from .yaml_source import Source, load_source
+
+FIRST_AUTO_PORT = 8001
+
+
+def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = err["loc"]
+        path = tuple(loc[1:]) if loc and loc[0] == "models" else tuple(loc)
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown field {path[-1]!r}" + _field_hint(path)
+        elif err["type"] == "missing":
+            msg = f"required field {path[-1]!r} is missing"
+        problems.append(Problem(src.where(path), ".".join(map(str, path)), msg))
+    return problems
+
+
+def _field_hint(path: tuple) -> str:
+    import difflib
+
+    from .schema import Defaults, Gateway, LitellmParams
+
+    owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults}.get(str(path[-2]) if len(path) > 1 else "")
+    if owner is None:
+        owner = Gateway if path[0] == "gateway" else ModelEntry
+    close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
+
+
+def _name_problems(src: Source) -> list[Problem]:
+    problems = []
+    for name in src.data:
+        if name in RESERVED_NAMES - {"defaults", "gateway"}:
+            problems.append(Problem(src.where((name,)), str(name), f"{name!r} is reserved for the gateway service; rename the model"))
+        elif name not in RESERVED_NAMES and not (isinstance(name, str) and MODEL_NAME.match(name)):
+            problems.append(Problem(src.where((name,)), str(name),
+                                    "model names become service and host names: use lowercase letters, digits "
+                                    "and '-', starting and ending with a letter or digit (e.g. qwen3-8b)"))
+    return problems
+
+
+def _parse(src: Source) -> ModelsFile:
+    problems = _name_problems(src)
+    doc = {k: v for k, v in src.data.items() if k in ("defaults", "gateway")}
+    doc["models"] = {k: v for k, v in src.data.items() if k not in RESERVED_NAMES}
+    if not doc["models"] and not problems:
+        problems.append(Problem(src.where(()), "", "no models: add at least one `name: {command: vllm serve ..., gpus: [...]}`"))
+    try:
+        parsed = ModelsFile.model_validate(doc)
+    except ValidationError as exc:
+        problems += _schema_problems(src, exc)
+        parsed = None
+    if problems:
+        raise ConfigError(problems)
+    return parsed
+
+
+def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile, port: int,
+                context: int, max_tokens: int, derived: bool) -> ModelPlan:
+    served = cmd.value("--served-model-name") or name
+    flag_args = list(cmd.args)
+    if cmd.last("--served-model-name") is None:
+        flag_args += ["--served-model-name", served]
+    if cmd.last("--port") is None:
+        flag_args += ["--port", str(port)]
+    params = {**file.defaults.litellm.model_dump(exclude_none=True),
+              **entry.litellm.model_dump(exclude_none=True), "max_tokens": max_tokens}
+    return ModelPlan(
+        name=name,
+        served_name=served,
+        model=cmd.model,
+        flag_args=tuple(flag_args),
+        description=entry.description.strip(),
+        image=entry.image or file.defaults.image,
+        env=dict(sorted({**file.defaults.env, **entry.env}.items())),
+        gpus=tuple(entry.gpus),
+        port=port,
+        context=context,
+        max_tokens=max_tokens,
+        max_tokens_derived=derived,
+        tool_parser=cmd.value("--tool-call-parser"),
+        reasoning_parser=cmd.value("--reasoning-parser"),
+        auto_tool_choice=cmd.enabled("--enable-auto-tool-choice"),
+        trust_remote_code=cmd.enabled("--trust-remote-code"),
+        litellm_params=dict(sorted(params.items())),
+        api_key_env="VLLM_API_KEY_" + name.upper().replace("-", "_"),
+    )
+
+
+def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
+    catalog = catalog or load_catalog()
+    file = _parse(src)
+    findings: list[rules.Finding] = []
+    warnings: list[str] = []
+    models: list[ModelPlan] = []
+    fractions: dict[str, float] = {}
+    explicit_ports = set()
+    commands: dict[str, ServeCommand] = {}
+    flag_problems: list[Problem] = []
+    for name, entry in file.models.items():
+        try:
+            commands[name] = cmd = parse_serve_command(entry.command, catalog)
+        except FlagError as exc:
+            what = f"{name}.command" + (f" {exc.flag}" if exc.flag else "")
+            flag_problems.append(Problem(src.where((name, "command")), what, str(exc)))
+            continue
+        port_flag = cmd.value("--port")
+        if port_flag and entry.port and int(port_flag) != entry.port:
+            findings.append(((name, "port"), f"port {entry.port} disagrees with --port {port_flag}; keep one"))
+        if port_flag or entry.port:
+            explicit_ports.add(int(port_flag or entry.port))
+    auto_port = FIRST_AUTO_PORT
+    for name, entry in file.models.items():
+        cmd = commands.get(name)
+        if cmd is None:
+            continue
+        port = int(cmd.value("--port") or entry.port or 0)
+        if not port:
+            while auto_port in explicit_ports or auto_port == file.gateway.port:
+                auto_port += 1
+            port, auto_port = auto_port, auto_port + 1
+        context, found = rules.context_of(name, cmd, entry.context_length)
+        findings += found
+        if context is None:
+            continue
+        requested = entry.litellm.max_tokens or file.defaults.litellm.max_tokens
+        max_tokens, derived, found = rules.max_tokens_for(name, requested, context)
+        findings += found
+        found, warned = rules.tool_flags(name, cmd)
+        findings += found
+        warnings += warned
+        findings += rules.gpu_count(name, cmd, entry.gpus)
+        fractions[name] = float(cmd.value("--gpu-memory-utilization")
+                                or catalog.flags["--gpu-memory-utilization"]["default"])
+        plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived)
+        if plan.trust_remote_code:
+            warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
+                            "only keep it for repositories you trust")
+        if plan.port == file.gateway.port:
+            findings.append(((name,), f"port {plan.port} is the gateway's port; pick another"))
+        models.append(plan)
+    findings += rules.unique(models)
+    findings += rules.gpu_memory(models, fractions, catalog)
+    if findings or flag_problems:
+        raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
+                                           for path, msg in findings])
+    g = file.gateway
+    gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers,
+                          clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,
+                          stream_timeout=g.stream_timeout, backend_internet=g.backend_internet,
+                          admin_ui=g.admin_ui)
+    if g.bind not in ("127.0.0.1", "::1"):
+        warnings.append(f"gateway: published on {g.bind}:{g.port}, reachable beyond this machine; "
+                        "Docker-published ports bypass host firewalls")
+    return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
+                gateway=gateway, warnings=tuple(warnings))
+
+
+def load_plan(path: Path | str, catalog: Catalog | None = None) -> Plan:
+    """The one entry point: read models.yml, validate everything, return the plan or raise ConfigError."""
+    return build_plan(load_source(path), catalog)

@@ -1,0 +1,92 @@
+"""Plan -> docker compose document: one vLLM service per model on an internal network, one LiteLLM gateway."""
+
+from __future__ import annotations
+
+from .plan import ModelPlan, Plan
+
+CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
+ENV_HINT = "run make regenerate to create compose/.env"
+
+
+def secret_ref(env: str) -> str:
+    """Compose interpolation from compose/.env: the value never appears in a generated file."""
+    return f"${{{env}:?{ENV_HINT}}}"
+
+
+def _probe(url: str) -> list[str]:
+    # python3 is in both images; curl is not guaranteed.
+    return ["CMD", "python3", "-c", f"import urllib.request; urllib.request.urlopen('{url}', timeout=5)"]
+
+
+def _hardening() -> dict:
+    return {"restart": "unless-stopped", "security_opt": ["no-new-privileges:true"]}
+
+
+def model_service(m: ModelPlan, plan: Plan) -> dict:
+    env = {"VLLM_API_KEY": secret_ref(m.api_key_env), "HF_TOKEN": "${HF_TOKEN:-}"}
+    if not plan.gateway.backend_internet:
+        env["HF_HUB_OFFLINE"] = "1"
+    env.update(m.env)
+    service: dict = {
+        "image": m.image,
+        "entrypoint": ["vllm", "serve"],
+        "command": list(m.serve_args),
+        "environment": env,
+        "ipc": "host",
+        "volumes": ["hf-cache:/root/.cache/huggingface", "vllm-cache:/root/.cache/vllm"],
+        "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
+        "healthcheck": {
+            "test": _probe(f"http://127.0.0.1:{m.port}/health"),
+            "interval": "30s",
+            "timeout": "10s",
+            "retries": 5,
+            "start_period": "30m",  # first start downloads weights and compiles
+            "start_interval": "10s",
+        },
+        **_hardening(),
+    }
+    if m.gpus:
+        service["deploy"] = {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]}}}
+    if m.description:
+        service["labels"] = {"org.llm-gateway.description": m.description}
+    return service
+
+
+def gateway_service(plan: Plan) -> dict:
+    g = plan.gateway
+    env = {g.master_key_env: secret_ref(g.master_key_env)}
+    env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
+    if not g.admin_ui:
+        env["DISABLE_ADMIN_UI"] = "True"
+    bind = f"[{g.bind}]" if ":" in g.bind else g.bind
+    return {
+        "image": g.image,
+        "command": ["--config", f"{CONFIG_DIR}/config.yaml", "--port", str(g.port), "--num_workers", str(g.workers)],
+        "environment": env,
+        "ports": [f"{bind}:{g.port}:{g.port}"],
+        "volumes": [f"../litellm:{CONFIG_DIR}:ro"],
+        "networks": ["backends", "frontend"],
+        "healthcheck": {
+            "test": _probe(f"http://127.0.0.1:{g.port}/health/liveliness"),
+            "interval": "15s",
+            "timeout": "5s",
+            "retries": 3,
+            "start_period": "60s",
+        },
+        **_hardening(),
+    }
+
+
+def render_compose(plan: Plan) -> dict:
+    services = {m.name: model_service(m, plan) for m in plan.models}
+    services["litellm"] = gateway_service(plan)
+    networks = {"backends": {"internal": True}, "frontend": {}}
+    if plan.gateway.backend_internet:
+        networks["egress"] = {}  # model downloads only; nothing is published
+    return {
+        "name": "llm-gateway",
+        "services": services,
+        "networks": networks,
+        "volumes": {"hf-cache": {}, "vllm-cache": {}},
+    }

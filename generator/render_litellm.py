@@ -1,0 +1,67 @@
+"""Plan -> LiteLLM proxy config: one deployment per model, settings for self-hosted backends."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .plan import ModelPlan, Plan
+
+HOOK_MODULE = "max_tokens_clamp"  # written next to config.yaml; LiteLLM imports it from there
+
+
+def compose_api_base(m: ModelPlan) -> str:
+    """The backend as the gateway container sees it: service name on the internal network."""
+    return f"http://{m.name}:{m.port}/v1"
+
+
+def local_api_base(m: ModelPlan) -> str:
+    """The backend as a local process: loopback only."""
+    return f"http://127.0.0.1:{m.port}/v1"
+
+
+def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str]) -> dict:
+    params = {
+        "model": f"hosted_vllm/{m.served_name}",
+        "api_base": api_base(m),
+        "api_key": f"os.environ/{m.api_key_env}",
+        **m.litellm_params,
+        "timeout": plan.gateway.request_timeout,
+        "stream_timeout": plan.gateway.stream_timeout,
+    }
+    info = {
+        "max_input_tokens": m.context,
+        "max_output_tokens": m.max_tokens,
+        "supports_function_calling": m.tool_parser is not None,
+        "supports_tool_choice": m.auto_tool_choice,
+        "supports_reasoning": m.reasoning_parser is not None,
+    }
+    return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
+
+
+def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base) -> dict:
+    g = plan.gateway
+    litellm_settings: dict = {
+        "num_retries": 0,  # one deployment per model: a retry only doubles the load on a struggling GPU
+        "request_timeout": g.request_timeout,
+        "drop_params": False,  # an unsupported parameter is an error the client should see
+        "set_verbose": False,
+        "turn_off_message_logging": True,
+    }
+    if g.clamp_max_tokens:
+        litellm_settings["callbacks"] = [f"{HOOK_MODULE}.proxy_handler_instance"]
+    return {
+        "model_list": [model_entry(m, plan, api_base) for m in plan.models],
+        "litellm_settings": litellm_settings,
+        "router_settings": {
+            "routing_strategy": "simple-shuffle",
+            "num_retries": 0,
+            "timeout": g.request_timeout,
+            "stream_timeout": g.stream_timeout,
+            "disable_cooldowns": True,  # with a single deployment a cooldown is an outage
+        },
+        "general_settings": {
+            "master_key": f"os.environ/{g.master_key_env}",
+            "disable_spend_logs": True,
+            "disable_error_logs": True,
+        },
+    }

@@ -1,0 +1,111 @@
+"""Rules that need more than one field or more than one model. Each returns (path, message) pairs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .plan import ModelPlan
+from .sizes import parse_size
+from .vllm_command import Catalog, ServeCommand
+
+Finding = tuple[tuple, str]  # (path in models.yml, message)
+
+
+def fmt_tokens(n: int) -> str:
+    if n % 1024 == 0 and n >= 1024:
+        return f"{n} ({n // 1024}K)"
+    if n % 1000 == 0 and n >= 1000:
+        return f"{n} ({n // 1000}k)"
+    return str(n)
+
+
+def context_of(name: str, cmd: ServeCommand, context_length: int | None) -> tuple[int | None, list[Finding]]:
+    """The model's context: --max-model-len, else `context_length:`; never unknown."""
+    raw = cmd.value("--max-model-len")
+    flag_len = None if raw is None or raw.strip().lower() in ("auto", "-1") else parse_size(raw)
+    if flag_len is not None and context_length is not None and flag_len != context_length:
+        return None, [((name, "context_length"),
+                       f"context_length {fmt_tokens(context_length)} disagrees with --max-model-len "
+                       f"{fmt_tokens(flag_len)}; keep one of them")]
+    context = flag_len or context_length
+    if context is None:
+        why = "is `auto`" if raw is not None else "is missing"
+        return None, [((name, "command"),
+                       f"--max-model-len {why}, so the context (and a safe max_tokens) is unknown; "
+                       "add `--max-model-len 16K` to the command or `context_length: 16K` to the entry")]
+    return context, []
+
+
+def max_tokens_for(name: str, requested: int | None, context: int) -> tuple[int, bool, list[Finding]]:
+    """Per-model max_tokens: below the context (the prompt needs room), else half of it."""
+    if requested is None:
+        return max(1, context // 2), True, []
+    if requested >= context:
+        return requested, False, [((name, "litellm", "max_tokens"),
+                                   f"max_tokens {fmt_tokens(requested)} is not below --max-model-len "
+                                   f"{fmt_tokens(context)}: every request would ask for the whole context or "
+                                   f"more and the prompt would not fit; set max_tokens to at most "
+                                   f"{fmt_tokens(context // 2)} (half the context) or raise --max-model-len")]
+    return requested, False, []
+
+
+def tool_flags(name: str, cmd: ServeCommand) -> tuple[list[Finding], list[str]]:
+    errors, warnings = [], []
+    parser = cmd.value("--tool-call-parser")
+    if cmd.enabled("--enable-auto-tool-choice") and not parser:
+        errors.append(((name, "command"),
+                       "--enable-auto-tool-choice needs --tool-call-parser (e.g. hermes, glm47, qwen3_coder); "
+                       "without it vLLM refuses to start"))
+    if parser and not cmd.enabled("--enable-auto-tool-choice"):
+        warnings.append(f"{name}: --tool-call-parser {parser} without --enable-auto-tool-choice: "
+                        "requests with tool_choice=auto (the OpenAI default) will be refused by vLLM")
+    return errors, warnings
+
+
+def world_size(cmd: ServeCommand) -> int:
+    size = 1
+    for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"):
+        size *= int(cmd.value(flag) or 1)
+    return size
+
+
+def gpu_count(name: str, cmd: ServeCommand, gpus: list[int]) -> list[Finding]:
+    if len(set(gpus)) != len(gpus):
+        return [((name, "gpus"), f"gpus {gpus} lists a GPU twice")]
+    size = world_size(cmd)
+    if gpus and size != len(gpus):
+        return [((name, "gpus"),
+                 f"{len(gpus)} GPU(s) {gpus} but tensor x pipeline x data parallel size is {size}; "
+                 f"give exactly {size} GPU(s) or change --tensor-parallel-size/--pipeline-parallel-size")]
+    return []
+
+
+def gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog) -> list[Finding]:
+    """Models pinned to the same GPU must not reserve more than all of its memory together."""
+    per_gpu: dict[int, list[str]] = defaultdict(list)
+    for m in models:
+        for gpu in m.gpus:
+            per_gpu[gpu].append(m.name)
+    findings = []
+    for gpu, names in sorted(per_gpu.items()):
+        total = sum(fractions[n] for n in names)
+        if total > 1.0 + 1e-9:
+            parts = " + ".join(f"{n} {fractions[n]:.2f}" for n in names)
+            findings.append(((names[-1], "gpus"),
+                             f"GPU {gpu} is over-committed: --gpu-memory-utilization adds up to {total:.2f} "
+                             f"({parts}; vLLM {catalog.vllm_version} defaults to "
+                             f"{catalog.flags['--gpu-memory-utilization']['default']}); lower them so they sum "
+                             "to at most 1.0, or move a model to another GPU"))
+    return findings
+
+
+def unique(models: list[ModelPlan]) -> list[Finding]:
+    findings = []
+    for attr, label in (("served_name", "served model name"), ("port", "port")):
+        seen: dict = {}
+        for m in models:
+            value = getattr(m, attr)
+            if value in seen:
+                findings.append(((m.name,), f"{label} {value!r} is already used by {seen[value]}; make it unique"))
+            seen.setdefault(value, m.name)
+    return findings

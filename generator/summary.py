@@ -1,0 +1,30 @@
+"""The table `make regenerate` prints: what each model gets."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .plan import Plan
+from .rules import fmt_tokens
+
+
+def print_summary(plan: Plan, console: Console) -> None:
+    table = Table(title=f"{len(plan.models)} model(s) from {plan.source}", title_justify="left")
+    for col in ("model", "served as", "GPUs", "context", "max_tokens", "tool parser", "reasoning parser"):
+        table.add_column(col)
+    for m in plan.models:
+        table.add_row(
+            m.name,
+            m.served_name,
+            ",".join(map(str, m.gpus)) or "none",
+            fmt_tokens(m.context),
+            fmt_tokens(m.max_tokens) + (" (derived)" if m.max_tokens_derived else ""),
+            m.tool_parser or "-",
+            m.reasoning_parser or "-",
+        )
+    console.print(table)
+    g = plan.gateway
+    console.print(f"gateway: http://{g.bind}:{g.port}/v1 (key: {g.master_key_env} in compose/.env)")
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
