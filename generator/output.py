@@ -11,14 +11,15 @@ import yaml
 
 from .plan import Plan
 from .render_compose import render_compose
-from .render_litellm import HOOK_MODULE, render_litellm
+from .render_litellm import AUTH_MODULE, HOOK_MODULE, render_litellm
 
 COMPOSE_FILE = "compose/docker-compose.yml"
 LITELLM_FILE = "litellm/config.yaml"
 HOOK_FILE = f"litellm/{HOOK_MODULE}.py"
+AUTH_FILE = f"litellm/{AUTH_MODULE}.py"
 ENV_FILE = "compose/.env"
 ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`. Git-ignored: never commit."
-HOOK_SOURCE = Path(__file__).parent / "gateway_hooks" / f"{HOOK_MODULE}.py"
+HOOKS_DIR = Path(__file__).parent / "gateway_hooks"
 
 
 def header(plan: Plan) -> str:
@@ -49,10 +50,17 @@ def render_files(plan: Plan) -> dict[str, str]:
     files = {
         COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
+        **gateway_modules(plan),
     }
-    if plan.gateway.clamp_max_tokens:
-        files[HOOK_FILE] = header(plan) + HOOK_SOURCE.read_text()
     return files
+
+
+def gateway_modules(plan: Plan) -> dict[str, str]:
+    """Python modules the LiteLLM config names; copied next to config.yaml, where LiteLLM imports them."""
+    modules = {AUTH_FILE: AUTH_MODULE}
+    if plan.gateway.clamp_max_tokens:
+        modules[HOOK_FILE] = HOOK_MODULE
+    return {rel: header(plan) + (HOOKS_DIR / f"{mod}.py").read_text() for rel, mod in modules.items()}
 
 
 def write_files(files: dict[str, str], out_dir: Path) -> list[str]:

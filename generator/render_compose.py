@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .plan import ModelPlan, Plan
 
+# Gateway process environment for every runtime: no outbound fetch of LiteLLM's price map at start.
+GATEWAY_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
 ENV_HINT = "run make regenerate to create compose/.env"
 
@@ -55,7 +57,7 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
 
 def gateway_service(plan: Plan) -> dict:
     g = plan.gateway
-    env = {g.master_key_env: secret_ref(g.master_key_env)}
+    env = {g.master_key_env: secret_ref(g.master_key_env), **GATEWAY_ENV}
     env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
     if not g.admin_ui:
         env["DISABLE_ADMIN_UI"] = "True"

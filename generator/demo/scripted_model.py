@@ -20,10 +20,11 @@ The tokenizer is byte-level BPE with only the 256 byte symbols (no merges),
 plus added tokens: ChatML specials, ``<think>``/``<tool_call>`` tags and a few
 whole phrases, so one script step emits one whole sentence.
 
-The tool caller also ranks fallbacks for the ``"\\n"`` token: under a JSON
-grammar (``tool_choice`` = named function / ``"required"``, which vLLM serves
-via structured outputs instead of the tool parser) ``<tool_call>`` is masked
-out and the best allowed token is a phrase that satisfies that grammar.
+The tool call is emitted as ``<tool_call>``, ``{"name": "get_weather",
+"arguments": ``, the arguments JSON, ``}``, ``</tool_call>``: the same text as
+one JSON phrase, but split where vLLM's hermes structural tag (used for
+``tool_choice`` = "required" / named function, and for ``strict`` tools) lets
+xgrammar's token mask accept it; a single whole-call token gets masked out.
 
 Only numpy, safetensors and json are used (no torch), e.g.::
 
@@ -40,27 +41,17 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save as st_save
 
-SCRIPTS = ("reasoner", "tool-caller", "plain")
-
-REASONING_TEXT = "The user asks about the weather, so I will answer briefly."
-ANSWER_TEXT = "It is sunny in Paris."
-TOOL_CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
-TOOL_CALL_JSON = json.dumps(TOOL_CALL)  # hermes body: <tool_call>{...}</tool_call>
-# What vLLM's structured-output grammars expect for tool_choice named / "required".
-TOOL_ARGS_JSON = json.dumps(TOOL_CALL["arguments"])
-TOOL_REQUIRED_JSON = json.dumps(
-    [{"name": TOOL_CALL["name"], "parameters": TOOL_CALL["arguments"]}]
-)
+from .script import (ANSWER_TEXT, REASONING_TEXT, SCRIPTS, TOOL_ARGS_JSON, TOOL_CALL,  # noqa: F401
+                     TOOL_CALL_JSON, TOOL_CALL_PREFIX)
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>",
-                REASONING_TEXT, ANSWER_TEXT, TOOL_CALL_JSON,
-                TOOL_ARGS_JSON, TOOL_REQUIRED_JSON]
+                REASONING_TEXT, ANSWER_TEXT, TOOL_CALL_PREFIX, TOOL_ARGS_JSON]
 
 VOCAB_SIZE = HIDDEN = 384
 N_LAYERS, N_HEADS, N_KV_HEADS, HEAD_DIM, INTERMEDIATE = 2, 6, 2, 64, 512
 MAX_POS = 4096
-NL = 10  # byte "\n" has id 10 (byte b -> id b)
+NL, CLOSE_BRACE = 10, 125  # byte b has token id b
 
 # id of each added token: 256, 257, ...
 TOKEN_ID = {t: 256 + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
@@ -102,23 +93,19 @@ CHAT_TEMPLATE = """\
 """
 
 
-def _script(script: str) -> dict[int, list[int]]:
-    """token id -> next-token ids, best first (later ones are fallbacks)."""
+def _script(script: str) -> dict[int, int]:
+    """The bigram table: token id -> next token id (all others -> EOS)."""
     t = TOKEN_ID
     if script == "reasoner":
         chain = [NL, t["<think>"], t[REASONING_TEXT], t["</think>"], t[ANSWER_TEXT]]
     elif script == "tool-caller":
-        chain = [NL, t["<tool_call>"], t[TOOL_CALL_JSON], t["</tool_call>"]]
+        chain = [NL, t["<tool_call>"], t[TOOL_CALL_PREFIX], t[TOOL_ARGS_JSON],
+                 CLOSE_BRACE, t["</tool_call>"]]
     elif script == "plain":
         chain = [NL, t[ANSWER_TEXT]]
     else:
         raise ValueError(f"unknown script {script!r}; expected one of {SCRIPTS}")
-    table = {a: [b] for a, b in zip(chain, chain[1:])}
-    table[chain[-1]] = [EOS_ID]
-    if script == "tool-caller":
-        table[NL] += [t[TOOL_ARGS_JSON], t[TOOL_REQUIRED_JSON]]
-        table[t[TOOL_ARGS_JSON]] = table[t[TOOL_REQUIRED_JSON]] = [EOS_ID]
-    return table
+    return dict(zip(chain, chain[1:] + [EOS_ID]))
 
 
 def _weights(script: str) -> bytes:
@@ -126,8 +113,7 @@ def _weights(script: str) -> bytes:
     table = _script(script)
     lm_head = np.zeros((VOCAB_SIZE, HIDDEN), f32)
     for i in range(VOCAB_SIZE):
-        for rank, j in enumerate(table.get(i, [EOS_ID])):
-            lm_head[j, i] = 5.0 - rank
+        lm_head[table.get(i, EOS_ID), i] = 5.0
     q, kv = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
     tensors = {
         "model.embed_tokens.weight": np.eye(VOCAB_SIZE, HIDDEN, dtype=f32),
@@ -249,10 +235,13 @@ def build_model(out_dir: Path, script: str) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--script", choices=SCRIPTS, default="reasoner")
+    ap.add_argument("out_dir", type=Path, help="model directory; with --all, the parent of one per script")
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--script", choices=SCRIPTS, default="reasoner")
+    group.add_argument("--all", action="store_true", help="build every script into OUT_DIR/<script>")
     args = ap.parse_args(argv)
-    print(build_model(args.out_dir, args.script))
+    for script in SCRIPTS if args.all else (args.script,):
+        print(build_model(args.out_dir / script if args.all else args.out_dir, script))
 
 
 if __name__ == "__main__":

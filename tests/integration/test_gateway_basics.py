@@ -1,0 +1,91 @@
+"""The gateway's OpenAI surface: model list, plain and streamed chat, auth, errors."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from generator.demo.script import ANSWER_TEXT
+
+from .helpers import collect_stream
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+
+
+def test_models_endpoint_lists_exactly_the_models_in_models_yml(gateway):
+    listed = {m.id for m in gateway.client().models.list()}
+    assert listed == {m.served_name for m in gateway.plan.models}
+
+
+def test_plain_chat(gateway, model):
+    reply = gateway.client().chat.completions.create(model=model.served_name, messages=HELLO, max_tokens=64)
+    message = reply.choices[0].message
+    assert message.content or message.tool_calls
+    assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")
+    assert reply.usage.completion_tokens <= 64
+    if gateway.scripts.get(model.served_name) in ("reasoner", "plain"):
+        assert message.content == ANSWER_TEXT
+
+
+def test_streamed_chat_matches_the_plain_answer(gateway, model):
+    client = gateway.client()
+    plain = client.chat.completions.create(model=model.served_name, messages=HELLO, max_tokens=64, temperature=0)
+    stream = client.chat.completions.create(model=model.served_name, messages=HELLO, max_tokens=64, temperature=0,
+                                            stream=True)
+    content, _, calls, finish = collect_stream(stream)
+    assert finish in ("stop", "length", "tool_calls")
+    assert content == (plain.choices[0].message.content or "")
+    assert bool(calls) == bool(plain.choices[0].message.tool_calls)
+
+
+@pytest.mark.parametrize("key", [None, "sk-wrong-key"], ids=["no-key", "wrong-key"])
+def test_requests_without_the_right_key_get_401(gateway, key):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    model = gateway.plan.models[0].served_name
+    r = httpx.post(f"{gateway.url}/chat/completions", headers=headers, timeout=30,
+                   json={"model": model, "messages": HELLO})
+    assert r.status_code == 401, r.text
+    assert httpx.get(f"{gateway.url}/models", headers=headers, timeout=30).status_code == 401
+
+
+def test_unknown_model_gets_a_clear_4xx(gateway):
+    with pytest.raises(openai.APIStatusError) as err:
+        gateway.client().chat.completions.create(model="no-such-model", messages=HELLO)
+    assert 400 <= err.value.status_code < 500
+    assert "no-such-model" in str(err.value)
+
+
+def test_max_tokens_above_the_context_is_clamped_or_refused_never_5xx(gateway, model):
+    """Coding agents send max_tokens = the whole context; the gateway must not turn that into a 5xx or a hang."""
+    client = gateway.client(timeout=60)
+    try:
+        raw = client.chat.completions.with_raw_response.create(
+            model=model.served_name, messages=HELLO, max_tokens=model.context * 2)
+    except openai.APIStatusError as exc:
+        assert 400 <= exc.status_code < 500, exc
+        assert not gateway.plan.gateway.clamp_max_tokens, "the clamp is on: this request should have been clamped"
+        return
+    assert gateway.plan.gateway.clamp_max_tokens, "a request above the context was accepted without the clamp"
+    header = raw.headers.get("x-gateway-max-tokens-clamped")
+    assert header, "clamped requests must say so in x-gateway-max-tokens-clamped"
+    before, after = (int(x) for x in header.split("->"))
+    assert before == model.context * 2 and 0 < after < model.context
+    assert raw.parse().choices[0].finish_reason in ("stop", "length", "tool_calls")
+
+
+def test_max_tokens_equal_to_the_context_is_clamped_when_streaming(gateway, model):
+    if not gateway.plan.gateway.clamp_max_tokens:
+        pytest.skip("gateway.clamp_max_tokens is off in this models.yml")
+    client = gateway.client(timeout=60)
+    with client.chat.completions.with_streaming_response.create(
+            model=model.served_name, messages=HELLO, max_tokens=model.context, stream=True) as raw:
+        assert raw.headers.get("x-gateway-max-tokens-clamped", "").startswith(f"{model.context}->")
+        _, _, _, finish = collect_stream(raw.parse())
+    assert finish in ("stop", "length", "tool_calls")
+
+
+def test_a_request_that_fits_is_not_clamped(gateway, model):
+    raw = gateway.client().chat.completions.with_raw_response.create(
+        model=model.served_name, messages=HELLO, max_tokens=16)
+    assert "x-gateway-max-tokens-clamped" not in raw.headers
