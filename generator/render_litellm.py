@@ -7,7 +7,7 @@ from typing import Callable
 from .plan import ModelPlan, Plan
 
 HOOK_MODULE = "max_tokens_clamp"  # these two are written next to config.yaml; LiteLLM imports them
-AUTH_MODULE = "master_key_auth"
+AUTH_MODULE = "gateway_guard"
 
 
 def compose_api_base(m: ModelPlan) -> str:
@@ -62,7 +62,7 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         },
         "general_settings": {
             "master_key": f"os.environ/{g.master_key_env}",
-            "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a missing or wrong key
+            "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body
             "disable_spend_logs": True,
             "disable_error_logs": True,
         },

@@ -16,6 +16,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 from pathlib import Path
 
 import httpx
@@ -99,11 +100,11 @@ class LocalStack:
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.plan.gateway.port}"
 
-    def write_gateway_config(self) -> Path:
+    def write_gateway_config(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> Path:
         """Same renderer as the compose target, with loopback backends."""
         config = self.state_dir / LITELLM_FILE
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(header(self.plan) + dump_yaml(render_litellm(self.plan, local_api_base)))
+        config.write_text(header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)))
         for rel, text in gateway_modules(self.plan).items():
             (self.state_dir / rel).write_text(text)
         return config
@@ -121,7 +122,7 @@ class LocalStack:
 
     def _spawn(self, proc: Proc, env: dict[str, str]) -> None:
         proc.log.parent.mkdir(parents=True, exist_ok=True)
-        with proc.log.open("wb") as log:
+        with proc.log.open("ab") as log:
             proc.popen = subprocess.Popen(proc.cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True, cwd=os.getcwd())
         proc.pid = proc.popen.pid
@@ -135,21 +136,38 @@ class LocalStack:
 
     def start(self, timeout: float = 900) -> None:
         """Start every backend, wait for all to be healthy, then start the gateway. Cleans up on failure."""
-        keys = self.keys()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         try:
             for m in self.plan.models:
-                self._spawn(self._backend(m), {**m.env, "VLLM_API_KEY": keys[m.api_key_env]})
+                self.start_backend(m.name, wait=False)
             self._wait(list(self.procs), timeout, "backends")
-            config = self.write_gateway_config()
-            gateway_env = {**keys, **GATEWAY_ENV}
-            if not self.plan.gateway.admin_ui:
-                gateway_env["DISABLE_ADMIN_UI"] = "True"
-            self._spawn(self._gateway(config), gateway_env)
-            self._wait([self.procs[-1]], 180, "gateway")
+            self.start_gateway()
         except BaseException:
             self.stop()
             raise
+
+    def start_backend(self, name: str, wait: bool = True, timeout: float = 600) -> None:
+        """Start (or restart, after `kill`) one model's vLLM process."""
+        m = next(m for m in self.plan.models if m.name == name)
+        proc = self._backend(m)
+        self._spawn(proc, {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env]})
+        if wait:
+            self._wait([proc], timeout, name)
+
+    def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> None:
+        env = {**self.keys(), **GATEWAY_ENV}
+        if not self.plan.gateway.admin_ui:
+            env["DISABLE_ADMIN_UI"] = "True"
+        self._spawn(self._gateway(self.write_gateway_config(api_base)), env)
+        self._wait([self.procs[-1]], 180, "gateway")
+
+    def kill(self, name: str) -> None:
+        """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""
+        procs = [p for p in self.procs if p.name == name and p.alive()]
+        for p in procs:
+            _signal_group(p.pid, signal.SIGKILL)
+            p.popen.wait(timeout=30)
+        self.procs = [p for p in self.procs if p not in procs]
+        self._save_state()
 
     def _wait(self, procs: list[Proc], timeout: float, what: str) -> None:
         start = time.monotonic()

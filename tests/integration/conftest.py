@@ -37,6 +37,7 @@ class Gateway:
     key: str
     plan: Plan
     scripts: dict[str, str] = field(default_factory=dict)  # served name -> scripted model kind
+    stack: LocalStack | None = None  # set when this session started the stack (fault tests need it)
 
     def client(self, key: str | None = None, **kw) -> OpenAI:
         return OpenAI(base_url=self.url, api_key=key or self.key, max_retries=0, timeout=kw.pop("timeout", 120), **kw)
@@ -104,7 +105,7 @@ def gateway() -> Gateway:
     stack = LocalStack(plan, STATE_DIR, vllm_python)
     try:
         stack.start(timeout=900)
-        yield Gateway(f"{stack.gateway_url}/v1", stack.master_key, plan, scripts)
+        yield Gateway(f"{stack.gateway_url}/v1", stack.master_key, plan, scripts, stack)
     finally:
         stack.stop()
         os.chdir(cwd)

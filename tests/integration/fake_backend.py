@@ -1,0 +1,62 @@
+"""A misbehaving OpenAI-compatible backend for fault tests: `python -m tests.integration.fake_backend MODE PORT`.
+
+MODE ok: answers (JSON or SSE); hang: accepts and never answers; cut: streams two chunks, then
+drops the connection without `[DONE]` (a backend crash mid-answer); 500: answers every chat with 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+from aiohttp import web
+
+
+def _chunk(content: str | None = None, finish: str | None = None) -> bytes:
+    delta = {"content": content} if content is not None else {}
+    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+def make_app(mode: str) -> web.Application:
+    async def chat(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if mode == "hang":
+            await asyncio.sleep(3600)
+        if mode == "500":
+            return web.json_response({"error": {"message": "backend exploded"}}, status=500)
+        if not body.get("stream"):
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(_chunk("Hello"))
+        await resp.write(_chunk(" there"))
+        if mode == "cut":
+            await asyncio.sleep(0.2)
+            request.transport.abort()  # no [DONE], no finish_reason: the connection just dies
+            return resp
+        await resp.write(_chunk(finish="stop"))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def models(_: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    return app
+
+
+if __name__ == "__main__":
+    web.run_app(make_app(sys.argv[1]), host="127.0.0.1", port=int(sys.argv[2]), print=None)

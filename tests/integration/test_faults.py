@@ -1,0 +1,176 @@
+"""Faults: a backend dies, hangs or drops a stream; malformed requests. The gateway must stay up,
+fail fast and clearly, and recover without a restart."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from generator.loader import load_plan
+from generator.runtime.local import LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+HELLO = [{"role": "user", "content": "Say hello."}]
+TIMEOUT = 4  # the fake stack's request_timeout and stream_timeout, seconds
+FAKES = {"ok": 18201, "hang": 18202, "cut": 18203}
+FAKE_MODELS = f"""
+gateway: {{port: 4100, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}}}
+""" + "".join(f"""
+{mode}:
+  gpus: []
+  command: vllm serve fake/{mode} --max-model-len 4096 --port {port}
+""" for mode, port in FAKES.items())
+
+
+def _wait_http(url: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory):
+    """A real LiteLLM gateway, generated config, in front of misbehaving fake backends."""
+    tmp = tmp_path_factory.mktemp("faults")
+    (tmp / "models.yml").write_text(FAKE_MODELS)
+    plan = load_plan(tmp / "models.yml")
+    backends = [subprocess.Popen([sys.executable, "-m", "tests.integration.fake_backend", mode, str(port)], cwd=ROOT)
+                for mode, port in FAKES.items()]
+    stack = LocalStack(plan, tmp / "state", vllm_python="(not used)")
+    try:
+        for port in FAKES.values():
+            _wait_http(f"http://127.0.0.1:{port}/health")
+        stack.start_gateway()
+        yield stack
+    finally:
+        stack.stop()
+        for b in backends:
+            b.kill()  # the hanging one would wait for its sleeping handler
+            b.wait(timeout=10)
+
+
+def _client(stack: LocalStack, timeout: float = 60) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, timeout=timeout, max_retries=0)
+
+
+def test_a_hanging_backend_is_cut_off_by_the_timeout(fakes):
+    start = time.monotonic()
+    with pytest.raises(openai.APIStatusError) as err:
+        _client(fakes).chat.completions.create(model="hang", messages=HELLO)
+    elapsed = time.monotonic() - start
+    assert err.value.status_code in (408, 500, 502, 503, 504)
+    assert elapsed < TIMEOUT + 6, f"took {elapsed:.1f}s with a {TIMEOUT}s timeout"
+    assert _client(fakes).chat.completions.create(model="ok", messages=HELLO).choices[0].message.content == "ok"
+
+
+def test_a_hanging_backend_is_cut_off_when_streaming(fakes):
+    start = time.monotonic()
+    with pytest.raises((openai.APIError, httpx.HTTPError)):
+        for _ in _client(fakes).chat.completions.create(model="hang", messages=HELLO, stream=True):
+            pass
+    assert time.monotonic() - start < TIMEOUT + 6
+
+
+def test_a_stream_cut_midway_raises_instead_of_ending_quietly(fakes):
+    received = []
+    with pytest.raises((openai.APIError, httpx.HTTPError)):
+        for chunk in _client(fakes).chat.completions.create(model="cut", messages=HELLO, stream=True):
+            if chunk.choices and chunk.choices[0].delta.content:
+                received.append(chunk.choices[0].delta.content)
+    assert "".join(received) in ("", "Hello", "Hello there")
+
+
+MALFORMED = {
+    "not-json": b"{this is not json",
+    "empty-body": b"",
+    "json-array": b"[]",
+    "messages-is-a-string": json.dumps({"model": "ok", "messages": "hi"}).encode(),
+    "no-messages": json.dumps({"model": "ok"}).encode(),
+    "model-is-a-number": json.dumps({"model": 7, "messages": HELLO}).encode(),
+    "max-tokens-is-text": json.dumps({"model": "ok", "messages": HELLO, "max_tokens": "many"}).encode(),
+    "temperature-is-a-list": json.dumps({"model": "ok", "messages": HELLO, "temperature": [1]}).encode(),
+    "message-without-role": json.dumps({"model": "ok", "messages": [{"content": "x"}]}).encode(),
+    "tools-is-not-a-list": json.dumps({"model": "ok", "messages": HELLO, "tools": True}).encode(),
+    "huge-body": json.dumps({"model": "ok", "messages": [{"role": "user", "content": "x" * 20_000_000}]}).encode(),
+}
+
+
+LITELLM_BUGS = {
+    "json-array": "LiteLLM 1.103.7 answers a non-object JSON body with a 500: its pre-auth checks call "
+                  "request_data.get() before any hook or custom auth runs (auth_utils.pre_db_read_auth_checks)",
+    "tools-is-not-a-list": "LiteLLM 1.103.7: our guard answers 400, then LiteLLM's auth-failure logging iterates "
+                           "`tools` (litellm_logging.initialize_standard_built_in_tools_params) and turns it into a 500",
+}
+
+
+@pytest.mark.parametrize("body", [pytest.param(b, id=k, marks=pytest.mark.xfail(reason=LITELLM_BUGS[k], strict=True))
+                                  if k in LITELLM_BUGS else pytest.param(b, id=k) for k, b in MALFORMED.items()])
+def test_malformed_requests_get_4xx_not_5xx(fakes, body):
+    r = httpx.post(f"{fakes.gateway_url}/v1/chat/completions", content=body, timeout=60,
+                   headers={"Authorization": f"Bearer {fakes.master_key}", "Content-Type": "application/json"})
+    assert 400 <= r.status_code < 500, f"{r.status_code}: {r.text[:300]}"
+    assert httpx.get(f"{fakes.gateway_url}/health/liveliness", timeout=5).status_code == 200
+
+
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                       max_leaves=8)
+
+
+@settings(max_examples=int(os.environ.get('FUZZ_EXAMPLES', 40)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(field=st.sampled_from(["messages", "model", "max_tokens", "temperature", "tools", "tool_choice", "stream", "n"]),
+       value=JSONISH)
+def test_fuzzed_fields_never_give_5xx(fakes, field, value):
+    # non-iterable `tools` is a known LiteLLM bug, pinned by the strict xfail case "tools-is-not-a-list" above
+    assume(not (field == "tools" and value is not None and not isinstance(value, (list, dict, str))))
+    body = {"model": "ok", "messages": HELLO, field: value}
+    r = httpx.post(f"{fakes.gateway_url}/v1/chat/completions", json=body, timeout=30,
+                   headers={"Authorization": f"Bearer {fakes.master_key}"})
+    assert r.status_code < 500, f"{field}={value!r} -> {r.status_code}: {r.text[:300]}"
+
+
+def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
+    """Kill one real vLLM backend under load; the other model keeps answering, the dead one gets a
+    fast 5xx, and once the backend is back the gateway serves it again without a restart."""
+    if gateway.stack is None:
+        pytest.skip("needs a stack this session started (not GATEWAY_URL, not a running `make demo`)")
+    if len(gateway.plan.models) < 2:
+        pytest.skip("needs two models")
+    victim, other = gateway.plan.models[0], gateway.plan.models[1]
+    client = gateway.client(timeout=60)
+
+    def ask(model):
+        start = time.monotonic()
+        try:
+            client.chat.completions.create(model=model.served_name, messages=HELLO, max_tokens=16)
+            return "ok", time.monotonic() - start
+        except openai.APIStatusError as exc:
+            return exc.status_code, time.monotonic() - start
+
+    gateway.stack.kill(victim.name)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            dead = list(pool.map(ask, [victim] * 8))
+            alive = list(pool.map(ask, [other] * 8))
+        assert all(r == "ok" for r, _ in alive), alive
+        assert all(isinstance(r, int) and 500 <= r < 600 for r, _ in dead), dead
+        assert max(t for _, t in dead) < 10, f"dead backend took {max(t for _, t in dead):.1f}s to fail"
+    finally:
+        gateway.stack.start_backend(victim.name)
+    assert ask(victim)[0] == "ok", "the gateway did not serve the backend again after it came back"
