@@ -32,18 +32,22 @@ REMOVED_FLAGS = {
 
 # Flags whose valid values live in vLLM registries rather than in argparse `choices`.
 def _registry_choices() -> dict[str, list[str]]:
-    from vllm.config.load import LoadFormats  # noqa: F401  (imported for its Literal)
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    from vllm.model_executor.model_loader import LoadFormats  # a Literal of the built-in loaders
     from vllm.reasoning import ReasoningParserManager
     from vllm.tool_parsers import ToolParserManager
     import typing
 
-    return {
+    choices = {
         "--tool-call-parser": sorted(ToolParserManager.list_registered()),
         "--reasoning-parser": sorted(ReasoningParserManager.list_registered()),
         "--quantization": sorted(QUANTIZATION_METHODS),
         "--load-format": sorted(typing.get_args(LoadFormats)),
     }
+    empty = [flag for flag, values in choices.items() if not values]
+    if empty:
+        raise SystemExit(f"no choices found in this vLLM for {empty}: update _registry_choices")
+    return choices
 
 
 def _type_name(action: argparse.Action) -> str:

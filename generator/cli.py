@@ -14,7 +14,7 @@ from rich.console import Console
 
 from .errors import ConfigError
 from .loader import load_plan
-from .output import ENV_FILE, ensure_env_file, render_files, stale_files, write_files
+from .output import ENV_FILE, ensure_env_file, remove_orphans, render_files, stale_files, write_files
 from .summary import print_summary
 
 EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         if not stale:
             out.print(f"up to date: {', '.join(files)}")
         return EXIT_DRIFT if stale else 0
-    changed = write_files(files, args.out)
+    changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
     added = ensure_env_file(args.out / ENV_FILE, plan.secret_envs)
     if not args.quiet:
         print_summary(plan, out)

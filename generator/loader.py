@@ -26,6 +26,8 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
             msg = f"unknown field {path[-1]!r}" + _field_hint(path)
         elif err["type"] == "missing":
             msg = f"required field {path[-1]!r} is missing"
+        elif err["type"] in ("model_type", "dict_type"):
+            msg = f"expected a mapping of fields (name: value lines), got {type(err['input']).__name__} {err['input']!r:.40}"
         problems.append(Problem(src.where(path), ".".join(map(str, path)), msg))
     return problems
 

@@ -22,6 +22,9 @@ ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`
 HOOKS_DIR = Path(__file__).parent / "gateway_hooks"
 
 
+GENERATED_MARK = b"# GENERATED from "
+
+
 def header(plan: Plan) -> str:
     return (
         f"# GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by `python -m generator`;\n"
@@ -88,9 +91,27 @@ def write_files(files: dict[str, str], out_dir: Path) -> list[str]:
 
 
 def stale_files(files: dict[str, str], out_dir: Path) -> list[str]:
-    """Paths whose content on disk differs from what would be generated (missing counts)."""
+    """Paths whose content on disk differs from what would be generated (missing and orphans count)."""
     return [rel for rel, text in files.items()
-            if not (out_dir / rel).exists() or (out_dir / rel).read_text() != text]
+            if not (out_dir / rel).exists() or (out_dir / rel).read_text() != text] + orphans(files, out_dir)
+
+
+def orphans(files: dict[str, str], out_dir: Path) -> list[str]:
+    """Files we generated earlier (they carry our header) that the current plan no longer produces."""
+    found = []
+    for folder in sorted({Path(rel).parent for rel in files}):
+        for path in sorted((out_dir / folder).glob("*")):
+            rel = path.relative_to(out_dir).as_posix()
+            if path.is_file() and rel not in files and path.read_bytes().startswith(GENERATED_MARK):
+                found.append(rel)
+    return found
+
+
+def remove_orphans(files: dict[str, str], out_dir: Path) -> list[str]:
+    removed = orphans(files, out_dir)
+    for rel in removed:
+        (out_dir / rel).unlink()
+    return removed
 
 
 def ensure_env_file(path: Path, names: tuple[str, ...]) -> list[str]:

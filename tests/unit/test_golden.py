@@ -1,0 +1,105 @@
+"""Golden files: the generated output of the repo's models.yml, byte for byte, and what it must hold.
+
+Refresh after an intended change: UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_golden.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.loader import load_plan
+from generator.output import render_files
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests/golden"
+SCHEMA = ROOT.parent / "shared/schemas/compose-spec.json"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    # a copy named models.yml, so the header is the same wherever the repo lives
+    src = tmp_path_factory.mktemp("src") / "models.yml"
+    shutil.copy(ROOT / "models.yml", src)
+    return render_files(load_plan(src))
+
+
+@pytest.fixture(scope="module")
+def compose(files) -> dict:
+    return yaml.safe_load(files["compose/docker-compose.yml"])
+
+
+@pytest.fixture(scope="module")
+def config(files) -> dict:
+    return yaml.safe_load(files["litellm/config.yaml"])
+
+
+def test_golden_files(files):
+    for rel, text in files.items():
+        if not rel.endswith((".yml", ".yaml")):
+            continue  # the hook modules are verbatim copies of generator/gateway_hooks
+        golden = GOLDEN / rel
+        if os.environ.get("UPDATE_GOLDEN"):
+            golden.parent.mkdir(parents=True, exist_ok=True)
+            golden.write_text(text)
+        assert golden.exists(), f"missing {golden}: run with UPDATE_GOLDEN=1"
+        assert golden.read_text() == text, f"{rel} changed: review, then UPDATE_GOLDEN=1"
+
+
+def test_compose_matches_the_compose_specification(compose):
+    if not SCHEMA.exists():
+        pytest.skip(f"Compose JSON schema not found at {SCHEMA} (it lives in ../shared/schemas)")
+    import jsonschema
+
+    jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(compose)
+
+
+def test_every_max_tokens_fits_its_models_context(config):
+    plan = load_plan(ROOT / "models.yml")
+    contexts = {m.served_name: m.context for m in plan.models}
+    for entry in config["model_list"]:
+        assert entry["model_info"]["max_input_tokens"] == contexts[entry["model_name"]]
+        assert entry["litellm_params"]["max_tokens"] < entry["model_info"]["max_input_tokens"]
+
+
+def test_only_the_gateway_is_published_and_only_on_loopback(compose):
+    services = compose["services"]
+    published = {name for name, s in services.items() if "ports" in s}
+    assert published == {"litellm"}
+    assert all(p.startswith("127.0.0.1:") for p in services["litellm"]["ports"])
+    assert compose["networks"]["backends"]["internal"] is True
+    for name, s in services.items():
+        assert "backends" in s["networks"]
+        assert "no-new-privileges:true" in s["security_opt"]
+
+
+def test_backends_get_exactly_their_gpus_a_key_and_a_healthcheck(compose):
+    plan = load_plan(ROOT / "models.yml")
+    for m in plan.models:
+        s = compose["services"][m.name]
+        devices = s["deploy"]["resources"]["reservations"]["devices"]
+        assert devices == [{"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]
+        assert s["environment"]["VLLM_API_KEY"] == f"${{{m.api_key_env}:?run make regenerate to create compose/.env}}"
+        assert f":{m.port}/health" in " ".join(s["healthcheck"]["test"]) and s["healthcheck"]["start_period"] == "30m"
+        assert s["command"][0] == m.model and "--served-model-name" in s["command"]
+        assert s["ipc"] == "host" and s["restart"] == "unless-stopped"
+
+
+def test_gateway_config_is_lean_and_keyless(config, compose):
+    assert config["general_settings"]["master_key"] == "os.environ/LITELLM_MASTER_KEY"
+    assert config["router_settings"]["num_retries"] == 0 and config["litellm_settings"]["num_retries"] == 0
+    assert all(e["litellm_params"]["api_key"].startswith("os.environ/") for e in config["model_list"])
+    gateway = compose["services"]["litellm"]
+    assert gateway["volumes"] == ["../litellm:/etc/litellm:ro"]
+    assert gateway["environment"]["DISABLE_ADMIN_UI"] == "True"
+
+
+def test_capabilities_follow_the_parser_flags(config):
+    info = {e["model_name"]: e["model_info"] for e in config["model_list"]}
+    assert info["glm47-flash"]["supports_function_calling"] and info["glm47-flash"]["supports_reasoning"]
+    assert not info["small-chat"]["supports_function_calling"] and not info["small-chat"]["supports_reasoning"]

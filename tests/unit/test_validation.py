@@ -1,0 +1,187 @@
+"""Every rule of models.yml, through load_plan, asserting on the message a person reads."""
+
+from generator.loader import load_plan
+
+
+def one(command: str, extra: str = "", name: str = "m1", gpus: str = "[0]") -> str:
+    return f"{name}:\n  gpus: {gpus}\n  command: {command}\n{extra}"
+
+
+def test_max_tokens_equal_to_the_context_is_refused_naming_model_and_both_numbers(problems):
+    (msg,) = problems(one("vllm serve org/m --max-model-len 128K", "  litellm: {max_tokens: 128K}\n"))
+    assert "m1.litellm.max_tokens" in msg and msg.count("131072") == 2 and "models.yml:4" in msg
+    assert "65536" in msg  # the suggested fix: half the context
+
+
+def test_max_tokens_below_the_context_is_kept(plan):
+    (m,) = plan(one("vllm serve org/m --max-model-len 16K", "  litellm: {max_tokens: 8K}\n")).models
+    assert (m.context, m.max_tokens, m.max_tokens_derived) == (16384, 8192, False)
+    assert m.litellm_params["max_tokens"] == 8192
+
+
+def test_missing_max_tokens_is_derived_as_half_the_context(plan):
+    (m,) = plan(one("vllm serve org/m --max-model-len 25.6k")).models
+    assert (m.max_tokens, m.max_tokens_derived) == (12800, True)
+
+
+def test_unknown_context_is_refused(problems):
+    (msg,) = problems(one("vllm serve org/m"))
+    assert "m1.command" in msg and "--max-model-len is missing" in msg and "context_length" in msg
+    (msg,) = problems(one("vllm serve org/m --max-model-len auto"))
+    assert "is `auto`" in msg
+
+
+def test_auto_context_with_context_length_is_accepted(plan):
+    (m,) = plan(one("vllm serve org/m --max-model-len auto", "  context_length: 8K\n")).models
+    assert m.context == 8192 and m.max_tokens == 4096
+
+
+def test_context_length_must_agree_with_the_flag(problems):
+    (msg,) = problems(one("vllm serve org/m --max-model-len 8K", "  context_length: 16K\n"))
+    assert "m1.context_length" in msg and "disagrees" in msg
+
+
+def test_auto_tool_choice_needs_a_tool_parser(problems):
+    (msg,) = problems(one("vllm serve org/m --max-model-len 8K --enable-auto-tool-choice"))
+    assert "--enable-auto-tool-choice needs --tool-call-parser" in msg
+
+
+def test_tool_parser_without_auto_tool_choice_is_a_warning(plan):
+    p = plan(one("vllm serve org/m --max-model-len 8K --tool-call-parser hermes"))
+    assert any("--enable-auto-tool-choice" in w for w in p.warnings)
+
+
+def test_typo_in_a_flag_names_model_flag_and_suggestion(problems):
+    (msg,) = problems(one("vllm serve org/m --max-model-length 8K"))
+    assert "m1.command --max-model-length" in msg and "did you mean --max-model-len?" in msg
+
+
+def test_parallel_size_must_match_the_gpus(problems):
+    (msg,) = problems(one("vllm serve org/m --max-model-len 8K -tp 2 --pipeline-parallel-size 2", gpus="[0, 1]"))
+    assert "m1.gpus" in msg and "2 GPU(s)" in msg and "size is 4" in msg
+    assert "twice" in problems(one("vllm serve org/m --max-model-len 8K -tp 2", gpus="[0, 0]"))[0]
+
+
+def test_tensor_parallel_with_matching_gpus_is_accepted(plan):
+    (m,) = plan(one("vllm serve org/m --max-model-len 8K -tp 2", gpus="[2, 3]")).models
+    assert m.gpus == (2, 3)
+
+
+def test_gpu_memory_over_one_is_refused_naming_gpu_and_models(problems):
+    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.6", name="a") + \
+        one("vllm serve org/b --max-model-len 8K --gpu-memory-utilization 0.5", name="b")
+    (msg,) = problems(text)
+    assert "GPU 0 is over-committed" in msg and "1.10" in msg and "a 0.60" in msg and "b 0.50" in msg
+
+
+def test_vllms_default_memory_fraction_counts_when_the_flag_is_absent(problems):
+    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.2", name="a") + \
+        one("vllm serve org/b --max-model-len 8K", name="b")
+    (msg,) = problems(text)
+    assert "b 0.92" in msg and "defaults to 0.92" in msg
+
+
+def test_models_on_different_gpus_do_not_add_up(plan):
+    text = one("vllm serve org/a --max-model-len 8K", name="a") + \
+        one("vllm serve org/b --max-model-len 8K", name="b", gpus="[1]")
+    assert [m.port for m in plan(text).models] == [8001, 8002]
+
+
+def test_served_names_and_ports_must_be_unique(problems):
+    text = one("vllm serve org/a --max-model-len 8K --served-model-name same", name="a", gpus="[]") + \
+        one("vllm serve org/b --max-model-len 8K --served-model-name same --port 9000", name="b", gpus="[]") + \
+        one("vllm serve org/c --max-model-len 8K", name="c", gpus="[]") + "  port: 9000\n"
+    msgs = "\n".join(problems(text))
+    assert "served model name 'same' is already used by a" in msgs and "port 9000 is already used by b" in msgs
+
+
+def test_model_names_must_be_dns_labels_and_not_reserved(problems):
+    msgs = "\n".join(problems(one("vllm serve o/m --max-model-len 8K", name="GLM_4") +
+                              one("vllm serve o/m --max-model-len 8K", name="litellm")))
+    assert "GLM_4: model names become service and host names" in msgs
+    assert "'litellm' is reserved" in msgs
+
+
+def test_yaml_syntax_error_names_file_and_line(problems):
+    (msg,) = problems("m1:\n  gpus: [0\n  command: x\n")
+    assert msg.startswith(str("")) and "YAML syntax error" in msg and ":3:" in msg
+
+
+def test_empty_file_and_wrong_top_level(problems):
+    assert "the file is empty" in problems("")[0]
+    assert "must be a mapping" in problems("- a\n- b\n")[0]
+    assert "no models" in problems("gateway: {port: 4000}\n")[0]
+
+
+def test_wrong_types_and_unknown_fields_with_suggestions(problems):
+    msgs = "\n".join(problems("""\
+        m1:
+          gpus: "0"
+          command: vllm serve org/m --max-model-len 8K
+          litelm: {}
+          env: {FLAG: true}
+        m2:
+          gpus: [0]
+          command: vllm serve org/m --max-model-len 8K
+          litellm: {max_token: 10, temperature: hot}
+        """))
+    assert "m1.gpus" in msgs and "valid list" in msgs
+    assert "unknown field 'litelm'; did you mean 'litellm'?" in msgs
+    assert "m1.env.FLAG" in msgs and "quote it" in msgs
+    assert "unknown field 'max_token'; did you mean 'max_tokens'?" in msgs
+    assert "m2.litellm.temperature" in msgs
+
+
+def test_duplicate_keys_are_refused(problems):
+    assert "duplicate key 'm1'" in problems(one("vllm serve o/m --max-model-len 8K") * 2)[0]
+
+
+def test_every_problem_of_every_model_is_reported_at_once_with_its_line(problems):
+    msgs = problems(one("vllm serve o/a --max-model-len 8K --bogus", name="a") +
+                    one("vllm serve o/b --max-model-len 8K", "  litellm: {max_tokens: 8K}\n", name="b"))
+    assert len(msgs) == 2
+    assert msgs[0].split(": ")[0].endswith("models.yml:3") and "a.command --bogus" in msgs[0]
+    assert msgs[1].split(": ")[0].endswith("models.yml:7") and "b.litellm.max_tokens" in msgs[1]
+
+
+def test_defaults_merge_under_each_model(plan):
+    p = plan("""\
+        defaults:
+          env: {SHARED: "1", OVERRIDE: base}
+          litellm: {temperature: 0.5, top_p: 0.9}
+          image: my/vllm:1
+        m1:
+          gpus: [0]
+          command: vllm serve o/m --max-model-len 8K
+          env: {OVERRIDE: mine}
+          litellm: {temperature: 0.1}
+        """)
+    (m,) = p.models
+    assert m.env == {"OVERRIDE": "mine", "SHARED": "1"}
+    assert m.litellm_params == {"max_tokens": 4096, "temperature": 0.1, "top_p": 0.9}
+    assert m.image == "my/vllm:1"
+
+
+def test_trust_remote_code_is_a_warning(plan):
+    p = plan(one("vllm serve o/m --max-model-len 8K --trust-remote-code"))
+    assert p.models[0].trust_remote_code and any("trust-remote-code" in w for w in p.warnings)
+
+
+def test_parsers_and_served_name_reach_the_plan(plan):
+    (m,) = plan(one("vllm serve o/m --max-model-len 8K --reasoning-parser qwen3 --enable-auto-tool-choice "
+                    "--tool-call-parser hermes --served-model-name public")).models
+    assert (m.served_name, m.tool_parser, m.reasoning_parser, m.auto_tool_choice) == ("public", "hermes", "qwen3", True)
+    assert m.flag_args[-2:] == ("--port", "8001") and "--served-model-name" in m.flag_args
+
+
+def test_gateway_bind_must_be_an_ip_and_non_loopback_warns(problems, plan):
+    assert "gateway.bind" in problems("gateway: {bind: everywhere}\n" + one("vllm serve o/m --max-model-len 8K"))[0]
+    p = plan("gateway: {bind: 0.0.0.0}\n" + one("vllm serve o/m --max-model-len 8K"))
+    assert any("0.0.0.0" in w for w in p.warnings)
+
+
+def test_the_repo_models_yml_is_valid():
+    from pathlib import Path
+
+    p = load_plan(Path(__file__).resolve().parents[2] / "models.yml")
+    assert len(p.models) >= 3 and all(m.max_tokens < m.context for m in p.models)
