@@ -55,12 +55,16 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
     return service
 
 
+def admin_env(admin_ui: bool) -> dict[str, str]:
+    """LiteLLM's UI and our guard's admin-route switch, both off unless models.yml turns them on."""
+    return {"GATEWAY_ADMIN_ROUTES": "1"} if admin_ui else {"DISABLE_ADMIN_UI": "True"}
+
+
 def gateway_service(plan: Plan) -> dict:
     g = plan.gateway
     env = {g.master_key_env: secret_ref(g.master_key_env), **GATEWAY_ENV}
     env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
-    if not g.admin_ui:
-        env["DISABLE_ADMIN_UI"] = "True"
+    env.update(admin_env(g.admin_ui))
     bind = f"[{g.bind}]" if ":" in g.bind else g.bind
     return {
         "image": g.image,

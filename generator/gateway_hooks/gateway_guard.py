@@ -1,7 +1,9 @@
 """LiteLLM proxy custom auth, the first code of ours on every request:
 
 1. only the master key opens the gateway; a missing or wrong key is a 401;
-2. a malformed chat request is a 400 naming the field, before LiteLLM touches it.
+2. only the OpenAI inference routes are open; LiteLLM's admin/management routes (keys, users,
+   teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
+3. a malformed chat request is a 400 naming the field, before LiteLLM touches it.
 
 Referenced from the generated config.yaml, with this file copied next to it:
 
@@ -27,6 +29,8 @@ from litellm.proxy.common_utils.http_parsing_utils import _read_request_body
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")
+OPENAI_PREFIXES = ("/v1/", "/chat/completions", "/completions", "/embeddings", "/models", "/health", "/tokenize")
+ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 INTS = ("max_tokens", "max_completion_tokens", "n", "seed", "top_k", "top_logprobs")
 NUMBERS = ("temperature", "top_p", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty")
@@ -96,6 +100,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     given = (api_key or "").removeprefix("Bearer ").strip()
     if not (expected and given and secrets.compare_digest(given.encode(), expected.encode())):
         raise HTTPException(status_code=401, detail="missing or invalid API key: send `Authorization: Bearer <key>`")
+    path = request.url.path
+    if not ADMIN_ROUTES and not path.startswith(OPENAI_PREFIXES):
+        raise HTTPException(status_code=403, detail=f"{path} is an admin route, off in this gateway (gateway.admin_ui)")
     if request.method == "POST" and request.url.path.rstrip("/") in CHAT_PATHS:
         data = await _read_request_body(request)  # cached: LiteLLM reuses it
         if not isinstance(data, dict):

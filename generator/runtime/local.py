@@ -26,7 +26,7 @@ from rich.table import Table
 
 from ..output import LITELLM_FILE, dump_yaml, gateway_modules, header, read_env_file
 from ..plan import ModelPlan, Plan
-from ..render_compose import GATEWAY_ENV
+from ..render_compose import GATEWAY_ENV, admin_env
 from ..render_litellm import local_api_base, render_litellm
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
@@ -154,9 +154,7 @@ class LocalStack:
             self._wait([proc], timeout, name)
 
     def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> None:
-        env = {**self.keys(), **GATEWAY_ENV}
-        if not self.plan.gateway.admin_ui:
-            env["DISABLE_ADMIN_UI"] = "True"
+        env = {**self.keys(), **GATEWAY_ENV, **admin_env(self.plan.gateway.admin_ui)}
         self._spawn(self._gateway(self.write_gateway_config(api_base)), env)
         self._wait([self.procs[-1]], 180, "gateway")
 

@@ -89,3 +89,13 @@ def test_a_request_that_fits_is_not_clamped(gateway, model):
     raw = gateway.client().chat.completions.with_raw_response.create(
         model=model.served_name, messages=HELLO, max_tokens=16)
     assert "x-gateway-max-tokens-clamped" not in raw.headers
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/key/list"), ("POST", "/key/generate"), ("GET", "/user/list"),
+                                         ("GET", "/config/yaml"), ("GET", "/global/spend/logs")])
+def test_admin_routes_are_closed_even_with_the_master_key(gateway, method, path):
+    if gateway.plan.gateway.admin_ui:
+        pytest.skip("gateway.admin_ui is on in this models.yml")
+    root = gateway.url.removesuffix("/v1")
+    r = httpx.request(method, f"{root}{path}", headers={"Authorization": f"Bearer {gateway.key}"}, json={}, timeout=30)
+    assert r.status_code in (403, 404), f"{path}: {r.status_code} {r.text[:200]}"
