@@ -48,7 +48,7 @@ def _name_problems(src: Source) -> list[Problem]:
     problems = []
     for name in src.data:
         if name in RESERVED_NAMES - {"defaults", "gateway"}:
-            problems.append(Problem(src.where((name,)), str(name), f"{name!r} is reserved for the gateway service; rename the model"))
+            problems.append(Problem(src.where((name,)), str(name), f"{name!r} is the name of a service of the stack; rename the model"))
         elif name not in RESERVED_NAMES and not (isinstance(name, str) and MODEL_NAME.match(name)):
             problems.append(Problem(src.where((name,)), str(name),
                                     "model names become service and host names: use lowercase letters, digits "
@@ -165,7 +165,10 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
     gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers,
                           clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,
                           stream_timeout=g.stream_timeout, backend_internet=g.backend_internet,
-                          admin_ui=g.admin_ui)
+                          admin_ui=g.admin_ui, autoheal=g.autoheal)
+    if g.autoheal:
+        warnings.append("gateway.autoheal: the autoheal container mounts the Docker socket (root on this host) "
+                        "so it can restart unhealthy backends")
     if g.bind not in ("127.0.0.1", "::1"):
         warnings.append(f"gateway: published on {g.bind}:{g.port}, reachable beyond this machine; "
                         "Docker-published ports bypass host firewalls")

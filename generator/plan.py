@@ -42,6 +42,7 @@ class GatewayPlan:
     stream_timeout: int
     backend_internet: bool
     admin_ui: bool
+    autoheal: bool
     master_key_env: str = "LITELLM_MASTER_KEY"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .plan import ModelPlan, Plan
+from .schema import AUTOHEAL_IMAGE
 
 # Gateway process environment for every runtime: no outbound fetch of LiteLLM's price map at start.
 GATEWAY_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -50,8 +51,11 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
     if m.gpus:
         service["deploy"] = {"resources": {"reservations": {"devices": [
             {"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]}}}
-    if m.description:
-        service["labels"] = {"org.llm-gateway.description": m.description}
+    labels = {"org.llm-gateway.description": m.description} if m.description else {}
+    if plan.gateway.autoheal:
+        labels["autoheal"] = "true"
+    if labels:
+        service["labels"] = labels
     return service
 
 
@@ -84,9 +88,23 @@ def gateway_service(plan: Plan) -> dict:
     }
 
 
+def autoheal_service() -> dict:
+    """`restart: unless-stopped` ignores a container that runs but is unhealthy (a hung engine); this does not."""
+    return {
+        "image": AUTOHEAL_IMAGE,
+        "environment": {"AUTOHEAL_CONTAINER_LABEL": "autoheal", "AUTOHEAL_INTERVAL": "30",
+                        "AUTOHEAL_START_PERIOD": "1800"},
+        "volumes": ["/var/run/docker.sock:/var/run/docker.sock"],
+        "network_mode": "none",
+        **_hardening(),
+    }
+
+
 def render_compose(plan: Plan) -> dict:
     services = {m.name: model_service(m, plan) for m in plan.models}
     services["litellm"] = gateway_service(plan)
+    if plan.gateway.autoheal:
+        services["autoheal"] = autoheal_service()
     networks = {"backends": {"internal": True}, "frontend": {}}
     if plan.gateway.backend_internet:
         networks["egress"] = {}  # model downloads only; nothing is published

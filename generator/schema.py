@@ -17,9 +17,10 @@ from .sizes import parse_size
 VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
 LITELLM_VERSION = "1.103.7"
 LITELLM_IMAGE = f"ghcr.io/berriai/litellm:v{LITELLM_VERSION}"
+AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healthcheck fails
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
-RESERVED_NAMES = {"defaults", "gateway", "litellm"}
+RESERVED_NAMES = {"defaults", "gateway", "litellm", "autoheal"}
 
 
 def _size(value: object) -> int:
@@ -82,6 +83,7 @@ class Gateway(_Strict):
     stream_timeout: int = Field(120, ge=1, description="seconds to wait for the first streamed chunk")
     backend_internet: StrictBool = True
     admin_ui: StrictBool = False
+    autoheal: StrictBool = False  # restart unhealthy backends (adds a container holding the Docker socket)
 
 
 class ModelEntry(_Strict):

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     key = read_env_file(args.state_dir / ".env")[plan.gateway.master_key_env]
     base_url = f"http://127.0.0.1:{plan.gateway.port}/v1"
     client = OpenAI(base_url=base_url, api_key=key, timeout=60, max_retries=0)
-    console = Console()
+    console = Console(width=max(100, Console().width))
     tool_model = next((m for m in plan.models if m.auto_tool_choice), None)
     reasoner = next((m for m in plan.models if m.reasoning_parser), None)
     if tool_model:
@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[bold]{reasoner.served_name}[/] (reasoning parser {reasoner.reasoning_parser})")
         console.print(f"  reasoning: [dim]{reasoning}[/]")
         console.print(f"  answer:    [green]{message.content}[/]")
-    console.print(f"\nGateway: {base_url}  (OpenAI SDK: base_url={base_url!r}, "
-                  f"api_key from {args.state_dir / '.env'}: {plan.gateway.master_key_env})")
+    env = args.state_dir / ".env"
+    console.print(f"\nGateway: {base_url}. Use it from any OpenAI client:\n"
+                  f"  export OPENAI_BASE_URL={base_url}\n"
+                  f"  export OPENAI_API_KEY=$(sed -n 's/^{plan.gateway.master_key_env}=//p' {env})")
     return 0
 
 

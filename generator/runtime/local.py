@@ -139,7 +139,7 @@ class LocalStack:
         try:
             for m in self.plan.models:
                 self.start_backend(m.name, wait=False)
-            self._wait(list(self.procs), timeout, "backends")
+            self._wait(list(self.procs), timeout)
             self.start_gateway()
         except BaseException:
             self.stop()
@@ -151,12 +151,12 @@ class LocalStack:
         proc = self._backend(m)
         self._spawn(proc, {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env]})
         if wait:
-            self._wait([proc], timeout, name)
+            self._wait([proc], timeout)
 
     def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> None:
         env = {**self.keys(), **GATEWAY_ENV, **admin_env(self.plan.gateway.admin_ui)}
         self._spawn(self._gateway(self.write_gateway_config(api_base)), env)
-        self._wait([self.procs[-1]], 180, "gateway")
+        self._wait([self.procs[-1]], 180)
 
     def kill(self, name: str) -> None:
         """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""
@@ -167,7 +167,14 @@ class LocalStack:
         self.procs = [p for p in self.procs if p not in procs]
         self._save_state()
 
-    def _wait(self, procs: list[Proc], timeout: float, what: str) -> None:
+    def _wait(self, procs: list[Proc], timeout: float) -> None:
+        try:
+            self._poll(procs, timeout)
+        finally:
+            if not self.console.is_terminal:
+                self.console.print()  # Live leaves the last table without a newline in logs
+
+    def _poll(self, procs: list[Proc], timeout: float) -> None:
         start = time.monotonic()
         with httpx.Client(timeout=2) as client, Live(self._table(procs, start), console=self.console,
                                                       refresh_per_second=2, transient=False) as live:

@@ -103,3 +103,15 @@ def test_capabilities_follow_the_parser_flags(config):
     info = {e["model_name"]: e["model_info"] for e in config["model_list"]}
     assert info["glm47-flash"]["supports_function_calling"] and info["glm47-flash"]["supports_reasoning"]
     assert not info["small-chat"]["supports_function_calling"] and not info["small-chat"]["supports_reasoning"]
+
+
+def test_autoheal_is_opt_in_and_restarts_only_labelled_backends(write):
+    plan = load_plan(write("gateway: {autoheal: true}\nm1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n"))
+    compose = yaml.safe_load(render_files(plan)["compose/docker-compose.yml"])
+    assert compose["services"]["m1"]["labels"]["autoheal"] == "true"
+    assert compose["services"]["autoheal"]["network_mode"] == "none"
+    assert any("Docker socket" in w for w in plan.warnings)
+    if SCHEMA.exists():
+        import jsonschema
+
+        jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(compose)

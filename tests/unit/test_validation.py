@@ -99,7 +99,7 @@ def test_model_names_must_be_dns_labels_and_not_reserved(problems):
     msgs = "\n".join(problems(one("vllm serve o/m --max-model-len 8K", name="GLM_4") +
                               one("vllm serve o/m --max-model-len 8K", name="litellm")))
     assert "GLM_4: model names become service and host names" in msgs
-    assert "'litellm' is reserved" in msgs
+    assert "'litellm' is the name of a service of the stack" in msgs
 
 
 def test_yaml_syntax_error_names_file_and_line(problems):
