@@ -13,19 +13,7 @@ from rich.console import Console
 from ..loader import load_plan
 from ..output import read_env_file
 from ..runtime.__main__ import DEFAULT_STATE
-
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-            "required": ["city"],
-        },
-    },
-}
+from .script import WEATHER_TOOL
 
 
 def main(argv: list[str] | None = None) -> int:

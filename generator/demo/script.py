@@ -11,3 +11,17 @@ TOOL_CALL_JSON = json.dumps(TOOL_CALL)  # hermes body: <tool_call>{...}</tool_ca
 TOOL_CALL_PREFIX = '{"name": "%s", "arguments": ' % TOOL_CALL["name"]
 TOOL_ARGS_JSON = json.dumps(TOOL_CALL["arguments"])
 assert TOOL_CALL_PREFIX + TOOL_ARGS_JSON + "}" == TOOL_CALL_JSON
+
+# The tool the demo client and the integration tests offer; the tool caller always calls it.
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"],
+        },
+    },
+}

@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-            "required": ["city"],
-        },
-    },
-}
+
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
 

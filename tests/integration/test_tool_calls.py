@@ -8,7 +8,9 @@ import pytest
 
 from generator.demo.script import TOOL_CALL
 
-from .helpers import ASK_WEATHER, WEATHER_TOOL, collect_stream
+from generator.demo.script import WEATHER_TOOL
+
+from .helpers import ASK_WEATHER, collect_stream
 
 TOOL_CHOICES = {
     "auto": "auto",
