@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from generator.demo.script import TOOL_CALL
-
-from generator.demo.script import WEATHER_TOOL
+from generator.demo.script import TOOL_CALL, WEATHER_TOOL
 
 from .helpers import ASK_WEATHER, collect_stream
 
