@@ -128,7 +128,7 @@ def test_malformed_requests_get_4xx_not_5xx(fakes, body):
     assert httpx.get(f"{fakes.gateway_url}/health/liveliness", timeout=5).status_code == 200
 
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                        max_leaves=8)
 
