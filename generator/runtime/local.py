@@ -74,6 +74,7 @@ class LocalStack:
     state_dir: Path
     vllm_python: str
     gateway_python: str = sys.executable
+    gateway_cpus: frozenset[int] | None = None  # pin the gateway (taskset), e.g. away from a load generator
     console: Console = field(default_factory=lambda: Console(stderr=True))
     procs: list[Proc] = field(default_factory=list)
 
@@ -118,6 +119,8 @@ class LocalStack:
         g = self.plan.gateway
         cmd = [self.gateway_python, "-m", "litellm.proxy.proxy_cli", "--config", str(config),
                "--host", "127.0.0.1", "--port", str(g.port), "--num_workers", str(g.workers)]
+        if self.gateway_cpus:
+            cmd = ["taskset", "-c", ",".join(map(str, sorted(self.gateway_cpus))), *cmd]
         return Proc("gateway", cmd, self.state_dir / "logs" / "gateway.log", f"{self.gateway_url}/health/liveliness")
 
     def _spawn(self, proc: Proc, env: dict[str, str]) -> None:

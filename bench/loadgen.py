@@ -1,0 +1,85 @@
+"""Load generation with aiohttp: sequential (closed loop, one at a time) and open loop at a fixed rate.
+
+Open loop: request i is due at start + i/rate whatever happened to earlier ones, and its latency
+runs from that due time, so a slow gateway cannot slow the clock (no coordinated omission).
+For a stream the latency is the time to the first body chunk; the rest is read and checked too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+import aiohttp
+
+from .stats import PointStats, point_stats
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    stream: bool
+
+
+class LoadGen:
+    def __init__(self, timeout_s: float = 10.0, max_connections: int = 512):
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.max_connections = max_connections
+        self.session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> "LoadGen":
+        connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=60)
+        self.session = aiohttp.ClientSession(connector=connector, timeout=self.timeout)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.session.close()
+
+    async def _one(self, target: Target, due: float) -> float | None:
+        """Seconds from `due` to the answer (stream: to its first chunk); None for any failure."""
+        try:
+            async with self.session.post(target.url, data=target.body, headers=target.headers) as resp:
+                if target.stream:
+                    first = await resp.content.readany()
+                    latency = time.perf_counter() - due
+                    rest = await resp.read()
+                    ok = resp.status == 200 and b"[DONE]" in first + rest
+                else:
+                    await resp.read()
+                    latency = time.perf_counter() - due
+                    ok = resp.status == 200
+                return latency if ok else None
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return None
+
+    async def sequential(self, target: Target, count: int) -> PointStats:
+        latencies, errors = [], 0
+        start = time.perf_counter()
+        for _ in range(count):
+            result = await self._one(target, time.perf_counter())
+            if result is None:
+                errors += 1
+            else:
+                latencies.append(result)
+        return point_stats(0, latencies, errors, time.perf_counter() - start)
+
+    async def open_loop(self, target: Target, rate: float, duration_s: float) -> PointStats:
+        count = max(1, int(rate * duration_s))
+        start = time.perf_counter() + 0.01
+        tasks = []
+        for i in range(count):
+            due = start + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(self._one(target, due)))
+        results = await asyncio.gather(*tasks)
+        window = max(time.perf_counter() - start, duration_s)
+        latencies = [r for r in results if r is not None]
+        return point_stats(rate, latencies, len(results) - len(latencies), window)
+
+    async def warm_up(self, target: Target, count: int = 50) -> None:
+        await asyncio.gather(*(self._one(target, time.perf_counter()) for _ in range(count)))
