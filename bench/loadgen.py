@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import aiohttp
@@ -29,9 +30,12 @@ class LoadGen:
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.max_connections = max_connections
         self.session: aiohttp.ClientSession | None = None
+        self.failures: Counter[str] = Counter()  # what went wrong, for the report
 
     async def __aenter__(self) -> "LoadGen":
-        connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=60)
+        # idle connections are dropped before uvicorn's 5 s keep-alive ends, so a request never
+        # goes out on a connection the server is closing (a client-side race, not a gateway error)
+        connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=3)
         self.session = aiohttp.ClientSession(connector=connector, timeout=self.timeout)
         return self
 
@@ -51,8 +55,11 @@ class LoadGen:
                     await resp.read()
                     latency = time.perf_counter() - due
                     ok = resp.status == 200
+                if not ok:
+                    self.failures[f"HTTP {resp.status}"] += 1
                 return latency if ok else None
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+            self.failures[type(e).__name__] += 1
             return None
 
     async def sequential(self, target: Target, count: int) -> PointStats:
@@ -80,6 +87,25 @@ class LoadGen:
         window = max(time.perf_counter() - start, duration_s)
         latencies = [r for r in results if r is not None]
         return point_stats(rate, latencies, len(results) - len(latencies), window)
+
+    async def closed_loop(self, target: Target, concurrency: int, duration_s: float) -> PointStats:
+        """`concurrency` requests always in flight for `duration_s`: the rate an arm sustains (capacity)."""
+        latencies: list[float] = []
+        errors = 0
+        start = time.perf_counter()
+        stop = start + duration_s
+
+        async def worker() -> None:
+            nonlocal errors
+            while time.perf_counter() < stop:
+                result = await self._one(target, time.perf_counter())
+                if result is None:
+                    errors += 1
+                else:
+                    latencies.append(result)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return point_stats(0, latencies, errors, time.perf_counter() - start)
 
     async def warm_up(self, target: Target, count: int = 50) -> None:
         await asyncio.gather(*(self._one(target, time.perf_counter()) for _ in range(count)))

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import platform
 import statistics
 import sys
@@ -186,6 +187,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below
     console = Console(stderr=True, highlight=False)
     try:
         plan = load_plan(args.models)

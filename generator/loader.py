@@ -162,7 +162,7 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
         raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
                                            for path, msg in findings])
     g = file.gateway
-    gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers,
+    gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers, log_level=g.log_level,
                           clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,
                           stream_timeout=g.stream_timeout, backend_internet=g.backend_internet,
                           admin_ui=g.admin_ui, autoheal=g.autoheal)

@@ -37,6 +37,7 @@ class GatewayPlan:
     bind: str
     image: str
     workers: int
+    log_level: str  # LITELLM_LOG
     clamp_max_tokens: bool
     request_timeout: int
     stream_timeout: int

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from .gateway_process import gateway_args, gateway_env
 from .plan import ModelPlan, Plan
 from .schema import AUTOHEAL_IMAGE
 
-# Gateway process environment for every runtime: no outbound fetch of LiteLLM's price map at start.
-GATEWAY_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
 ENV_HINT = "run make regenerate to create compose/.env"
 
@@ -59,20 +58,14 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
     return service
 
 
-def admin_env(admin_ui: bool) -> dict[str, str]:
-    """LiteLLM's UI and our guard's admin-route switch, both off unless models.yml turns them on."""
-    return {"GATEWAY_ADMIN_ROUTES": "1"} if admin_ui else {"DISABLE_ADMIN_UI": "True"}
-
-
 def gateway_service(plan: Plan) -> dict:
     g = plan.gateway
-    env = {g.master_key_env: secret_ref(g.master_key_env), **GATEWAY_ENV}
+    env = {g.master_key_env: secret_ref(g.master_key_env), **gateway_env(g)}
     env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
-    env.update(admin_env(g.admin_ui))
     bind = f"[{g.bind}]" if ":" in g.bind else g.bind
     return {
         "image": g.image,
-        "command": ["--config", f"{CONFIG_DIR}/config.yaml", "--port", str(g.port), "--num_workers", str(g.workers)],
+        "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],
         "volumes": [f"../litellm:{CONFIG_DIR}:ro"],

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from ..output import LITELLM_FILE, dump_yaml, gateway_modules, header, read_env_file
 from ..plan import ModelPlan, Plan
-from ..render_compose import GATEWAY_ENV, admin_env
+from ..gateway_process import gateway_args, gateway_env
 from ..render_litellm import local_api_base, render_litellm
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
@@ -117,8 +117,8 @@ class LocalStack:
 
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
-        cmd = [self.gateway_python, "-m", "litellm.proxy.proxy_cli", "--config", str(config),
-               "--host", "127.0.0.1", "--port", str(g.port), "--num_workers", str(g.workers)]
+        cmd = [self.gateway_python, "-m", "litellm.proxy.proxy_cli", *gateway_args(g, str(config)),
+               "--host", "127.0.0.1"]
         if self.gateway_cpus:
             cmd = ["taskset", "-c", ",".join(map(str, sorted(self.gateway_cpus))), *cmd]
         return Proc("gateway", cmd, self.state_dir / "logs" / "gateway.log", f"{self.gateway_url}/health/liveliness")
@@ -157,9 +157,11 @@ class LocalStack:
             self._wait([proc], timeout)
 
     def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> None:
-        env = {**self.keys(), **GATEWAY_ENV, **admin_env(self.plan.gateway.admin_ui)}
-        self._spawn(self._gateway(self.write_gateway_config(api_base)), env)
+        self._spawn(self._gateway(self.write_gateway_config(api_base)), {**self.keys(), **self.gateway_env()})
         self._wait([self.procs[-1]], 180)
+
+    def gateway_env(self) -> dict[str, str]:
+        return gateway_env(self.plan.gateway)
 
     def kill(self, name: str) -> None:
         """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""

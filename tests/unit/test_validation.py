@@ -180,6 +180,13 @@ def test_gateway_bind_must_be_an_ip_and_non_loopback_warns(problems, plan):
     assert any("0.0.0.0" in w for w in p.warnings)
 
 
+def test_gateway_log_level_defaults_to_error_and_takes_only_known_levels(problems, plan):
+    assert plan(one("vllm serve o/m --max-model-len 8K")).gateway.log_level == "error"
+    assert plan("gateway: {log_level: info}\n" + one("vllm serve o/m --max-model-len 8K")).gateway.log_level == "info"
+    (msg,) = problems("gateway: {log_level: verbose}\n" + one("vllm serve o/m --max-model-len 8K"))
+    assert "gateway.log_level" in msg and "'error'" in msg
+
+
 def test_the_repo_models_yml_is_valid():
     from pathlib import Path
 

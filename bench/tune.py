@@ -1,0 +1,193 @@
+"""`make bench-tune`: one setting at a time on top of LiteLLM's defaults, against the same nginx mock.
+
+Every variant runs as its own gateway (pinned to the gateway CPUs, all started first) and is
+measured in adjacent pairs with the defaults gateway: sequential p50 of a small request, capacity
+(the rate it completes with --concurrency requests always in flight) and the gateway's CPU time
+per request. The table gives the median over the pairs of the difference or ratio. The table in bench/README.md comes from this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from generator.loader import load_plan
+from generator.render_litellm import local_api_base, render_litellm
+
+from .arms import Arm, VariantGateway, default_config, model_by_name
+from .loadgen import LoadGen
+from .mock import NginxMock
+from .procs import tree_cpu_s
+from .run import SCENARIOS, request_body, split_cpus
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    config: dict = field(default_factory=dict)  # merged into LiteLLM's default config
+    env: dict = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    workers: int | None = None
+    model_info: bool = False  # the generated model_info (context sizes) in each model entry
+    packages: tuple[str, ...] = ()  # installed for this variant only (pip --target, on PYTHONPATH)
+    generated: bool = False  # the config + flags + env the generator emits
+
+
+def merge(base: dict, patch: dict) -> dict:
+    out = dict(base)
+    for k, v in patch.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+VARIANTS = (
+    Variant("defaults"),
+    Variant("defaults, again (noise floor)"),
+    Variant("LITELLM_LOG=ERROR", env={"LITELLM_LOG": "ERROR"}),
+    Variant("2 workers on 1 core", workers=2),
+    Variant("granian server", args=("--run_granian",)),
+    Variant("httptools installed (uvicorn's C HTTP parser)", packages=("httptools==0.9.0",)),
+    # LiteLLM 1.103.7 retries a failing `import litellm.integrations.otel.logger` on every request:
+    # it needs opentelemetry-sdk and an API that still has `_events` (1.36); fastapi wants >= 1.44
+    Variant("opentelemetry 1.36 (the per-request import succeeds)",
+            packages=("opentelemetry-sdk==1.36.0", "opentelemetry-api==1.36.0")),
+    Variant("turn_off_message_logging", config={"litellm_settings": {"turn_off_message_logging": True}}),
+    Variant("disable_spend/error_logs", config={"general_settings": {"disable_spend_logs": True,
+                                                                      "disable_error_logs": True}}),
+    Variant("disable_cooldowns", config={"router_settings": {"disable_cooldowns": True}}),
+    Variant("num_retries 0", config={"litellm_settings": {"num_retries": 0}, "router_settings": {"num_retries": 0}}),
+    Variant("httpx transport", config={"litellm_settings": {"disable_aiohttp_transport": True}}),
+    Variant("background health checks 5s", config={"general_settings": {"background_health_checks": True,
+                                                                         "health_check_interval": 5}}),
+    Variant("+ custom_auth guard", config={"general_settings": {"custom_auth": "gateway_guard.user_api_key_auth"}}),
+    Variant("model_info (context sizes)", model_info=True),
+    Variant("+ max_tokens clamp hook", config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
+            model_info=True),  # the hook reads the context from model_info (else it asks the backend)
+    Variant("generated", generated=True),
+)
+
+
+async def sample(gen: LoadGen, target, pid: int, args) -> dict[str, float]:
+    seq = await gen.sequential(target, args.sequential)
+    cpu_before = tree_cpu_s(pid)
+    cap = await gen.closed_loop(target, args.concurrency, args.duration)
+    cpu_ms = (tree_cpu_s(pid) - cpu_before) * 1000 / max(cap.ok, 1)
+    if seq.errors or cap.errors:
+        raise RuntimeError(f"{seq.errors + cap.errors} failed requests ({dict(gen.failures)}): see the gateway log")
+    return {"p50_ms": seq.p50_ms, "capacity": cap.achieved, "cpu_ms": cpu_ms}
+
+
+async def measure(args, gateways, body: bytes, stream: bool, results: dict, console: Console) -> None:
+    """Each variant against the defaults gateway in adjacent pairs (alternating which goes first), so a
+    machine that speeds up or slows down over minutes shifts both sides of a pair alike."""
+    async with LoadGen(timeout_s=30) as gen:
+        targets = {v.name: (Arm(v.name, gw.gateway_url, gw.master_key).target(body, stream), gw.procs[-1].pid)
+                   for v, gw in gateways}
+        for t, _ in targets.values():
+            await gen.warm_up(t, 100)
+        base = gateways[0][0].name
+        for v, _ in gateways[1:]:
+            r = results.setdefault(v.name, {"d_p50_ms": [], "capacity_ratio": [], "cpu_ratio": [], "cpu_ms": []})
+            for pair in range(args.pairs):
+                order = (base, v.name) if pair % 2 == 0 else (v.name, base)
+                got = {name: await sample(gen, *targets[name], args) for name in order}
+                r["d_p50_ms"].append(got[v.name]["p50_ms"] - got[base]["p50_ms"])
+                r["capacity_ratio"].append(got[v.name]["capacity"] / got[base]["capacity"])
+                r["cpu_ratio"].append(got[v.name]["cpu_ms"] / got[base]["cpu_ms"])
+                r["cpu_ms"].append(got[v.name]["cpu_ms"])
+            console.print(f"{v.name:34} Δ p50 {statistics.median(r['d_p50_ms']):+6.2f} ms  "
+                          f"capacity {statistics.median(r['capacity_ratio']) - 1:+6.1%}  "
+                          f"CPU/request {statistics.median(r['cpu_ratio']) - 1:+6.1%}", soft_wrap=True)
+
+
+def install_packages(v: Variant, root: Path, console: Console) -> dict[str, str]:
+    """PYTHONPATH for a variant that needs extra packages, installed once into root/<hash>."""
+    if not v.packages:
+        return {}
+    target = root / "pkgs" / "-".join(sorted(v.packages)).replace("=", "").replace("/", "_")
+    if not (target / ".done").exists():
+        console.print(f"installing {', '.join(v.packages)} for variant {v.name!r}")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target), *v.packages], check=True)
+        (target / ".done").touch()
+    return {"PYTHONPATH": str(target.resolve())}
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="python -m bench.tune", description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=Path, default=Path(__file__).with_name("models.yml"))
+    ap.add_argument("--state-dir", type=Path, default=Path(".cache/bench-tune"))
+    ap.add_argument("--out", type=Path, default=Path("bench/results/tune.json"))
+    ap.add_argument("--pairs", type=int, default=6, help="defaults/variant pairs per variant")
+    ap.add_argument("--sequential", type=int, default=60, help="sequential requests per arm and pair")
+    ap.add_argument("--concurrency", type=int, default=16, help="requests in flight for the capacity test")
+    ap.add_argument("--duration", type=float, default=1.5, help="seconds of each capacity test")
+    ap.add_argument("--scenario", default="small", choices=[s.name for s in SCENARIOS])
+    ap.add_argument("--only", nargs="*", help="variant names to run (defaults always runs)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below
+    console = Console(stderr=True, highlight=False)
+    plan = load_plan(args.models)
+    client_cpus, gateway_cpus = split_cpus()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    variants = [v for v in VARIANTS if not args.only or v.name == "defaults" or v.name in args.only]
+    scenario = next(s for s in SCENARIOS if s.name == args.scenario)
+    body = request_body(scenario)
+    mock = NginxMock(args.state_dir / "nginx", model_by_name(plan, "mock").port,
+                     model_by_name(plan, "mock-stream").port, set(client_cpus or ()))
+    mock.start()
+    gateways: list[tuple[Variant, VariantGateway]] = []
+    results: dict[str, dict[str, list[float]]] = {}
+    try:
+        for i, v in enumerate(variants):
+            vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i))
+            if v.generated:
+                gw = VariantGateway(vplan, args.state_dir / f"v{i}", "", gateway_cpus=gateway_cpus, console=console,
+                                    config=render_litellm(vplan, local_api_base), workers=vplan.gateway.workers,
+                                    env_overrides=dict(VariantGateway.gateway_env_of(vplan)))
+            else:
+                gw = VariantGateway(vplan, args.state_dir / f"v{i}", "", gateway_cpus=gateway_cpus, console=console,
+                                    config=merge(default_config(vplan, local_api_base, v.model_info), v.config),
+                                    extra_args=v.args, workers=v.workers,
+                                    env_overrides={**v.env, **install_packages(v, args.state_dir, console)})
+            console.print(f"starting variant [bold]{v.name}[/]")
+            gw.start_gateway()
+            gateways.append((v, gw))
+
+        asyncio.run(measure(args, gateways, body, scenario.stream, results, console))
+    finally:
+        for _, gw in gateways:
+            gw.stop()
+        mock.stop()
+    table = Table("setting (alone, on LiteLLM defaults)", "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
+                  "CPU ms/req", box=None)
+    summary = {}
+    for v in variants[1:]:
+        r = results[v.name]
+        med = {k: statistics.median(x) for k, x in r.items()}
+        summary[v.name] = {**med, "pairs": r}
+        table.add_row(v.name, f"{med['d_p50_ms']:+.2f}", f"{med['capacity_ratio'] - 1:+.1%}",
+                      f"{med['cpu_ratio'] - 1:+.1%}", f"{med['cpu_ms']:.2f}")
+    console.print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"scenario": scenario.name, "variants": summary}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

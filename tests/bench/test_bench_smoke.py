@@ -1,0 +1,44 @@
+"""`make bench` end to end in miniature: nginx mock, both gateways, JSON + PNG + summary line.
+
+Checks that the benchmark runs and reports; it asserts no timing (figures come from `make bench`).
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
+                     r"max rate ratio gateway/direct \d+\.\d\d \(default \d+\.\d\d\)$")
+
+pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()),
+                                reason="nginx (the benchmark's mock backend) is not installed: make bench-tools")
+
+
+def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
+    out = tmp_path / "results"
+    run = subprocess.run([sys.executable, "-m", "bench.run", "--quick", "--out", str(out),
+                          "--state-dir", str(tmp_path / "state")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.strip().splitlines()
+    assert SUMMARY.match(lines[-1]), lines[-1]
+
+    report = json.loads((out / "bench.json").read_text())
+    assert report["summary"] == lines[-1]
+    assert set(report["scenarios"]) == {"small", "stream", "large"}
+    for name, per_arm in report["scenarios"].items():
+        assert set(per_arm) == {"direct", "default", "generated"}
+        for arm, r in per_arm.items():
+            seq = r["sequential"]
+            assert seq["sent"] == 20 and seq["errors"] == 0, (name, arm, seq)  # every request answered
+            assert r["sweep"] and r["sweep"][0]["offered"] == 50.0
+        assert per_arm["generated"]["added_p50_ms"] > 0  # a gateway cannot be faster than no gateway
+    assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
+    assert not leftovers.strip(), f"the bench left processes running:\n{leftovers}"  # nginx and both gateways

@@ -1,0 +1,79 @@
+"""The benchmark's arithmetic and its mock's wire format (no gateway, no timing assertions)."""
+
+import json
+import math
+
+import pytest
+
+from bench.mock import completion_body, nginx_conf, stream_body
+from bench.stats import max_rate, median_point, percentile, point_stats, summary_line
+from bench.tune import merge
+
+
+def test_percentile_is_nearest_rank():
+    values = list(range(1, 101))
+    assert percentile(values, 50) == 50
+    assert percentile(values, 99) == 99
+    assert percentile(values, 100) == 100
+    assert percentile([7.0], 99) == 7.0
+    assert math.isnan(percentile([], 50))
+
+
+def test_point_stats_counts_errors_and_rate():
+    p = point_stats(100, [0.001] * 190, errors=10, window_s=2.0)
+    assert (p.sent, p.ok, p.errors) == (200, 190, 10)
+    assert p.achieved == pytest.approx(95.0)
+    assert p.p50_ms == pytest.approx(1.0)
+    assert p.error_rate == pytest.approx(0.05)
+    assert p.saturated  # 5% errors
+
+
+def test_saturated_when_the_arm_falls_behind_the_offered_rate():
+    assert not point_stats(100, [0.001] * 200, 0, 2.0).saturated
+    assert point_stats(100, [0.001] * 200, 0, 2.5).saturated  # 80 req/s of 100 offered
+    assert not point_stats(0, [0.001] * 10, 0, 1.0).saturated  # sequential is never "saturated"
+
+
+def test_median_point_is_fieldwise():
+    reps = [point_stats(50, [x / 1000] * 100, 0, 2.0) for x in (1, 3, 2)]
+    m = median_point(reps)
+    assert m.p50_ms == pytest.approx(2.0)
+    assert m.offered == 50
+
+
+def test_max_rate_ignores_failing_points_and_sequential():
+    good = point_stats(100, [0.001] * 200, 0, 2.0)
+    failing = point_stats(400, [0.001] * 600, 200, 2.0)  # 25% errors
+    sequential = point_stats(0, [0.001] * 5000, 0, 1.0)
+    assert max_rate([good, failing, sequential]) == pytest.approx(100.0)
+    assert max_rate([]) == 0.0
+
+
+def test_summary_line_format():
+    assert summary_line(1.234, 8.5, 0.61, 0.3) == (
+        "added p50 1.23 ms (default 8.50 ms), max rate ratio gateway/direct 0.61 (default 0.30)")
+
+
+def test_merge_patches_nested_settings():
+    base = {"general_settings": {"master_key": "k"}, "model_list": [1]}
+    out = merge(base, {"general_settings": {"disable_spend_logs": True}, "litellm_settings": {"x": 1}})
+    assert out == {"general_settings": {"master_key": "k", "disable_spend_logs": True},
+                   "model_list": [1], "litellm_settings": {"x": 1}}
+    assert base == {"general_settings": {"master_key": "k"}, "model_list": [1]}
+
+
+def test_mock_bodies_are_what_an_openai_client_parses():
+    body = json.loads(completion_body("mock"))
+    assert body["choices"][0]["message"]["content"]
+    events = [e for e in stream_body("mock").split("\n\n") if e]
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == body["choices"][0]["message"]["content"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_nginx_conf_quotes_bodies(tmp_path):
+    conf = nginx_conf(tmp_path, 18301, 18302)
+    assert "listen 127.0.0.1:18301" in conf and "listen 127.0.0.1:18302" in conf
+    assert "access_log off" in conf
+    assert "'" + completion_body("mock") + "'" in conf  # no quote inside the JSON to escape
