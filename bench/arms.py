@@ -11,9 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from generator.gateway_process import BASE_ENV, gateway_env
+from generator.gateway_process import BASE_ENV
 from generator.output import dump_yaml, gateway_modules
-from generator.plan import ModelPlan, Plan
+from generator.plan import Plan
 from generator.render_litellm import model_entry
 from generator.runtime.local import LocalStack, Proc
 
@@ -27,6 +27,7 @@ class Arm:
     name: str  # direct | default | generated
     base_url: str
     key: str
+    pid: int | None = None  # the gateway process (its CPU time is read), None for direct
 
     def target(self, body: bytes, stream: bool, direct_port: int | None = None) -> Target:
         base = f"http://127.0.0.1:{direct_port}" if direct_port else self.base_url
@@ -71,11 +72,7 @@ class VariantGateway(LocalStack):
 
     def gateway_env(self) -> dict[str, str]:
         return {**BASE_ENV, **self.env_overrides}
-
-    @staticmethod
-    def gateway_env_of(plan: Plan) -> dict[str, str]:
-        """The generated gateway's environment (for a variant that reproduces it)."""
-        return gateway_env(plan.gateway)  # BASE_ENV: no price-map fetch (offline start only)
+  # BASE_ENV: no price-map fetch (offline start only)
 
     def _gateway(self, config: Path) -> Proc:
         proc = super()._gateway(config)
@@ -102,7 +99,3 @@ def start_gateways(plan: Plan, state: Path, default_port: int, cpus: frozenset[i
             stack.stop()  # ends exactly what each started, also one that never became ready
         raise
     return generated, default
-
-
-def model_by_name(plan: Plan, name: str) -> ModelPlan:
-    return next(m for m in plan.models if m.name == name)

@@ -62,7 +62,8 @@ class LoadGen:
             self.failures[type(e).__name__] += 1
             return None
 
-    async def sequential(self, target: Target, count: int) -> PointStats:
+    async def sequential(self, target: Target, count: int, keep: bool = False):
+        """One request at a time. With keep=True: (stats, the latencies in seconds)."""
         latencies, errors = [], 0
         start = time.perf_counter()
         for _ in range(count):
@@ -71,7 +72,8 @@ class LoadGen:
                 errors += 1
             else:
                 latencies.append(result)
-        return point_stats(0, latencies, errors, time.perf_counter() - start)
+        stats = point_stats(0, latencies, errors, time.perf_counter() - start)
+        return (stats, latencies) if keep else stats
 
     async def open_loop(self, target: Target, rate: float, duration_s: float) -> PointStats:
         count = max(1, int(rate * duration_s))

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import platform
 import statistics
 import sys
@@ -25,15 +24,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from generator.errors import ConfigError
-from generator.loader import load_plan
+from generator.errors import ConfigError, print_problems
 
-from .arms import Arm, model_by_name, start_gateways
+from .arms import Arm, start_gateways
 from .loadgen import LoadGen, Target
-from .mock import MockError, NginxMock
-from .stats import PointStats, max_rate, median_point, next_rate, summary_line
+from .mock import MockError
+from .procs import tree_cpu_s
+from .session import bench_session, model_port
+from .stats import PointStats, max_rate, median_point, next_rate, point_stats, summary_line
 
 ARMS = ("direct", "default", "generated")
+SLICE = 20  # sequential requests per arm before the next arm's turn
 DEFAULT_GATEWAY_PORT = 4302
 
 
@@ -59,15 +60,6 @@ def request_body(s: Scenario) -> bytes:
     return json.dumps(body).encode()
 
 
-def split_cpus() -> tuple[frozenset[int] | None, frozenset[int] | None]:
-    """(load generator + mock, gateway): half the CPUs each, so they do not take turns on one core."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return None, None
-    half = len(cpus) // 2
-    return frozenset(cpus[:half]), frozenset(cpus[half:])
-
-
 def machine() -> dict:
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor())
@@ -78,12 +70,15 @@ def machine() -> dict:
 class Bench:
     def __init__(self, args, console: Console):
         self.args, self.console = args, console
-        self.raw: dict = {s.name: {a: {"sequential": [], "sweep": []} for a in ARMS} for s in SCENARIOS}
+        self.raw: dict = {s.name: {a: {"sequential": [], "sweep": [], "capacity": []} for a in ARMS}
+                          for s in SCENARIOS}
+        self.pids: dict[str, int | None] = {}
 
     def targets(self, arms: dict[str, Arm], plan) -> dict[tuple[str, str], Target]:
+        self.pids = {name: arm.pid for name, arm in arms.items()}
         out = {}
         for s in SCENARIOS:
-            port = model_by_name(plan, s.model).port
+            port = model_port(plan, s.model)
             body = request_body(s)
             out[(s.name, "direct")] = arms["direct"].target(body, s.stream, direct_port=port)
             for a in ("default", "generated"):
@@ -98,8 +93,7 @@ class Bench:
             for rep in range(a.repeats):
                 order = ARMS[rep % 3:] + ARMS[: rep % 3]  # rotate which arm goes first
                 for s in SCENARIOS:
-                    for arm in order:
-                        p = await gen.sequential(targets[(s.name, arm)], a.sequential)
+                    for arm, p in (await self.sequential(gen, targets, s, order)).items():
                         self.raw[s.name][arm]["sequential"].append(p)
                         self._show(rep, s, arm, p)
                     rate, active = a.start_rate, list(order)
@@ -115,6 +109,42 @@ class Bench:
                         rate = next_rate(rate, a.factor)
                     for arm in order:
                         self.raw[s.name][arm]["sweep"].append(sweep[arm])
+                    for arm, c in (await self.capacity(gen, targets, s, order)).items():
+                        self.raw[s.name][arm]["capacity"].append(c)
+                        cpu = f"  gateway CPU {c['cpu_ms']:.2f} ms/request" if c["cpu_ms"] is not None else ""
+                        self.console.print(f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'capacity':>10}  "
+                                           f"{c['rate']:7.1f} req/s with {a.concurrency} in flight{cpu}",
+                                           highlight=False, soft_wrap=True)
+
+    async def sequential(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, PointStats]:
+        """One request at a time, the arms taking turns in slices of SLICE requests, so a drift in
+        the machine's speed during the phase touches every arm alike."""
+        latencies = {arm: [] for arm in order}
+        errors = dict.fromkeys(order, 0)
+        for _ in range(max(1, self.args.sequential // SLICE)):
+            for arm in order:
+                p, lat = await gen.sequential(targets[(s.name, arm)], SLICE, keep=True)
+                latencies[arm] += lat
+                errors[arm] += p.errors
+        return {arm: point_stats(0, latencies[arm], errors[arm], sum(latencies[arm]) or 1.0) for arm in order}
+
+    async def capacity(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, dict]:
+        """Max rate: completed req/s with --concurrency requests always in flight (closed loop), the arms
+        taking turns in slices; plus the gateway's CPU time per request over the same requests."""
+        done = {arm: {"ok": 0, "errors": 0, "seconds": 0.0, "cpu_s": 0.0} for arm in order}
+        for _ in range(self.args.capacity_slices):
+            for arm in order:
+                pid = self.pids.get(arm)
+                cpu_before = tree_cpu_s(pid) if pid else 0.0
+                p = await gen.closed_loop(targets[(s.name, arm)], self.args.concurrency, self.args.capacity_seconds)
+                d = done[arm]
+                d["ok"] += p.ok
+                d["errors"] += p.errors
+                d["seconds"] += p.ok / p.achieved if p.achieved else self.args.capacity_seconds
+                d["cpu_s"] += (tree_cpu_s(pid) - cpu_before) if pid else 0.0
+        return {arm: {"rate": d["ok"] / d["seconds"], "errors": d["errors"],
+                      "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None}
+                for arm, d in done.items()}
 
     def _show(self, rep: int, s: Scenario, arm: str, p: PointStats) -> None:
         rate = "sequential" if p.offered == 0 else f"{p.offered:7.1f}/s"
@@ -132,12 +162,16 @@ class Bench:
                 seq = median_point(raw["sequential"])
                 rates = sorted({p.offered for rep in raw["sweep"] for p in rep})
                 sweep = [median_point([p for rep in raw["sweep"] for p in rep if p.offered == r]) for r in rates]
+                cpu = [c["cpu_ms"] for c in raw["capacity"] if c["cpu_ms"] is not None]
                 per_arm[arm] = {
                     "sequential": seq.to_dict(),
                     "sweep": [p.to_dict() for p in sweep],
-                    "max_rate": statistics.median(max_rate(rep) for rep in raw["sweep"]),
+                    "max_rate": statistics.median(c["rate"] for c in raw["capacity"]),
+                    "cpu_ms_per_request": statistics.median(cpu) if cpu else None,
+                    "sweep_max_rate": statistics.median(max_rate(rep) for rep in raw["sweep"]),
                     "repeats": {"sequential": [p.to_dict() for p in raw["sequential"]],
-                                "sweep": [[p.to_dict() for p in rep] for rep in raw["sweep"]]},
+                                "sweep": [[p.to_dict() for p in rep] for rep in raw["sweep"]],
+                                "capacity": raw["capacity"]},
                 }
             direct = per_arm["direct"]
             for arm in ("default", "generated"):
@@ -155,12 +189,15 @@ class Bench:
 def print_table(console: Console, report: dict) -> None:
     from rich.table import Table
 
-    table = Table("scenario", "arm", "seq p50 ms", "seq p99 ms", "added p50 ms", "max req/s", "ratio", box=None)
+    table = Table("scenario", "arm", "seq p50 ms", "seq p99 ms", "added p50 ms", "max req/s", "ratio",
+                  "CPU ms/req", "sweep max req/s", box=None)
     for name, per_arm in report["scenarios"].items():
         for arm, r in per_arm.items():
             table.add_row(name, arm, f"{r['sequential']['p50_ms']:.2f}", f"{r['sequential']['p99_ms']:.2f}",
                           f"{r.get('added_p50_ms', 0):.2f}", f"{r['max_rate']:.0f}",
-                          f"{r.get('max_rate_ratio', 1):.2f}")
+                          f"{r.get('max_rate_ratio', 1):.3f}",
+                          f"{r['cpu_ms_per_request']:.2f}" if r["cpu_ms_per_request"] else "-",
+                          f"{r['sweep_max_rate']:.0f}")
     console.print(table)
 
 
@@ -170,7 +207,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
     ap.add_argument("--state-dir", type=Path, default=Path(".cache/bench"))
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--duration", type=float, default=2.0, help="seconds per offered-rate point")
+    ap.add_argument("--duration", type=float, default=1.5, help="seconds per offered-rate point")
     ap.add_argument("--sequential", type=int, default=200, help="requests in each sequential phase")
     ap.add_argument("--start-rate", type=float, default=50.0)
     ap.add_argument("--factor", type=float, default=1.6, help="each sweep step multiplies the offered rate by this")
@@ -178,48 +215,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=100, help="requests per arm and scenario before measuring")
     ap.add_argument("--timeout", type=float, default=15.0, help="seconds before a request counts as an error")
     ap.add_argument("--pause", type=float, default=0.3, help="seconds between points")
+    ap.add_argument("--concurrency", type=int, default=16, help="requests in flight in the capacity phase")
+    ap.add_argument("--capacity-slices", type=int, default=4, help="turns per arm in the capacity phase")
+    ap.add_argument("--capacity-seconds", type=float, default=1.0, help="seconds per capacity turn")
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny sweep, one repeat (for tests)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.repeats, args.duration, args.sequential, args.max_rate, args.warmup = 1, 0.5, 20, 80, 10
+        args.repeats, args.duration, args.sequential, args.max_rate, args.warmup = 1, 0.5, 40, 80, 10
+        args.capacity_slices, args.capacity_seconds = 1, 0.5
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below
     console = Console(stderr=True, highlight=False)
-    try:
-        plan = load_plan(args.models)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            console.print(f"[red]error:[/] {problem}", soft_wrap=True)
-        return 2
-    client_cpus, gateway_cpus = split_cpus()
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
     started = time.monotonic()
-    json_port, sse_port = model_by_name(plan, "mock").port, model_by_name(plan, "mock-stream").port
-    mock = NginxMock(args.state_dir / "nginx", json_port, sse_port, set(client_cpus or ()))
     try:
-        mock.start()
-    except MockError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        with bench_session(args.models, args.state_dir) as (plan, client_cpus, gateway_cpus):
+            console.print(f"CPUs: load generator + mock {sorted(client_cpus or [])}, "
+                          f"gateways {sorted(gateway_cpus or [])}")
+            generated, default = start_gateways(plan, args.state_dir, DEFAULT_GATEWAY_PORT, gateway_cpus, console)
+            try:
+                arms = {"direct": Arm("direct", "", "unused"),
+                        "default": Arm("default", default.gateway_url, default.master_key, default.procs[-1].pid),
+                        "generated": Arm("generated", generated.gateway_url, generated.master_key,
+                                         generated.procs[-1].pid)}
+                bench = Bench(args, console)
+                asyncio.run(bench.run(bench.targets(arms, plan)))
+            finally:
+                generated.stop()
+                default.stop()
+    except ConfigError as exc:
+        print_problems(exc, console)
         return 2
-    try:
-        console.print(f"CPUs: load generator + mock {sorted(client_cpus or [])}, gateways {sorted(gateway_cpus or [])}")
-        generated, default = start_gateways(plan, args.state_dir, DEFAULT_GATEWAY_PORT, gateway_cpus, console)
-        try:
-            arms = {"direct": Arm("direct", "", "unused"),
-                    "default": Arm("default", default.gateway_url, default.master_key),
-                    "generated": Arm("generated", generated.gateway_url, generated.master_key)}
-            bench = Bench(args, console)
-            asyncio.run(bench.run(bench.targets(arms, plan)))
-        finally:
-            generated.stop()
-            default.stop()
-    finally:
-        mock.stop()
+    except MockError as exc:
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        return 2
     report = {"machine": machine(), "settings": {k: str(v) for k, v in vars(args).items()},
               "cpus": {"client": sorted(client_cpus or []), "gateway": sorted(gateway_cpus or [])},
               "seconds": round(time.monotonic() - started, 1), **bench.report()}

@@ -10,21 +10,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
 import sys
 import time
 from pathlib import Path
 
 from rich.console import Console
 
-from generator.loader import load_plan
-
-from .arms import Arm, model_by_name, start_gateways
+from .arms import Arm, start_gateways
 from .loadgen import LoadGen
-from .mock import NginxMock
 from .procs import tree_rss_mb
-from .run import SCENARIOS, request_body, split_cpus
+from .run import SCENARIOS, request_body
+from .session import bench_session
 
 DEFAULT_GATEWAY_PORT = 4303
 
@@ -42,28 +38,16 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below
     console = Console(stderr=True, highlight=False)
-    plan = load_plan(args.models)
-    client_cpus, gateway_cpus = split_cpus()
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
-    mock = NginxMock(args.state_dir / "nginx", model_by_name(plan, "mock").port,
-                     model_by_name(plan, "mock-stream").port, set(client_cpus or ()))
-    mock.start()
-    samples: list[dict] = []
-    try:
+    with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
         generated, default = start_gateways(plan, args.state_dir, DEFAULT_GATEWAY_PORT, gateway_cpus, console)
         default.stop()  # the soak is about what we ship
         try:
-            pid = generated.procs[-1].pid
             arm = Arm("generated", generated.gateway_url, generated.master_key)
             targets = [arm.target(request_body(s), s.stream) for s in SCENARIOS]
-            samples = asyncio.run(soak(args, targets, pid, console))
+            samples = asyncio.run(soak(args, targets, generated.procs[-1].pid, console))
         finally:
             generated.stop()
-    finally:
-        mock.stop()
     start, end = samples[0], samples[-1]
     peak = max(s["rss_mb"] for s in samples)
     errors = sum(s["errors"] for s in samples)

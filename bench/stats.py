@@ -73,4 +73,4 @@ def next_rate(rate: float, factor: float) -> float:
 
 def summary_line(added_tuned_ms: float, added_default_ms: float, ratio_tuned: float, ratio_default: float) -> str:
     return (f"added p50 {added_tuned_ms:.2f} ms (default {added_default_ms:.2f} ms), "
-            f"max rate ratio gateway/direct {ratio_tuned:.2f} (default {ratio_default:.2f})")
+            f"max rate ratio gateway/direct {ratio_tuned:.3f} (default {ratio_default:.3f})")

@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -22,14 +20,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from generator.loader import load_plan
+from generator.gateway_process import gateway_env
 from generator.render_litellm import local_api_base, render_litellm
 
-from .arms import Arm, VariantGateway, default_config, model_by_name
+from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen
-from .mock import NginxMock
 from .procs import tree_cpu_s
-from .run import SCENARIOS, request_body, split_cpus
+from .run import SCENARIOS, request_body
+from .session import bench_session
 
 
 @dataclass(frozen=True)
@@ -139,41 +137,32 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below
     console = Console(stderr=True, highlight=False)
-    plan = load_plan(args.models)
-    client_cpus, gateway_cpus = split_cpus()
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
     variants = [v for v in VARIANTS if not args.only or v.name == "defaults" or v.name in args.only]
     scenario = next(s for s in SCENARIOS if s.name == args.scenario)
-    body = request_body(scenario)
-    mock = NginxMock(args.state_dir / "nginx", model_by_name(plan, "mock").port,
-                     model_by_name(plan, "mock-stream").port, set(client_cpus or ()))
-    mock.start()
-    gateways: list[tuple[Variant, VariantGateway]] = []
     results: dict[str, dict[str, list[float]]] = {}
-    try:
-        for i, v in enumerate(variants):
-            vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i))
-            if v.generated:
-                gw = VariantGateway(vplan, args.state_dir / f"v{i}", "", gateway_cpus=gateway_cpus, console=console,
-                                    config=render_litellm(vplan, local_api_base), workers=vplan.gateway.workers,
-                                    env_overrides=dict(VariantGateway.gateway_env_of(vplan)))
-            else:
-                gw = VariantGateway(vplan, args.state_dir / f"v{i}", "", gateway_cpus=gateway_cpus, console=console,
-                                    config=merge(default_config(vplan, local_api_base, v.model_info), v.config),
-                                    extra_args=v.args, workers=v.workers,
-                                    env_overrides={**v.env, **install_packages(v, args.state_dir, console)})
-            console.print(f"starting variant [bold]{v.name}[/]")
-            gw.start_gateway()
-            gateways.append((v, gw))
-
-        asyncio.run(measure(args, gateways, body, scenario.stream, results, console))
-    finally:
-        for _, gw in gateways:
-            gw.stop()
-        mock.stop()
+    with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
+        gateways: list[tuple[Variant, VariantGateway]] = []
+        try:
+            for i, v in enumerate(variants):
+                vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i))
+                common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
+                              gateway_cpus=gateway_cpus, console=console)
+                if v.generated:
+                    gw = VariantGateway(**common, config=render_litellm(vplan, local_api_base),
+                                        workers=vplan.gateway.workers, env_overrides=gateway_env(vplan.gateway))
+                else:
+                    gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
+                                                               v.config),
+                                        extra_args=v.args, workers=v.workers,
+                                        env_overrides={**v.env, **install_packages(v, args.state_dir, console)})
+                console.print(f"starting variant [bold]{v.name}[/]")
+                gateways.append((v, gw))
+                gw.start_gateway()
+            asyncio.run(measure(args, gateways, request_body(scenario), scenario.stream, results, console))
+        finally:
+            for _, gw in gateways:
+                gw.stop()
     table = Table("setting (alone, on LiteLLM defaults)", "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
                   "CPU ms/req", box=None)
     summary = {}

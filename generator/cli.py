@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .errors import ConfigError
+from .errors import ConfigError, print_problems
 from .loader import load_plan
 from .output import ENV_FILE, ensure_env_file, remove_orphans, render_files, stale_files, write_files
 from .summary import print_summary
@@ -37,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = load_plan(args.models)
         files = render_files(plan)
     except ConfigError as exc:
-        for problem in exc.problems:
-            err.print(f"[red]error:[/] {problem}", markup=True, soft_wrap=True)
+        print_problems(exc, err)
         err.print("nothing was written", soft_wrap=True)
         return EXIT_BAD_INPUT
     except Exception as exc:  # a bug of ours, not the user's input

@@ -21,3 +21,9 @@ class ConfigError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(map(str, problems)))
+
+
+def print_problems(exc: ConfigError, console) -> None:
+    """One red line per problem on a rich console (the CLIs' way of saying exit code 2)."""
+    for problem in exc.problems:
+        console.print(f"[red]error:[/] {problem}", soft_wrap=True)

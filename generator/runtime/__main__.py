@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..errors import ConfigError
+from ..errors import ConfigError, print_problems
 from ..loader import load_plan
 from .local import LocalStack, StackError, stop_recorded
 
@@ -40,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = load_plan(args.models)
     except ConfigError as exc:
-        for problem in exc.problems:
-            console.print(f"[red]error:[/] {problem}", soft_wrap=True)
+        print_problems(exc, console)
         return 2
     if not Path(args.vllm_python).exists():
         console.print(f"[red]error:[/] no vLLM interpreter at {args.vllm_python}; run `make venv-vllm` or set VLLM_PYTHON")

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
-                     r"max rate ratio gateway/direct \d+\.\d\d \(default \d+\.\d\d\)$")
+                     r"max rate ratio gateway/direct \d+\.\d{3} \(default \d+\.\d{3}\)$")
 
 pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()),
                                 reason="nginx (the benchmark's mock backend) is not installed: make bench-tools")
@@ -36,8 +36,10 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
         assert set(per_arm) == {"direct", "default", "generated"}
         for arm, r in per_arm.items():
             seq = r["sequential"]
-            assert seq["sent"] == 20 and seq["errors"] == 0, (name, arm, seq)  # every request answered
+            assert seq["sent"] == 40 and seq["errors"] == 0, (name, arm, seq)  # every request answered
             assert r["sweep"] and r["sweep"][0]["offered"] == 50.0
+            assert r["max_rate"] > 0 and r["repeats"]["capacity"][0]["errors"] == 0
+            assert (r["cpu_ms_per_request"] is None) == (arm == "direct")  # gateway CPU time is read
         assert per_arm["generated"]["added_p50_ms"] > 0  # a gateway cannot be faster than no gateway
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout

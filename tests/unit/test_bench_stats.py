@@ -51,7 +51,7 @@ def test_max_rate_ignores_failing_points_and_sequential():
 
 def test_summary_line_format():
     assert summary_line(1.234, 8.5, 0.61, 0.3) == (
-        "added p50 1.23 ms (default 8.50 ms), max rate ratio gateway/direct 0.61 (default 0.30)")
+        "added p50 1.23 ms (default 8.50 ms), max rate ratio gateway/direct 0.610 (default 0.300)")
 
 
 def test_merge_patches_nested_settings():

@@ -1,0 +1,43 @@
+"""What every bench command sets up first: the bench plan, the CPU split, nginx; torn down after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from generator.loader import load_plan
+from generator.plan import Plan
+
+from .mock import NginxMock
+
+
+def split_cpus() -> tuple[frozenset[int] | None, frozenset[int] | None]:
+    """(load generator + mock, gateway): half the CPUs each, so they do not take turns on one core."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, None
+    half = len(cpus) // 2
+    return frozenset(cpus[:half]), frozenset(cpus[half:])
+
+
+def model_port(plan: Plan, name: str) -> int:
+    return next(m.port for m in plan.models if m.name == name)
+
+
+@contextmanager
+def bench_session(models: Path, state_dir: Path) -> Iterator[tuple[Plan, frozenset[int] | None, frozenset[int] | None]]:
+    """Load the bench models.yml, pin this process (the load generator) to the client CPUs and start
+    nginx on them; yields (plan, client CPUs, gateway CPUs). Raises ConfigError or MockError.
+    SIGTERM ends the run through the clean-up, so no nginx or gateway is left behind."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    plan = load_plan(models)
+    client_cpus, gateway_cpus = split_cpus()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    with NginxMock(state_dir / "nginx", model_port(plan, "mock"), model_port(plan, "mock-stream"),
+                   set(client_cpus or ())):
+        yield plan, client_cpus, gateway_cpus
