@@ -46,7 +46,9 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         "request_timeout": g.request_timeout,
         "drop_params": False,  # an unsupported parameter is an error the client should see
         "set_verbose": False,
-        "turn_off_message_logging": True,
+        # no turn_off_message_logging: no logging callback is configured, so no prompt leaves the
+        # gateway anyway, and LiteLLM's redaction copies every request's messages (+20 % CPU per
+        # request with an 8K-token prompt, bench/README.md)
     }
     if g.clamp_max_tokens:
         litellm_settings["callbacks"] = [f"{HOOK_MODULE}.proxy_handler_instance"]
