@@ -1,7 +1,7 @@
 """The three arms: the mock directly, LiteLLM with its default settings, and the generated gateway.
 
 Both gateways are started the way `generator.runtime` starts one (same process, same readiness
-wait), pinned to the same CPUs; they differ only in the config file and the command-line flags.
+wait), pinned to the same CPUs; they differ only in config file, command-line flags and environment.
 """
 
 from __future__ import annotations
