@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from .procs import tree_cpu_s
 from .stats import PointStats, point_stats
 
 
@@ -62,18 +63,21 @@ class LoadGen:
             self.failures[type(e).__name__] += 1
             return None
 
-    async def sequential(self, target: Target, count: int, keep: bool = False):
-        """One request at a time. With keep=True: (stats, the latencies in seconds)."""
+    async def latencies(self, target: Target, count: int) -> tuple[list[float], int]:
+        """One request at a time: (latencies in seconds of the answered ones, number of failures)."""
         latencies, errors = [], 0
-        start = time.perf_counter()
         for _ in range(count):
             result = await self._one(target, time.perf_counter())
             if result is None:
                 errors += 1
             else:
                 latencies.append(result)
-        stats = point_stats(0, latencies, errors, time.perf_counter() - start)
-        return (stats, latencies) if keep else stats
+        return latencies, errors
+
+    async def sequential(self, target: Target, count: int) -> PointStats:
+        start = time.perf_counter()
+        latencies, errors = await self.latencies(target, count)
+        return point_stats(0, latencies, errors, time.perf_counter() - start)
 
     async def open_loop(self, target: Target, rate: float, duration_s: float) -> PointStats:
         count = max(1, int(rate * duration_s))
@@ -108,6 +112,13 @@ class LoadGen:
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return point_stats(0, latencies, errors, time.perf_counter() - start)
+
+    async def closed_loop_cpu(self, target: Target, concurrency: int, duration_s: float,
+                              pid: int | None) -> tuple[PointStats, float]:
+        """closed_loop, and the CPU seconds process `pid` and its children used meanwhile (0 without a pid)."""
+        before = tree_cpu_s(pid) if pid else 0.0
+        stats = await self.closed_loop(target, concurrency, duration_s)
+        return stats, (tree_cpu_s(pid) - before) if pid else 0.0
 
     async def warm_up(self, target: Target, count: int = 50) -> None:
         await asyncio.gather(*(self._one(target, time.perf_counter()) for _ in range(count)))

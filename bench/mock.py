@@ -93,7 +93,7 @@ class NginxMock:
 
     @staticmethod
     def binary() -> str:
-        found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
+        found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
         if not found:
             raise MockError("nginx not found: the benchmark's mock backend is nginx "
                             "(`apt-get install nginx-light`, or `make bench`, which installs it when run as root)")

@@ -1,11 +1,12 @@
 """`make bench`: direct vs LiteLLM defaults vs the generated gateway, in one run on this machine.
 
-    python -m bench.run [--repeats 3] [--duration 2] [--out bench/results]
+    python -m bench.run [--repeats 3] [--duration 1.5] [--out bench/results]
 
 For each scenario (small prompt, streamed small prompt, large prompt) and each repeat: a
-sequential phase (one request at a time: added latency) and an open-loop sweep of offered rates,
-growing until each arm is past saturation (max rate). Arms are interleaved at every step and
-their order rotates between repeats; the report gives the median of the repeats.
+sequential phase (one request at a time: added latency), an open-loop sweep of offered rates
+growing until each arm is past saturation (latency vs load), and a closed-loop capacity phase
+(max rate, gateway CPU per request). Arms are interleaved at every step and their order rotates
+between repeats; the report gives the median of the repeats.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from generator.errors import ConfigError, print_problems
 from .arms import Arm, start_gateways
 from .loadgen import LoadGen, Target
 from .mock import MockError
-from .procs import tree_cpu_s
 from .session import bench_session, model_port
 from .stats import PointStats, max_rate, median_point, next_rate, point_stats, summary_line
 
@@ -123,9 +123,9 @@ class Bench:
         errors = dict.fromkeys(order, 0)
         for _ in range(max(1, self.args.sequential // SLICE)):
             for arm in order:
-                p, lat = await gen.sequential(targets[(s.name, arm)], SLICE, keep=True)
+                lat, err = await gen.latencies(targets[(s.name, arm)], SLICE)
                 latencies[arm] += lat
-                errors[arm] += p.errors
+                errors[arm] += err
         return {arm: point_stats(0, latencies[arm], errors[arm], sum(latencies[arm]) or 1.0) for arm in order}
 
     async def capacity(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, dict]:
@@ -134,14 +134,13 @@ class Bench:
         done = {arm: {"ok": 0, "errors": 0, "seconds": 0.0, "cpu_s": 0.0} for arm in order}
         for _ in range(self.args.capacity_slices):
             for arm in order:
-                pid = self.pids.get(arm)
-                cpu_before = tree_cpu_s(pid) if pid else 0.0
-                p = await gen.closed_loop(targets[(s.name, arm)], self.args.concurrency, self.args.capacity_seconds)
+                p, cpu_s = await gen.closed_loop_cpu(targets[(s.name, arm)], self.args.concurrency,
+                                                     self.args.capacity_seconds, self.pids.get(arm))
                 d = done[arm]
                 d["ok"] += p.ok
                 d["errors"] += p.errors
                 d["seconds"] += p.ok / p.achieved if p.achieved else self.args.capacity_seconds
-                d["cpu_s"] += (tree_cpu_s(pid) - cpu_before) if pid else 0.0
+                d["cpu_s"] += cpu_s
         return {arm: {"rate": d["ok"] / d["seconds"], "errors": d["errors"],
                       "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None}
                 for arm, d in done.items()}

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .arms import Arm, start_gateways
+from generator.runtime.local import LocalStack
+
+from .arms import Arm
 from .loadgen import LoadGen
 from .procs import tree_rss_mb
 from .run import SCENARIOS, request_body
 from .session import bench_session
-
-DEFAULT_GATEWAY_PORT = 4303
 
 
 def parse_args(argv):
@@ -40,9 +40,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     console = Console(stderr=True, highlight=False)
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
-        generated, default = start_gateways(plan, args.state_dir, DEFAULT_GATEWAY_PORT, gateway_cpus, console)
-        default.stop()  # the soak is about what we ship
+        # the soak is about what we ship: only the generated gateway
+        generated = LocalStack(plan, args.state_dir / "generated", vllm_python="", gateway_cpus=gateway_cpus,
+                               console=console)
         try:
+            generated.start_gateway()
             arm = Arm("generated", generated.gateway_url, generated.master_key)
             targets = [arm.target(request_body(s), s.stream) for s in SCENARIOS]
             samples = asyncio.run(soak(args, targets, generated.procs[-1].pid, console))

@@ -25,7 +25,6 @@ from generator.render_litellm import local_api_base, render_litellm
 
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen
-from .procs import tree_cpu_s
 from .run import SCENARIOS, request_body
 from .session import bench_session
 
@@ -78,9 +77,8 @@ VARIANTS = (
 
 async def sample(gen: LoadGen, target, pid: int, args) -> dict[str, float]:
     seq = await gen.sequential(target, args.sequential)
-    cpu_before = tree_cpu_s(pid)
-    cap = await gen.closed_loop(target, args.concurrency, args.duration)
-    cpu_ms = (tree_cpu_s(pid) - cpu_before) * 1000 / max(cap.ok, 1)
+    cap, cpu_s = await gen.closed_loop_cpu(target, args.concurrency, args.duration, pid)
+    cpu_ms = cpu_s * 1000 / max(cap.ok, 1)
     if seq.errors or cap.errors:
         raise RuntimeError(f"{seq.errors + cap.errors} failed requests ({dict(gen.failures)}): see the gateway log")
     return {"p50_ms": seq.p50_ms, "capacity": cap.achieved, "cpu_ms": cpu_ms}
