@@ -12,9 +12,10 @@ from pathlib import Path
 from rich.console import Console
 
 from generator.gateway_process import BASE_ENV
-from generator.output import dump_yaml, gateway_modules
+from generator.renderers import gateway_modules
+from generator.renderers.text import dump_yaml
 from generator.plan import Plan
-from generator.render_litellm import model_entry
+from generator.renderers.litellm import model_entry
 from generator.runtime.local import LocalStack, Proc
 
 from .loadgen import Target

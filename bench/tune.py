@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from generator.gateway_process import gateway_env
-from generator.render_litellm import local_api_base, render_litellm
+from generator.renderers.litellm import local_api_base, render_litellm
 
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen

@@ -1,4 +1,7 @@
-"""`python -m generator`: models.yml -> compose/docker-compose.yml + litellm/config.yaml.
+"""`python -m generator [TARGET]`: models.yml -> generated files.
+
+TARGET (or --target) picks what is written; the default, `stack`, is compose/docker-compose.yml +
+litellm/config.yaml (+ its hooks). Every target is rendered from the same validated plan.
 
 Exit codes: 0 written (or up to date), 1 --check found drift, 2 bad input (one line per problem).
 """
@@ -15,6 +18,7 @@ from rich.console import Console
 from .errors import ConfigError, print_problems
 from .loader import load_plan
 from .output import ENV_FILE, ensure_env_file, remove_orphans, render_files, stale_files, write_files
+from .renderers import TARGETS
 from .summary import print_summary
 
 EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
@@ -22,12 +26,19 @@ EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m generator", description="Generate the gateway stack from models.yml.")
+    ap.add_argument("target_arg", nargs="?", choices=sorted(TARGETS), metavar="TARGET",
+                    help=f"what to write: {', '.join(sorted(TARGETS))} (default: stack)")
+    ap.add_argument("--target", choices=sorted(TARGETS), help="same as TARGET")
     ap.add_argument("--models", type=Path, default=Path("models.yml"), help="the models file (default: models.yml)")
     ap.add_argument("--out", type=Path, default=Path("."), help="root to write compose/ and litellm/ into (default: .)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files on disk are stale")
     ap.add_argument("--quiet", "-q", action="store_true", help="no summary table")
     ap.add_argument("--verbose", "-v", action="store_true", help="tracebacks for unexpected errors")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.target_arg and args.target and args.target_arg != args.target:
+        ap.error(f"two targets given: {args.target_arg} and {args.target}")
+    args.target = args.target_arg or args.target or "stack"
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)
     try:
         plan = load_plan(args.models)
-        files = render_files(plan)
+        files = render_files(plan, (args.target,))
     except ConfigError as exc:
         print_problems(exc, err)
         err.print("nothing was written", soft_wrap=True)

@@ -1,4 +1,4 @@
-"""Render every generated file to text, then write them all at once (temp files + rename) or diff them."""
+"""Write the rendered files all at once (temp files + rename) or diff them; the keys file (.env)."""
 
 from __future__ import annotations
 
@@ -7,63 +7,20 @@ import secrets
 import tempfile
 from pathlib import Path
 
-import yaml
-
 from .plan import Plan
-from .render_compose import render_compose
-from .render_litellm import AUTH_MODULE, HOOK_MODULE, render_litellm
+from .renderers import COMPOSE_FILE, LITELLM_FILE, TARGETS  # noqa: F401  (re-exported for callers)
+from .renderers.text import GENERATED_MARK
 
-COMPOSE_FILE = "compose/docker-compose.yml"
-LITELLM_FILE = "litellm/config.yaml"
-HOOK_FILE = f"litellm/{HOOK_MODULE}.py"
-AUTH_FILE = f"litellm/{AUTH_MODULE}.py"
 ENV_FILE = "compose/.env"
 ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`. Git-ignored: never commit."
-HOOKS_DIR = Path(__file__).parent / "gateway_hooks"
 
 
-GENERATED_MARK = b"# GENERATED from "
-
-
-def header(plan: Plan) -> str:
-    return (
-        f"# GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by `python -m generator`;\n"
-        f"# vLLM flags checked against vLLM {plan.vllm_version}. Do not edit: change models.yml, run `make regenerate`.\n"
-    )
-
-
-class _Dumper(yaml.SafeDumper):
-    """Short lists of scalars inline (`[vllm, serve]`), everything else in block style."""
-
-
-def _represent_list(dumper: yaml.SafeDumper, data: list):
-    flow = all(isinstance(x, (str, int, float)) for x in data) and len(repr(data)) <= 60
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
-
-
-_Dumper.add_representer(list, _represent_list)
-
-
-def dump_yaml(data: dict) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
-
-
-def render_files(plan: Plan) -> dict[str, str]:
-    """Relative path -> exact text. Same plan, same bytes."""
-    files = {
-        COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
-        LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
-        **gateway_modules(plan),
-    }
+def render_files(plan: Plan, targets: tuple[str, ...] = ("stack",)) -> dict[str, str]:
+    """Relative path -> exact text for the chosen targets. Same plan, same bytes."""
+    files: dict[str, str] = {}
+    for target in targets:
+        files.update(TARGETS[target](plan))
     return files
-
-
-def gateway_modules(plan: Plan) -> dict[str, str]:
-    """Python modules the LiteLLM config names; copied next to config.yaml, where LiteLLM imports them."""
-    modules = {AUTH_FILE: AUTH_MODULE}
-    if plan.gateway.clamp_max_tokens:
-        modules[HOOK_FILE] = HOOK_MODULE
-    return {rel: header(plan) + (HOOKS_DIR / f"{mod}.py").read_text() for rel, mod in modules.items()}
 
 
 def write_files(files: dict[str, str], out_dir: Path) -> list[str]:

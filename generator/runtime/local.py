@@ -24,10 +24,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ..output import LITELLM_FILE, dump_yaml, gateway_modules, header, read_env_file
+from ..output import read_env_file
+from ..renderers import LITELLM_FILE, gateway_modules
+from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
 from ..gateway_process import gateway_args, gateway_env
-from ..render_litellm import local_api_base, render_litellm
+from ..renderers.litellm import local_api_base, render_litellm
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
 

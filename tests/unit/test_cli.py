@@ -152,7 +152,7 @@ def test_a_failed_write_leaves_the_old_files_and_no_temp_files(tmp_path_factory,
 def test_internal_errors_are_one_line_unless_verbose(tmp_path, monkeypatch, capsys):
     import generator.cli as cli
 
-    monkeypatch.setattr(cli, "render_files", lambda plan: 1 / 0)
+    monkeypatch.setattr(cli, "render_files", lambda plan, targets: 1 / 0)
     assert main(["--models", str(GOOD), "--out", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert "internal error: ZeroDivisionError" in err and "Traceback" not in err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .plan import ModelPlan, Plan
+from ..plan import ModelPlan, Plan
 
 HOOK_MODULE = "max_tokens_clamp"  # these two are written next to config.yaml; LiteLLM imports them
 AUTH_MODULE = "gateway_guard"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .gateway_process import gateway_args, gateway_env
-from .plan import ModelPlan, Plan
-from .schema import AUTOHEAL_IMAGE
+from ..gateway_process import gateway_args, gateway_env
+from ..plan import ModelPlan, Plan
+from ..schema import AUTOHEAL_IMAGE
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
 ENV_HINT = "run make regenerate to create compose/.env"

@@ -1,0 +1,34 @@
+"""What every generated file shares: the header naming its source, and one YAML style."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..plan import Plan
+
+GENERATED_MARK = b"# GENERATED from "  # how orphan detection recognises a file we wrote
+
+
+def header(plan: Plan, comment: str = "#") -> str:
+    return (
+        f"{comment} GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by `python -m generator`;\n"
+        f"{comment} vLLM flags checked against vLLM {plan.vllm_version}. Do not edit: change models.yml, run `make regenerate`.\n"
+    )
+
+
+class _Dumper(yaml.SafeDumper):
+    """Short lists of scalars inline (`[vllm, serve]`), everything else in block style."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list):
+    flow = all(isinstance(x, (str, int, float)) for x in data) and len(repr(data)) <= 60
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _represent_list)
+
+
+def dump_yaml(data: dict) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
