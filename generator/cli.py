@@ -17,8 +17,9 @@ from rich.console import Console
 
 from .errors import ConfigError, print_problems
 from .loader import load_plan
-from .output import ENV_FILE, ensure_env_file, remove_orphans, render_files, stale_files, write_files
-from .renderers import TARGETS
+from .output import checked_targets, ensure_env_file, env_file_for, remove_orphans, render_files, stale_files, write_files
+from .renderers import REGENERATE, TARGET_WARNINGS, TARGETS
+from .renderers.k8s import gateway_url
 from .summary import print_summary
 
 EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)
     try:
         plan = load_plan(args.models)
-        files = render_files(plan, (args.target,))
+        targets = checked_targets(args.target, args.out) if args.check else (args.target,)
+        rendered = {target: render_files(plan, (target,)) for target in targets}
     except ConfigError as exc:
         print_problems(exc, err)
         err.print("nothing was written", soft_wrap=True)
@@ -57,19 +59,24 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc} (run with --verbose for details)", soft_wrap=True)
         return 3
     if args.check:
-        stale = stale_files(files, args.out)
-        for rel in stale:
-            err.print(f"stale: {rel} differs from what {args.models} generates; run `make regenerate`", soft_wrap=True)
+        stale = [(rel, target) for target, files in rendered.items() for rel in stale_files(files, args.out)]
+        for rel, target in stale:
+            err.print(f"stale: {rel} differs from what {args.models} generates; "
+                      f"run `{REGENERATE.get(target, 'make regenerate')}`", soft_wrap=True)
         if not stale:
-            out.print(f"up to date: {', '.join(files)}")
+            out.print(f"up to date: {', '.join(rel for files in rendered.values() for rel in files)}")
         return EXIT_DRIFT if stale else 0
+    files = rendered[args.target]
     changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
-    added = ensure_env_file(args.out / ENV_FILE, plan.secret_envs)
+    env_file, env_header = env_file_for(args.target)
+    added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header)
     if not args.quiet:
-        print_summary(plan, out)
+        print_summary(plan, out, keys_file=env_file, url=gateway_url(plan) if args.target == "k8s" else None)
+    for warning in TARGET_WARNINGS.get(args.target, lambda plan: [])(plan):
+        err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     out.print(f"wrote {', '.join(changed)}" if changed else "generated files already up to date")
     if added:
-        out.print(f"created {len(added)} new key(s) in {args.out / ENV_FILE} (mode 600, git-ignored)")
+        out.print(f"created {len(added)} new key(s) in {args.out / env_file} (mode 600, git-ignored)")
     return 0
 
 

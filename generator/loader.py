@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from . import rules
 from .errors import ConfigError, Problem
-from .plan import GatewayPlan, ModelPlan, Plan
-from .schema import MODEL_NAME, RESERVED_NAMES, ModelEntry, ModelsFile
+from .plan import GatewayK8sPlan, GatewayPlan, ModelK8sPlan, ModelPlan, Plan, Toleration
+from .schema import MODEL_NAME, RESERVED_NAMES, ModelEntry, ModelK8s, ModelsFile
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
 
@@ -35,9 +35,11 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
 def _field_hint(path: tuple) -> str:
     import difflib
 
-    from .schema import Defaults, Gateway, LitellmParams
+    from .schema import Defaults, Gateway, GatewayK8s, LitellmParams, ModelK8s, Toleration
 
-    owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults}.get(str(path[-2]) if len(path) > 1 else "")
+    parent = path[-3] if len(path) > 2 and isinstance(path[-2], int) else path[-2] if len(path) > 1 else ""
+    owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults,
+             "k8s": GatewayK8s if path[0] == "gateway" else ModelK8s, "tolerations": Toleration}.get(str(parent))
     if owner is None:
         owner = Gateway if path[0] == "gateway" else ModelEntry
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
@@ -101,7 +103,16 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         trust_remote_code=cmd.enabled("--trust-remote-code"),
         litellm_params=dict(sorted(params.items())),
         api_key_env="VLLM_API_KEY_" + name.upper().replace("-", "_"),
+        k8s=_k8s_plan(file.defaults.k8s, entry.k8s),
     )
+
+
+def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
+    """`defaults.k8s` under the model's `k8s:`, field by field (the fields the model sets win)."""
+    k = ModelK8s(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
+    return ModelK8sPlan(replicas=k.replicas, node_selector=dict(sorted(k.node_selector.items())),
+                        tolerations=tuple(Toleration(**t.model_dump()) for t in k.tolerations),
+                        storage_class=k.storage_class, cache_size=k.cache_size, gpu_resource=k.gpu_resource)
 
 
 def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
@@ -165,7 +176,8 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
     gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers, log_level=g.log_level,
                           clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,
                           stream_timeout=g.stream_timeout, backend_internet=g.backend_internet,
-                          admin_ui=g.admin_ui, autoheal=g.autoheal)
+                          admin_ui=g.admin_ui, autoheal=g.autoheal,
+                          k8s=GatewayK8sPlan(replicas=g.k8s.replicas, expose=g.k8s.expose, namespace=g.k8s.namespace))
     if g.autoheal:
         warnings.append("gateway.autoheal: the autoheal container mounts the Docker socket (root on this host) "
                         "so it can restart unhealthy backends")

@@ -9,10 +9,29 @@ from pathlib import Path
 
 from .plan import Plan
 from .renderers import COMPOSE_FILE, LITELLM_FILE, TARGETS  # noqa: F401  (re-exported for callers)
+from .renderers import k8s
 from .renderers.text import GENERATED_MARK
 
 ENV_FILE = "compose/.env"
 ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`. Git-ignored: never commit."
+# Kubernetes gets keys of its own (k8s/secrets.env, read by kustomize's secretGenerator), not
+# compose/.env's: a cluster is another place keys are stored and seen (etcd, its admins); a key
+# that leaks from one must not open the other. Copy a value across by hand to keep one key.
+ENV_FILES = {"k8s": (k8s.ENV_FILE, k8s.ENV_HEADER)}
+# Targets --check also checks when their files are on disk: key file that marks them -> target.
+ALSO_CHECKED = {f"{k8s.K8S_DIR}/kustomization.yaml": "k8s"}
+
+
+def env_file_for(target: str) -> tuple[str, str]:
+    """The keys file a target's files read (relative path, header line); compose/.env unless it has its own."""
+    return ENV_FILES.get(target, (ENV_FILE, ENV_HEADER))
+
+
+def checked_targets(target: str, out_dir: Path) -> tuple[str, ...]:
+    """What --check covers: the target, plus other targets whose generated files exist under out_dir."""
+    extra = [t for rel, t in ALSO_CHECKED.items()
+             if t != target and (out_dir / rel).is_file() and (out_dir / rel).read_bytes().startswith(GENERATED_MARK)]
+    return (target, *extra)
 
 
 def render_files(plan: Plan, targets: tuple[str, ...] = ("stack",)) -> dict[str, str]:
@@ -71,13 +90,13 @@ def remove_orphans(files: dict[str, str], out_dir: Path) -> list[str]:
     return removed
 
 
-def ensure_env_file(path: Path, names: tuple[str, ...]) -> list[str]:
-    """Create or complete compose/.env (mode 600) with a random key per missing name; existing keys stay."""
+def ensure_env_file(path: Path, names: tuple[str, ...], header: str = ENV_HEADER) -> list[str]:
+    """Create or complete a keys file (mode 600) with a random key per missing name; existing keys stay."""
     existing = read_env_file(path) if path.exists() else {}
     added = [n for n in names if not existing.get(n)]
     if not added:
         return []
-    lines = path.read_text().splitlines() if path.exists() else [ENV_HEADER]
+    lines = path.read_text().splitlines() if path.exists() else [header]
     lines = [ln for ln in lines if ln.partition("=")[0].strip() not in added]  # drop empty placeholders
     lines += [f"{n}={secrets.token_urlsafe(32)}" for n in added]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,34 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Toleration:
+    key: str | None
+    operator: str  # Exists | Equal
+    value: str | None
+    effect: str | None
+    toleration_seconds: int | None
+
+
+@dataclass(frozen=True)
+class ModelK8sPlan:
+    """What only the Kubernetes target reads (models.yml `k8s:`, merged over `defaults.k8s`)."""
+
+    replicas: int = 1
+    node_selector: dict[str, str] = field(default_factory=dict)  # sorted
+    tolerations: tuple[Toleration, ...] = ()
+    storage_class: str | None = None  # None: the cluster's default StorageClass
+    cache_size: str = "100Gi"
+    gpu_resource: str | None = None  # None: nvidia.com/gpu, or nvidia.com/gpu.shared when the GPU is shared
+
+
+@dataclass(frozen=True)
+class GatewayK8sPlan:
+    replicas: int = 1
+    expose: str = "none"  # none | loadbalancer | nodeport
+    namespace: str = "llm-gateway"
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     name: str  # models.yml key: compose service, host name on the backend network
     served_name: str  # what clients put in "model"
@@ -25,6 +53,7 @@ class ModelPlan:
     trust_remote_code: bool
     litellm_params: dict[str, object]  # request defaults, sorted, includes max_tokens
     api_key_env: str  # name of the variable that holds this backend's key
+    k8s: ModelK8sPlan = ModelK8sPlan()
 
     @property
     def serve_args(self) -> tuple[str, ...]:
@@ -45,6 +74,7 @@ class GatewayPlan:
     admin_ui: bool
     autoheal: bool
     master_key_env: str = "LITELLM_MASTER_KEY"
+    k8s: GatewayK8sPlan = GatewayK8sPlan()
 
 
 @dataclass(frozen=True)

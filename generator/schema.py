@@ -6,7 +6,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from .sizes import parse_size
 
@@ -67,10 +67,73 @@ class LitellmParams(_Strict):
     stop: list[str] | None = None
 
 
+# --- what only the Kubernetes target (`python -m generator k8s`) reads -------------------------
+def _matching(pattern: str, what: str):
+    """A string validator whose error says what is expected (pydantic's own quotes the regex)."""
+    regex = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not regex.match(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+    return AfterValidator(check)
+
+
+Quantity = Annotated[str, BeforeValidator(_env_value),
+                     _matching(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$", "a Kubernetes quantity such as 100Gi")]
+LabelKey = Annotated[str, _matching(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+                                    "a Kubernetes label key such as nvidia.com/gpu.product")]
+LabelValue = Annotated[str, BeforeValidator(_env_value),
+                       _matching(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$",
+                                 "a Kubernetes label value (letters, digits, '-', '_', '.'; at most 63)")]
+ResourceName = Annotated[str, _matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+                                        "an extended resource name such as nvidia.com/gpu")]
+DnsName = Annotated[str, _matching(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "a Kubernetes object name")]
+DnsLabel = Annotated[str, _matching(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+                                    "a namespace name (lowercase letters, digits and '-', starting with a letter)")]
+
+
+class Toleration(_Strict):
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _operator_fits(self):
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("operator Exists takes no value; drop `value` or use operator Equal")
+        if self.operator == "Equal" and self.key is None:
+            raise ValueError("operator Equal needs a `key` (or use operator: Exists to tolerate every taint)")
+        return self
+
+
+class ModelK8s(_Strict):
+    """Per-model settings only Kubernetes needs (also allowed under `defaults:`; a model's own win)."""
+
+    replicas: int = Field(1, ge=1, le=64)
+    node_selector: dict[LabelKey, LabelValue] = {}
+    tolerations: list[Toleration] = []
+    storage_class: DnsName | None = None  # None: the cluster's default StorageClass
+    cache_size: Quantity = "100Gi"  # the Hugging Face + vLLM cache volume: weights survive restarts
+    # default: nvidia.com/gpu, or nvidia.com/gpu.shared (time-slicing) for models that share a GPU
+    gpu_resource: ResourceName | None = None
+
+
+class GatewayK8s(_Strict):
+    replicas: int = Field(1, ge=1, le=64)  # the generated LiteLLM config is stateless: any number works
+    # none: ClusterIP only (kubectl port-forward, or your own Ingress); loadbalancer/nodeport: reachable
+    # from outside the cluster
+    expose: Literal["none", "loadbalancer", "nodeport"] = "none"
+    namespace: DnsLabel = "llm-gateway"
+
+
 class Defaults(_Strict):
     image: str = VLLM_IMAGE
     env: dict[EnvName, EnvValue] = {}
     litellm: LitellmParams = LitellmParams()
+    k8s: ModelK8s = ModelK8s()
 
 
 class Gateway(_Strict):
@@ -87,6 +150,7 @@ class Gateway(_Strict):
     backend_internet: StrictBool = True
     admin_ui: StrictBool = False
     autoheal: StrictBool = False  # restart unhealthy backends (adds a container holding the Docker socket)
+    k8s: GatewayK8s = GatewayK8s()
 
 
 class ModelEntry(_Strict):
@@ -98,6 +162,7 @@ class ModelEntry(_Strict):
     context_length: Size | None = None
     port: int | None = Field(None, ge=1, le=65535)
     image: str | None = None
+    k8s: ModelK8s = ModelK8s()
 
 
 class ModelsFile(_Strict):

@@ -9,7 +9,7 @@ from .plan import Plan
 from .rules import fmt_tokens
 
 
-def print_summary(plan: Plan, console: Console) -> None:
+def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env", url: str | None = None) -> None:
     table = Table(title=f"{len(plan.models)} model(s) from {plan.source}", title_justify="left")
     for col in ("model", "served as", "GPUs", "context", "max_tokens", "tool parser", "reasoning parser"):
         table.add_column(col)
@@ -25,6 +25,6 @@ def print_summary(plan: Plan, console: Console) -> None:
         )
     console.print(table)
     g = plan.gateway
-    console.print(f"gateway: http://{g.bind}:{g.port}/v1 (key: {g.master_key_env} in compose/.env)")
+    console.print(f"gateway: {url or f'http://{g.bind}:{g.port}/v1'} (key: {g.master_key_env} in {keys_file})")
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}")

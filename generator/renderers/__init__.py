@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..plan import Plan
 from .compose import render_compose
+from .k8s import REGENERATE as K8S_REGENERATE, k8s_files, k8s_warnings
 from .litellm import AUTH_MODULE, HOOK_MODULE, render_litellm
 from .text import dump_yaml, header
 
@@ -21,12 +22,13 @@ AUTH_FILE = f"litellm/{AUTH_MODULE}.py"
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 
 
-def gateway_modules(plan: Plan, folder: str = "litellm") -> dict[str, str]:
+def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
     """Python modules the LiteLLM config names; copied next to config.yaml, where LiteLLM imports them."""
     modules = {f"{folder}/{AUTH_MODULE}.py": AUTH_MODULE}
     if plan.gateway.clamp_max_tokens:
         modules[f"{folder}/{HOOK_MODULE}.py"] = HOOK_MODULE
-    return {rel: header(plan) + (HOOKS_DIR / f"{mod}.py").read_text() for rel, mod in modules.items()}
+    return {rel: header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
+            for rel, mod in modules.items()}
 
 
 def stack_files(plan: Plan) -> dict[str, str]:
@@ -38,4 +40,8 @@ def stack_files(plan: Plan) -> dict[str, str]:
     }
 
 
-TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files}
+TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files, "k8s": k8s_files}
+# What a target wants the user to know before deploying (printed after writing, never fatal).
+TARGET_WARNINGS: dict[str, Callable[[Plan], list[str]]] = {"k8s": k8s_warnings}
+# The command that rewrites a target's files, named in --check's stale messages.
+REGENERATE: dict[str, str] = {"stack": "make regenerate", "k8s": K8S_REGENERATE}

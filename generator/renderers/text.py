@@ -11,10 +11,10 @@ from ..plan import Plan
 GENERATED_MARK = b"# GENERATED from "  # how orphan detection recognises a file we wrote
 
 
-def header(plan: Plan, comment: str = "#") -> str:
+def header(plan: Plan, comment: str = "#", regenerate: str = "make regenerate") -> str:
     return (
         f"{comment} GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by `python -m generator`;\n"
-        f"{comment} vLLM flags checked against vLLM {plan.vllm_version}. Do not edit: change models.yml, run `make regenerate`.\n"
+        f"{comment} vLLM flags checked against vLLM {plan.vllm_version}. Do not edit: change models.yml, run `{regenerate}`.\n"
     )
 
 

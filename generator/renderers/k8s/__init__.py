@@ -1,0 +1,110 @@
+"""Plan -> Kubernetes manifests under k8s/, applied with one `kubectl apply -k k8s/`.
+
+    k8s/kustomization.yaml   namespace, the files below, a Secret from secrets.env, a ConfigMap from gateway/
+    k8s/namespace.yaml       the namespace everything lives in
+    k8s/gateway.yaml         LiteLLM Deployment + Service
+    k8s/gateway/*            config.yaml (api_base = each model's Service) and the two hook modules
+    k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy
+    k8s/secrets.env          the keys (git-ignored, mode 600, made by the CLI; never in a manifest)
+
+Same Plan as compose and LiteLLM; problems only Kubernetes has (a shared multi-GPU model, a name
+that is no Service name) are ConfigErrors, so the CLI exits 2 and writes nothing.
+"""
+
+from __future__ import annotations
+
+from ...errors import ConfigError
+from ...plan import Plan
+from ..litellm import render_litellm
+from ..text import dump_yaml, header
+from .backend import backend_objects, backend_problems, local_weights
+from .gateway import CONFIG_DIR, CONFIG_MAP, gateway_objects, service_api_base
+from .gpus import gpu_problems, gpu_warnings
+from .objects import GATEWAY, KEYS_SECRET, PART_OF
+
+K8S_DIR = "k8s"
+SECRETS_FILE = "secrets.env"  # read by kustomize's secretGenerator, relative to k8s/
+ENV_FILE = f"{K8S_DIR}/{SECRETS_FILE}"
+ENV_HEADER = ("# Keys for the Kubernetes gateway and backends, made by `make k8s`; kustomize turns them into "
+              f"the Secret {KEYS_SECRET}. Git-ignored: never commit.")
+CPU_IMAGE_HINT = "vllm/vllm-openai:"
+
+
+REGENERATE = "make k8s"  # named in every header
+
+
+def _header(plan: Plan) -> str:
+    return header(plan, regenerate=REGENERATE)
+
+
+def documents(plan: Plan, objects: list[dict]) -> str:
+    return _header(plan) + "---\n".join(dump_yaml(o) for o in objects)
+
+
+def namespace(plan: Plan) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": plan.gateway.k8s.namespace, "labels": {"app.kubernetes.io/part-of": PART_OF}}}
+
+
+def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -> dict:
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": plan.gateway.k8s.namespace,
+        "resources": ["namespace.yaml", "gateway.yaml", *model_files],
+        # generated names get a hash of their content: a new key or config rolls the pods that use it
+        "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}],
+        "secretGenerator": [{"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"}],
+    }
+
+
+def gateway_config(plan: Plan) -> dict[str, str]:
+    """k8s/gateway/: the LiteLLM config with Service DNS names, and the hook modules it imports."""
+    from .. import gateway_modules  # the registry imports this module
+
+    return {f"{K8S_DIR}/gateway/config.yaml": _header(plan) + dump_yaml(render_litellm(plan, service_api_base)),
+            **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE)}
+
+
+def k8s_files(plan: Plan) -> dict[str, str]:
+    problems = backend_problems(plan) + gpu_problems(plan)
+    if problems:
+        raise ConfigError(problems)
+    config = gateway_config(plan)
+    models = {f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, backend_objects(m, plan)) for m in plan.models}
+    root = len(K8S_DIR) + 1
+    return {
+        f"{K8S_DIR}/kustomization.yaml": _header(plan) + dump_yaml(
+            kustomization(plan, [rel[root:] for rel in models], [rel[root:] for rel in config])),
+        f"{K8S_DIR}/namespace.yaml": documents(plan, [namespace(plan)]),
+        f"{K8S_DIR}/gateway.yaml": documents(plan, gateway_objects(plan)),
+        **config,
+        **models,
+    }
+
+
+def gateway_url(plan: Plan) -> str:
+    g = plan.gateway
+    return f"http://{GATEWAY}.{g.k8s.namespace}.svc:{g.port}/v1 in the cluster (outside: kubectl port-forward)"
+
+
+def k8s_warnings(plan: Plan) -> list[str]:
+    """What the user must know before applying (printed by the CLI, never fatal)."""
+    warnings = gpu_warnings(plan)
+    for m in plan.models:
+        if m.k8s.replicas > 1:
+            warnings.append(f"{m.name}: {m.k8s.replicas} replicas share one cache volume, so it is ReadWriteMany: "
+                            "its storage class must support that (NFS, CephFS, EFS, Filestore, ...)")
+        if weights := local_weights(m):
+            warnings.append(f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
+                            f"until the files are copied to {weights} on its volume (README: Kubernetes, local weights)")
+        if not m.gpus and m.image.startswith(CPU_IMAGE_HINT):
+            warnings.append(f"{m.name}: no GPU, but {m.image} is vLLM's CUDA build; set `image:` to a CPU build "
+                            "of vLLM that your nodes can pull")
+    if plan.gateway.k8s.expose != "none":
+        warnings.append(f"gateway.k8s.expose: {plan.gateway.k8s.expose}: the gateway is reachable from outside the "
+                        "cluster (its master key still guards every request); use TLS in front of it")
+    return warnings
+
+
+__all__ = ["CONFIG_DIR", "ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "gateway_url", "k8s_files", "k8s_warnings"]

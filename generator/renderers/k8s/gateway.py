@@ -1,0 +1,70 @@
+"""The LiteLLM gateway on Kubernetes: Deployment, Service, and the config its ConfigMap holds."""
+
+from __future__ import annotations
+
+from ...gateway_process import gateway_args, gateway_env
+from ...plan import ModelPlan, Plan
+from .objects import GATEWAY, container_security, http_probe, key_ref, labels, pod_defaults, selector
+
+CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s/gateway/
+CONFIG_DIR = "/etc/litellm"  # as in compose; LiteLLM imports the hook modules from next to config.yaml
+SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
+# bench/README.md: one worker's RSS was 323 MB at start and 362 MB at peak over a 10-minute soak
+MEMORY_REQUEST_MI, MEMORY_LIMIT_MI = 512, 1024
+
+
+def service_api_base(m: ModelPlan) -> str:
+    """The model's Service by its short DNS name: resolves in whatever namespace the stack is applied to."""
+    return f"http://{m.name}:{m.port}/v1"
+
+
+def deployment(plan: Plan) -> dict:
+    g = plan.gateway
+    env = [key_ref(g.master_key_env, g.master_key_env)]
+    env += [key_ref(m.api_key_env, m.api_key_env) for m in plan.models]
+    env += [{"name": k, "value": v} for k, v in gateway_env(g).items()]
+    container = {
+        "name": "litellm",
+        "image": g.image,
+        "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),  # the image's entrypoint is LiteLLM's CLI
+        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"}],
+        "env": env,
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+        "resources": {
+            "requests": {"cpu": str(g.workers), "memory": f"{MEMORY_REQUEST_MI * g.workers}Mi"},
+            "limits": {"memory": f"{MEMORY_LIMIT_MI * g.workers}Mi"},
+        },
+        "startupProbe": http_probe("/health/liveliness", 5, 5, 36),  # up to 3 minutes to import LiteLLM
+        "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
+        "readinessProbe": http_probe("/health/readiness", 10, 5, 3),
+        "securityContext": container_security(),
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": GATEWAY, "labels": labels("gateway", GATEWAY)},
+        "spec": {
+            "replicas": g.k8s.replicas,  # the config is stateless (no database, no cache): any number works
+            "selector": {"matchLabels": selector("gateway", GATEWAY)},
+            "template": {
+                "metadata": {"labels": labels("gateway", GATEWAY)},
+                "spec": {**pod_defaults(), "containers": [container],
+                         "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}]},
+            },
+        },
+    }
+
+
+def service(plan: Plan) -> dict:
+    g = plan.gateway
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": GATEWAY, "labels": labels("gateway", GATEWAY)},
+        "spec": {"type": SERVICE_TYPES[g.k8s.expose], "selector": selector("gateway", GATEWAY),
+                 "ports": [{"name": "http", "port": g.port, "targetPort": "http", "protocol": "TCP"}]},
+    }
+
+
+def gateway_objects(plan: Plan) -> list[dict]:
+    return [deployment(plan), service(plan)]

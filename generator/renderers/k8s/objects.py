@@ -1,0 +1,49 @@
+"""Shared pieces of the Kubernetes objects: names, labels, probes, key references."""
+
+from __future__ import annotations
+
+PART_OF = "llm-gateway"
+KEYS_SECRET = "llm-gateway-keys"  # made by kustomize's secretGenerator from k8s/secrets.env
+HF_TOKEN_SECRET = "hf-token"  # optional, created by the user for gated models (README)
+GATEWAY = "litellm"  # the gateway's Deployment and Service (a reserved model name, so no clash)
+
+
+def labels(component: str, instance: str) -> dict[str, str]:
+    """Recommended labels; `instance` is the model's name in models.yml (or `litellm`)."""
+    return {
+        "app.kubernetes.io/name": "litellm" if component == "gateway" else "vllm",
+        "app.kubernetes.io/instance": instance,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/managed-by": "llm-gateway-generator",
+    }
+
+
+def selector(component: str, instance: str) -> dict[str, str]:
+    """The immutable subset Deployments, Services and NetworkPolicies select on."""
+    return {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/component": component,
+            "app.kubernetes.io/instance": instance}
+
+
+def key_ref(env: str, secret_key: str) -> dict:
+    """An environment variable read from the generated Secret: no value in any manifest."""
+    return {"name": env, "valueFrom": {"secretKeyRef": {"name": KEYS_SECRET, "key": secret_key}}}
+
+
+def http_probe(path: str, period: int, timeout: int, failures: int) -> dict:
+    return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period, "timeoutSeconds": timeout,
+            "failureThreshold": failures}
+
+
+def pod_defaults() -> dict:
+    """Pod settings every pod of the stack gets."""
+    return {
+        # Kubernetes would inject <SERVICE>_PORT=tcp://... for every Service of the namespace; a model
+        # named `vllm` would then set VLLM_PORT, which vLLM reads as its own setting and exits.
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,  # nothing here talks to the Kubernetes API
+    }
+
+
+def container_security() -> dict:
+    return {"allowPrivilegeEscalation": False}  # compose's no-new-privileges
