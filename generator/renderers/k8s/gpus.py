@@ -65,6 +65,8 @@ def gpu_warnings(plan: Plan) -> list[str]:
                 "the NVIDIA device plugin (or GPU Operator) with time-slicing, renameByDefault: true and at least "
                 f"{len(names)} replicas per GPU, or these pods stay Pending (README: Kubernetes, GPU sharing)")
         if whole:
-            warnings.append(f"GPU {gpu}: {', '.join(whole)} claim whole GPUs (k8s.gpu_resource) although models.yml "
-                            f"shares GPU {gpu}: this needs {len(names)} GPUs where the file meant one")
+            resources = sorted({gpu_resource(m, plan) for m in plan.models if m.name in whole})
+            warnings.append(f"GPU {gpu}: {', '.join(whole)} request {', '.join(resources)} (k8s.gpu_resource) "
+                            f"although models.yml shares GPU {gpu} among {', '.join(names)}: each gets a device "
+                            "of its own, more GPUs than the file meant")
     return warnings
