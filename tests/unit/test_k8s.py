@@ -226,7 +226,7 @@ def test_gpus_as_the_file_meant_whole_ones_and_time_slices_for_the_shared_gpu(re
                                      "small-chat": {"nvidia.com/gpu.shared": 1}}
     (warning,) = k8s_warnings(load_plan(ROOT / "models.yml"))
     assert "GPU 1 is shared by qwen3-8b, small-chat" in warning and "time-slicing" in warning
-    assert "renameByDefault: true" in warning and "2 replicas per GPU" in warning
+    assert "renameByDefault: true" in warning and "2 replicas of that GPU" in warning
 
 
 def test_a_multi_gpu_model_asks_for_as_many_whole_gpus(write):
