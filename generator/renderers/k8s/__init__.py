@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from ...errors import ConfigError
 from ...plan import Plan
+from ...schema import VLLM_IMAGE
 from ..litellm import render_litellm
 from ..text import dump_yaml, header
 from .backend import backend_objects, backend_problems, local_weights
-from .gateway import CONFIG_DIR, CONFIG_MAP, gateway_objects, service_api_base
+from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .objects import GATEWAY, KEYS_SECRET, PART_OF
 
@@ -27,9 +28,7 @@ SECRETS_FILE = "secrets.env"  # read by kustomize's secretGenerator, relative to
 ENV_FILE = f"{K8S_DIR}/{SECRETS_FILE}"
 ENV_HEADER = ("# Keys for the Kubernetes gateway and backends, made by `make k8s`; kustomize turns them into "
               f"the Secret {KEYS_SECRET}. Git-ignored: never commit.")
-CPU_IMAGE_HINT = "vllm/vllm-openai:"
-
-
+CUDA_IMAGE = VLLM_IMAGE.rpartition(":")[0]  # vllm/vllm-openai: the CUDA build, whatever the tag
 REGENERATE = "make k8s"  # named in every header
 
 
@@ -98,7 +97,7 @@ def k8s_warnings(plan: Plan) -> list[str]:
         if weights := local_weights(m):
             warnings.append(f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
                             f"until the files are copied to {weights} on its volume (README: Kubernetes, local weights)")
-        if not m.gpus and m.image.startswith(CPU_IMAGE_HINT):
+        if not m.gpus and m.image.startswith(CUDA_IMAGE + ":"):
             warnings.append(f"{m.name}: no GPU, but {m.image} is vLLM's CUDA build; set `image:` to a CPU build "
                             "of vLLM that your nodes can pull")
     if plan.gateway.k8s.expose != "none":
@@ -107,4 +106,4 @@ def k8s_warnings(plan: Plan) -> list[str]:
     return warnings
 
 
-__all__ = ["CONFIG_DIR", "ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "gateway_url", "k8s_files", "k8s_warnings"]
+__all__ = ["ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "gateway_url", "k8s_files", "k8s_warnings"]
