@@ -451,3 +451,55 @@ def test_a_hand_written_k8s_folder_is_not_checked(tmp_path):
     (tmp_path / "k8s").mkdir()
     (tmp_path / "k8s/kustomization.yaml").write_text("resources: [mine.yaml]\n")
     assert main(["--models", good, "--out", str(tmp_path), "--check"]) == 0
+
+
+# --- fuzz: any models.yml gives valid manifests or exit 2 with nothing written ------------------
+
+from hypothesis import HealthCheck, event, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.unit.test_fuzz_models_yml import mutated_documents  # noqa: E402
+
+K8S_VALUES = st.fixed_dictionaries({}, optional={
+    "replicas": st.integers(-1, 3) | st.just("2"),
+    "cache_size": st.sampled_from(["10Gi", "1.5T", "100GB", "", "7"]),
+    "storage_class": st.sampled_from(["standard", "Fast_SSD", "a.b-c"]),
+    "node_selector": st.dictionaries(st.sampled_from(["pool", "nvidia.com/gpu.product", "bad key"]),
+                                     st.sampled_from(["a100", "", True, 3, "x" * 70]), max_size=2),
+    "tolerations": st.lists(st.fixed_dictionaries({}, optional={
+        "key": st.sampled_from(["nvidia.com/gpu", "dedicated"]), "operator": st.sampled_from(["Exists", "Equal", "In"]),
+        "value": st.sampled_from(["gpu", "a b"]), "effect": st.sampled_from(["NoSchedule", "NoExecute", "Never"]),
+        "toleration_seconds": st.integers(-1, 60)}), max_size=2),
+    "gpu_resource": st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "gpu"]),
+    "replica": st.just(1),
+})
+
+
+@st.composite
+def k8s_documents(draw) -> str:
+    doc = yaml.safe_load(draw(mutated_documents()))
+    if not isinstance(doc, dict):
+        return yaml.safe_dump(doc)
+    for name in draw(st.lists(st.sampled_from(sorted(doc)), max_size=3)):
+        if isinstance(doc[name], dict):
+            doc[name]["k8s"] = draw(K8S_VALUES) if name != "gateway" else draw(st.fixed_dictionaries({}, optional={
+                "replicas": st.integers(0, 3), "expose": st.sampled_from(["none", "nodeport", "ingress"]),
+                "namespace": st.sampled_from(["ai", "Bad", "llm-gateway"])}))
+    return yaml.safe_dump(doc)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=k8s_documents())
+def test_any_models_yml_gives_valid_manifests_or_exit_2_and_nothing(tmp_path_factory, capsys, text):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    (tmp / "models.yml").write_text(text)
+    code = main(["k8s", "--models", str(tmp / "models.yml"), "--out", str(tmp / "out"), "-q"])
+    err = capsys.readouterr().err
+    event(f"exit {code}")
+    assert code in (0, 2) and "Traceback" not in err, err
+    if code == 2:
+        assert not (tmp / "out").exists() and err.strip().splitlines()[-1] == "nothing was written"
+        return
+    files = {p.relative_to(tmp / "out").as_posix(): p.read_text() for p in (tmp / "out").rglob("*") if p.is_file()}
+    for doc in manifests(files):
+        kubernetes_validate.validate(doc, K8S_VERSIONS[-1], strict=True)
