@@ -112,7 +112,8 @@ def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
     k = ModelK8s(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
     return ModelK8sPlan(replicas=k.replicas, node_selector=dict(sorted(k.node_selector.items())),
                         tolerations=tuple(Toleration(**t.model_dump()) for t in k.tolerations),
-                        storage_class=k.storage_class, cache_size=k.cache_size, gpu_resource=k.gpu_resource)
+                        storage_class=k.storage_class, cache_size=k.cache_size, gpu_resource=k.gpu_resource,
+                        cpu=k.cpu, memory=k.memory)
 
 
 def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:

@@ -24,6 +24,8 @@ class ModelK8sPlan:
     storage_class: str | None = None  # None: the cluster's default StorageClass
     cache_size: str = "100Gi"
     gpu_resource: str | None = None  # None: nvidia.com/gpu, or nvidia.com/gpu.shared when the GPU is shared
+    cpu: str | None = None  # resources.requests
+    memory: str | None = None
 
 
 @dataclass(frozen=True)

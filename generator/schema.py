@@ -80,7 +80,7 @@ def _matching(pattern: str, what: str):
 
 
 Quantity = Annotated[str, BeforeValidator(_env_value),
-                     _matching(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$", "a Kubernetes quantity such as 100Gi")]
+                     _matching(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$", "a Kubernetes quantity such as 100Gi or 500m")]
 LabelKey = Annotated[str, _matching(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
                                     "a Kubernetes label key such as nvidia.com/gpu.product")]
 LabelValue = Annotated[str, BeforeValidator(_env_value),
@@ -119,6 +119,9 @@ class ModelK8s(_Strict):
     cache_size: Quantity = "100Gi"  # the Hugging Face + vLLM cache volume: weights survive restarts
     # default: nvidia.com/gpu, or nvidia.com/gpu.shared (time-slicing) for models that share a GPU
     gpu_resource: ResourceName | None = None
+    # requests for the scheduler (no limits: a memory limit set too low kills vLLM mid-load)
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
 
 
 class GatewayK8s(_Strict):

@@ -47,7 +47,7 @@ big:
 small:
   gpus: [2]
   command: vllm serve /models/small --max-model-len 8K
-  k8s: {node_selector: {pool: a100}}
+  k8s: {node_selector: {pool: a100}, cpu: 4, memory: 32Gi}
 """
 
 
@@ -125,6 +125,8 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     assert big["template"]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert big["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}  # from defaults
     assert small["template"]["spec"]["nodeSelector"] == {"pool": "a100"}  # the model's own wins
+    assert small["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"nvidia.com/gpu": 1}}
     assert claims["big-cache"]["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "500Gi"}},
                                            "storageClassName": "fast-ssd"}
     assert claims["small-cache"]["spec"]["accessModes"] == ["ReadWriteOnce"]
@@ -410,12 +412,17 @@ def test_k8s_fields_are_checked_with_suggestions(problems):
     text = "\n".join(found)
     assert "gateway.k8s.replica: unknown field 'replica'; did you mean 'replicas'?" in text
     assert "gateway.k8s.expose" in text and "'none', 'loadbalancer' or 'nodeport'" in text
-    assert "m1.k8s.cache_size: '100GB' is not a Kubernetes quantity such as 100Gi" in text
+    assert "m1.k8s.cache_size: '100GB' is not a Kubernetes quantity such as 100Gi or 500m" in text
     assert "m1.k8s.nodeselector: unknown field 'nodeselector'; did you mean 'node_selector'?" in text
     assert "m1.k8s.node_selector.gpu: YAML reads this as true/false; quote it" in text
     assert "m1.k8s.tolerations.0.operater: unknown field 'operater'; did you mean 'operator'?" in text
     assert "m1.k8s.tolerations.1: operator Exists takes no value" in text
     assert all("models.yml:" in line.split(": ")[0] for line in found)  # each with its line
+
+
+def test_cpu_and_memory_requests(plan):
+    (m,) = plan("m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n  k8s: {cpu: 500m, memory: 1.5Gi}\n").models
+    assert (m.k8s.cpu, m.k8s.memory) == ("500m", "1.5Gi")
 
 
 def test_defaults_k8s_merge_under_the_models_own(plan):
@@ -471,6 +478,7 @@ K8S_VALUES = st.fixed_dictionaries({}, optional={
         "value": st.sampled_from(["gpu", "a b"]), "effect": st.sampled_from(["NoSchedule", "NoExecute", "Never"]),
         "toleration_seconds": st.integers(-1, 60)}), max_size=2),
     "gpu_resource": st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "gpu"]),
+    "memory": st.sampled_from(["8Gi", "8GB", 4]), "cpu": st.sampled_from(["500m", 2, "two"]),
     "replica": st.just(1),
 })
 

@@ -108,8 +108,12 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
         "livenessProbe": http_probe("/health", 30, 10, 5),
         "securityContext": container_security(),
     }
+    requests = {k: v for k, v in (("cpu", m.k8s.cpu), ("memory", m.k8s.memory)) if v}
+    resources = {"requests": requests} if requests else {}
     if limits := gpu_limits(m, plan):
-        container["resources"] = {"limits": limits}
+        resources["limits"] = limits
+    if resources:
+        container["resources"] = resources
     pod: dict = {**pod_defaults(), "containers": [container], "volumes": volumes}
     if weights := local_weights(m):
         container["workingDir"] = WORKDIR
