@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from . import rules
 from .errors import ConfigError, Problem
-from .plan import GatewayK8sPlan, GatewayPlan, ModelK8sPlan, ModelPlan, Plan, Toleration
+from .plan import GatewayK8sPlan, GatewayPlan, K8sToleration, ModelK8sPlan, ModelPlan, Plan
 from .schema import MODEL_NAME, RESERVED_NAMES, ModelEntry, ModelK8s, ModelsFile
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
@@ -111,7 +111,7 @@ def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
     """`defaults.k8s` under the model's `k8s:`, field by field (the fields the model sets win)."""
     k = ModelK8s(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
     return ModelK8sPlan(replicas=k.replicas, node_selector=dict(sorted(k.node_selector.items())),
-                        tolerations=tuple(Toleration(**t.model_dump()) for t in k.tolerations),
+                        tolerations=tuple(K8sToleration(**t.model_dump()) for t in k.tolerations),
                         storage_class=k.storage_class, cache_size=k.cache_size, gpu_resource=k.gpu_resource,
                         cpu=k.cpu, memory=k.memory)
 

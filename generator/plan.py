@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class Toleration:
+class K8sToleration:
     key: str | None
     operator: str  # Exists | Equal
     value: str | None
@@ -20,7 +20,7 @@ class ModelK8sPlan:
 
     replicas: int = 1
     node_selector: dict[str, str] = field(default_factory=dict)  # sorted
-    tolerations: tuple[Toleration, ...] = ()
+    tolerations: tuple[K8sToleration, ...] = ()
     storage_class: str | None = None  # None: the cluster's default StorageClass
     cache_size: str = "100Gi"
     gpu_resource: str | None = None  # None: nvidia.com/gpu, or nvidia.com/gpu.shared when the GPU is shared

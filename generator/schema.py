@@ -80,7 +80,8 @@ def _matching(pattern: str, what: str):
 
 
 Quantity = Annotated[str, BeforeValidator(_env_value),
-                     _matching(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$", "a Kubernetes quantity such as 100Gi or 500m")]
+                     _matching(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$",
+                               "a Kubernetes quantity such as 100Gi or 500m")]
 LabelKey = Annotated[str, _matching(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
                                     "a Kubernetes label key such as nvidia.com/gpu.product")]
 LabelValue = Annotated[str, BeforeValidator(_env_value),

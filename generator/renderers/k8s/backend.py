@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 
 from ...errors import Problem
-from ...plan import ModelPlan, Plan
+from ...plan import K8sToleration, ModelPlan, Plan
 from .gpus import gpu_limits
 from .objects import (GATEWAY, HF_TOKEN_SECRET, container_security, http_probe, key_ref, labels,
                       pod_defaults, selector)
@@ -139,7 +139,7 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
     }
 
 
-def _toleration(t) -> dict:
+def _toleration(t: K8sToleration) -> dict:
     out = {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect,
            "tolerationSeconds": t.toleration_seconds}
     return {k: v for k, v in out.items() if v is not None}
