@@ -47,6 +47,8 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         },
         **_hardening(),
     }
+    if m.start_after:  # co-located vLLMs profiling memory at once break each other: start them in turn
+        service["depends_on"] = {d: {"condition": "service_healthy"} for d in m.start_after}
     if m.gpus:
         service["deploy"] = {"resources": {"reservations": {"devices": [
             {"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]}}}
