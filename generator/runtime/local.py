@@ -192,6 +192,7 @@ class LocalStack:
             raise StackError("\n".join(taken))
         try:
             gateway = self.start_gateway(wait=False)
+            self.console.print("gateway: starting (it never waits for a backend)")
             failures = self._run([self._backend(m) for m in self.plan.models], gateway, timeout)
         except BaseException:
             self.stop()
@@ -254,6 +255,9 @@ class LocalStack:
             p.failed = reason
             failures.append(Failure(p.name, reason, p.exit_code, p.log, tail(p.log)))
 
+        for p in procs:
+            if p.popen is None and p.waits_for:
+                self.console.print(f"{p.name}: waits for {', '.join(p.waits_for)} to be healthy (start order)")
         try:
             with httpx.Client(timeout=2) as client, Live(self._table(procs, start), console=self.console,
                                                           refresh_per_second=2, transient=False) as live:
