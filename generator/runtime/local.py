@@ -240,13 +240,15 @@ class LocalStack:
     def _run(self, backends: list[Proc], gateway: Proc, timeout: float) -> tuple[Failure, ...]:
         """Start backends as their `waits_for` allow; watch them and the gateway; return the failures.
         A failed gateway raises: without it nothing is served."""
-        failures = self._watch([gateway, *backends], timeout, fail_fast=False)
+        failures = self._watch([gateway, *backends], timeout, fail_fast=False, critical=gateway.name)
         gateway_failed = [f for f in failures if f.name == gateway.name]
         if gateway_failed:
             raise StackError(str(gateway_failed[0]), failures)
         return failures
 
-    def _watch(self, procs: list[Proc], timeout: float, fail_fast: bool) -> tuple[Failure, ...]:
+    def _watch(self, procs: list[Proc], timeout: float, fail_fast: bool, critical: str = "") -> tuple[Failure, ...]:
+        """Start each not yet started process once its `waits_for` are ready or failed, poll health until
+        all are ready or failed or `timeout`; stop at the first failure (fail_fast) or that of `critical`."""
         start = time.monotonic()
         by_name = {p.name: p for p in procs}
         failures: list[Failure] = []
@@ -283,7 +285,7 @@ class LocalStack:
                         except httpx.HTTPError:
                             pass
                     live.update(self._table(procs, start))
-                    if fail_fast and failures:
+                    if failures and (fail_fast or any(f.name == critical for f in failures)):
                         break
                     if all(p.ready_after is not None or p.failed for p in procs):
                         break

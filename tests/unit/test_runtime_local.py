@@ -132,3 +132,30 @@ def test_backends_see_only_their_gpus(plan, tmp_path):
     s = LocalStack(p, tmp_path / "s2", vllm_python=sys.executable)
     envs = {m.name: s._backend(m).env for m in p.models}
     assert envs["g"]["CUDA_VISIBLE_DEVICES"] == "2,3" and envs["c"]["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_a_failed_gateway_stops_the_start_and_leaves_nothing_running(plan, tmp_path):
+    sleeper = tmp_path / "vllm-that-loads-forever"
+    sleeper.write_text("#!/bin/sh\nexec sleep 600\n")
+    broken_gateway = tmp_path / "gateway-that-crashes"
+    broken_gateway.write_text("#!/bin/sh\necho 'ImportError: no litellm here' >&2\nexit 4\n")
+    for f in (sleeper, broken_gateway):
+        f.chmod(0o755)
+    p = plan(f"a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K --port {free_port()}\n"
+             f"gateway: {{port: {free_port()}}}\n")
+    s = LocalStack(p, tmp_path / "state", vllm_python=str(sleeper), gateway_python=str(broken_gateway))
+    with pytest.raises(StackError) as err:
+        s.start(timeout=120, partial=True)
+    assert "gateway exited with code 4" in str(err.value) and "no litellm here" in str(err.value)
+    assert s.procs == [] and not [c for c in _live_children() if "600" in c]
+
+
+def _live_children() -> list[str]:
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                found.append(" ".join(child.cmdline()))
+        except psutil.Error:
+            pass
+    return found
