@@ -185,7 +185,7 @@ class Verdict:
     problem: str = ""  # when it does not fit: numbers and fixes
 
 
-def check(name: str, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
+def check(cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
           gpu_memory: int | None, env: dict[str, str], cache: Path | None = None) -> Verdict:
     model_dir = find_model_dir(cmd.model, cmd.value("--revision"), cache)
     if model_dir is None:

@@ -194,7 +194,7 @@ def _fit(m: ModelPlan, cmd: ServeCommand, fraction: float, memory: int | dict[in
     sizes = [rules.gpu_memory_of(memory, g) for g in m.gpus]
     smallest = None if None in sizes or not sizes else min(sizes)
     try:
-        return fit.check(m.name, cmd, m.gpus, m.context, fraction, smallest, m.env)
+        return fit.check(cmd, m.gpus, m.context, fraction, smallest, m.env)
     except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
         return fit.Verdict(None, f"skipped: could not read the model's files ({type(exc).__name__}: {exc})")
 

@@ -48,7 +48,7 @@ def model_dir(tmp_path):
 def verdict(path: Path | str, flags: str, gpus=(0,), util=0.9, memory: int | None = 80 * GIB, env=None):
     cmd = parse_serve_command(f"vllm serve {path} {flags}", load_catalog())
     context = parse_size(cmd.value("--max-model-len"))
-    return fit.check("m", cmd, tuple(gpus), context, util, memory, env or {})
+    return fit.check(cmd, tuple(gpus), context, util, memory, env or {})
 
 
 def test_safetensors_headers_are_summed_without_reading_tensor_data(model_dir):
