@@ -73,7 +73,7 @@ def test_models_sharing_a_gpu_start_in_file_order_others_at_once(plan):
 def test_compose_chains_shared_gpus_with_service_healthy_and_the_gateway_waits_for_nobody(plan):
     p = plan(H100 + model("glm", "[0]", 0.9) + model("qwen", "[1]", 0.55) + model("small", "[1]", 0.35))
     services = render_compose(p)["services"]
-    assert services["small"]["depends_on"] == {"qwen": {"condition": "service_healthy"}}
+    assert services["small"]["depends_on"] == {"qwen": {"condition": "service_healthy", "required": False}}
     assert "depends_on" not in services["glm"] and "depends_on" not in services["qwen"]
     assert "depends_on" not in services["litellm"]
 
