@@ -119,14 +119,17 @@ class Estimate:
     model_dir: Path
     weights: int  # bytes once loaded, whole model
     weights_source: str
-    kv_per_token: int  # bytes per token of context, whole model
+    kv_per_token: int  # bytes per token of context, whole model (full-attention layers)
     kv_split: int  # how many GPUs share the KV heads (1 for MLA: its latent is replicated)
     layer_split: int  # pipeline stages
     dtype_note: str
+    kv_windowed_per_token: int = 0  # bytes per token of the sliding-window layers, up to `window` tokens
+    window: int = 0
 
     def per_gpu(self, context: int, tp: int) -> tuple[float, float]:
         """(weights, KV of one full sequence) per GPU with this tensor x pipeline split."""
-        return self.weights / (tp * self.layer_split), self.kv_per_token * context / (self.kv_split * self.layer_split)
+        kv = self.kv_per_token * context + self.kv_windowed_per_token * min(context, self.window)
+        return self.weights / (tp * self.layer_split), kv / (self.kv_split * self.layer_split)
 
 
 def _config(model_dir: Path) -> dict:
@@ -161,21 +164,27 @@ def estimate(model_dir: Path, cmd: ServeCommand) -> Estimate | str:
     tp = int(cmd.value("--tensor-parallel-size") or 1)
     pp = int(cmd.value("--pipeline-parallel-size") or 1)
     layer_types = cfg.get("layer_types") or cfg.get("layers_block_type")
+    windowed, window = 0, int(cfg.get("sliding_window") or 0)
     if isinstance(layer_types, list):  # hybrids: only attention layers keep a KV cache
         layers = sum(1 for t in layer_types if t in ATTENTION_LAYER_TYPES) or layers
+        if window:  # sliding-window layers keep at most `sliding_window` tokens
+            windowed = sum(1 for t in layer_types if t == "sliding_attention")
+            layers -= windowed
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek, GLM-4.7-Flash): one latent + rope key per token and layer
-        per_layer = cfg["kv_lora_rank"] + cfg.get("qk_rope_head_dim", 64)
-        kv = int(layers * per_layer * kv_bytes)
+        per_layer = (cfg["kv_lora_rank"] + cfg.get("qk_rope_head_dim", 64)) * kv_bytes
         split = 1
     else:
         head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
         kv_heads = cfg.get("num_key_value_heads") or heads
-        kv = int(layers * 2 * kv_heads * head_dim * kv_bytes)
+        per_layer = 2 * kv_heads * head_dim * kv_bytes
         split = min(tp, kv_heads)  # beyond kv_heads GPUs, vLLM replicates heads
     note = f"{'quantized ' if quantized else ''}{ckpt_dtype} checkpoint"
+    if windowed:
+        note += f", {windowed} sliding-window layers ({window} tokens)"
     if online:
         note += f", --quantization {online}"
-    return Estimate(model_dir, loaded, weights.source, kv, split, pp, note)
+    return Estimate(model_dir, loaded, weights.source, int(layers * per_layer), split, pp, note,
+                    int(windowed * per_layer), window)
 
 
 @dataclass(frozen=True)

@@ -179,3 +179,17 @@ def test_the_summary_line_is_in_the_plan(tmp_path, plan):
     d = scripted_model(tmp_path)
     (m,) = plan(f"cpu:\n  gpus: []\n  command: vllm serve {d} --max-model-len 2048\n").models
     assert m.fit.startswith("weights 288 KiB")
+
+
+def test_sliding_window_layers_hold_at_most_their_window(tmp_path):
+    d = tmp_path / "swa"
+    d.mkdir()
+    layers = ["sliding_attention", "full_attention"] * 12  # the pattern of gpt-oss / Gemma-style hybrids
+    (d / "config.json").write_text(json.dumps({"num_hidden_layers": 24, "num_attention_heads": 64, "head_dim": 64,
+                                               "num_key_value_heads": 8, "sliding_window": 128, "layer_types": layers,
+                                               "torch_dtype": "bfloat16"}))
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 2**30}, "weight_map": {}}))
+    est = fit.estimate(d, parse_serve_command("vllm serve x --max-model-len 128K", load_catalog()))
+    per_layer = 2 * 8 * 64 * 2
+    assert est.kv_per_token == 12 * per_layer and "12 sliding-window layers (128 tokens)" in est.dtype_note
+    assert est.per_gpu(131072, 1)[1] == 12 * per_layer * 131072 + 12 * per_layer * 128
