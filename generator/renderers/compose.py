@@ -47,6 +47,10 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         },
         **_hardening(),
     }
+    if m.start_after:  # co-located vLLMs profiling memory at once break each other: start them in turn.
+        # required: false: a dependency that exits or turns unhealthy holds no GPU memory, so compose
+        # warns and starts this one anyway; one broken model does not keep the next from serving
+        service["depends_on"] = {d: {"condition": "service_healthy", "required": False} for d in m.start_after}
     if m.gpus:
         service["deploy"] = {"resources": {"reservations": {"devices": [
             {"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]}}}

@@ -2,6 +2,9 @@
 
     python -m generator.runtime up --models examples/cpu-demo/models.yml   # start, wait, leave running
     python -m generator.runtime down                                       # stop what `up` started
+
+`up` exits 0 when every model is ready, 1 when some failed (the others and the gateway keep running;
+each failure is printed with its exit code and last log lines), 2 for a bad models.yml.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--models", type=Path, default=Path("models.yml"))
     up.add_argument("--vllm-python", default=os.environ.get("VLLM_PYTHON", DEFAULT_VLLM_PYTHON),
                     help="interpreter with vLLM installed (default: $VLLM_PYTHON or .venv-vllm/bin/python)")
-    up.add_argument("--timeout", type=float, default=900, help="seconds to wait for the backends")
+    up.add_argument("--timeout", type=float, default=900, help="seconds to wait for the backends (all, in order)")
     for p in (up, sub.add_parser("down", help="stop the processes `up` started")):
         p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
     args = ap.parse_args(argv)
@@ -48,13 +51,24 @@ def main(argv: list[str] | None = None) -> int:
     stop_recorded(args.state_dir)  # a previous `up` in this state dir
     stack = LocalStack(plan, args.state_dir, args.vllm_python, console=console)
     try:
-        stack.start(timeout=args.timeout)
+        failures = stack.start(timeout=args.timeout, partial=True)
     except StackError as exc:
         console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 1
     except KeyboardInterrupt:
         return 130
-    console.print(f"gateway ready at {stack.gateway_url}/v1; key: {plan.gateway.master_key_env} in {stack.env_path}")
+    for failure in failures:
+        console.print(f"[red]failed:[/] {failure}", soft_wrap=True)
+    failed = {f.name for f in failures}
+    serving = [m.served_name for m in plan.models if m.name not in failed]
+    console.print(f"gateway ready at {stack.gateway_url}/v1 serving {', '.join(serving) or 'no model'}; "
+                  f"key: {plan.gateway.master_key_env} in {stack.env_path}", soft_wrap=True)
+    if failures:
+        console.print(f"[red]{len(failures)} of {len(plan.models)} model(s) failed to start: "
+                      f"{', '.join(sorted(failed))}[/] (requests for them get an error; the rest is up; "
+                      f"stop everything with `python -m generator.runtime down --state-dir {args.state_dir}`)",
+                      soft_wrap=True)
+        return 1
     return 0
 
 

@@ -1,8 +1,15 @@
 """Run a Plan as local processes: one vLLM OpenAI server per model, then the LiteLLM proxy.
 
 Everything binds to 127.0.0.1. Keys are made per stack and kept in STATE_DIR/.env (mode 600).
-The stack records the processes it started in STATE_DIR/state.json and `stop` ends exactly
-those (each in its own process group), so a second `down` or a crashed run never kills strangers.
+
+Start-up: ports are checked first (a taken port is refused, naming its process); the gateway starts at
+once; each backend starts when the models in its `start_after` are healthy (or have failed: a dead
+process holds no GPU memory), so models sharing a GPU start one after another. A backend that fails is
+reported (name, exit code, last log lines) and the rest keeps running.
+
+The stack records each process it started in STATE_DIR/state.json with its session id and start time;
+`down` ends every process of those sessions, whatever their command line (a `--vllm-python` wrapper
+that execs python included), and skips a pid that was reused by someone else.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +28,7 @@ from typing import Callable
 from pathlib import Path
 
 import httpx
+import psutil
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -35,7 +44,12 @@ VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` w
 
 
 class StackError(RuntimeError):
-    """A backend or the gateway did not come up; the message carries its last log lines."""
+    """The stack could not start (a port is taken, the gateway failed, or a backend failed when every one
+    is required); the message names the process and carries its last log lines."""
+
+    def __init__(self, message: str, failures: tuple["Failure", ...] = ()):
+        super().__init__(message)
+        self.failures = failures
 
 
 @dataclass
@@ -47,9 +61,30 @@ class Proc:
     popen: subprocess.Popen | None = None
     pid: int | None = None
     ready_after: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    waits_for: tuple[str, ...] = ()  # processes that must be ready (or failed) before this one starts
+    failed: str | None = None  # why it is not running, once it failed
 
     def alive(self) -> bool:
         return self.popen.poll() is None if self.popen else _pid_alive(self.pid)
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.popen.poll() if self.popen else None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A process that did not come up: what happened, and the end of its log."""
+
+    name: str
+    reason: str  # "exited with code 1", "not ready after 900s (stopped)", "never started: ..."
+    exit_code: int | None
+    log: Path
+    last_lines: str
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.reason}; last lines of {self.log}:\n{self.last_lines}"
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -115,7 +150,10 @@ class LocalStack:
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
         cmd = [self.vllm_python, *VLLM_ENTRYPOINT, "--model", m.model, *m.flag_args, "--host", "127.0.0.1"]
-        return Proc(m.name, cmd, self.state_dir / "logs" / f"{m.name}.log", f"http://127.0.0.1:{m.port}/health")
+        # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
+        env = {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
+        return Proc(m.name, cmd, self.state_dir / "logs" / f"{m.name}.log", f"http://127.0.0.1:{m.port}/health",
+                    env=env, waits_for=m.start_after)
 
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
@@ -135,32 +173,51 @@ class LocalStack:
         self._save_state()
 
     def _save_state(self) -> None:
+        # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
         state = {"gateway_url": self.gateway_url,
-                 "procs": [{"name": p.name, "pid": p.pid, "cmd": p.cmd} for p in self.procs]}
+                 "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": _started(p.pid), "cmd": p.cmd}
+                           for p in self.procs]}
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
 
-    def start(self, timeout: float = 900) -> None:
-        """Start every backend, wait for all to be healthy, then start the gateway. Cleans up on failure."""
+    def ports(self) -> dict[int, str]:
+        return {self.plan.gateway.port: "gateway", **{m.port: m.name for m in self.plan.models}}
+
+    def start(self, timeout: float = 900, partial: bool = False) -> tuple[Failure, ...]:
+        """Start the gateway at once and each backend after its `start_after` models; wait until every
+        backend is ready or has failed. partial=False: any failure stops everything and raises StackError;
+        partial=True: failed backends are returned and the rest keeps running. A taken port or a failed
+        gateway always raises, with nothing left running."""
+        taken = [problem for port, who in self.ports().items() if (problem := port_problem(port, who))]
+        if taken:
+            raise StackError("\n".join(taken))
         try:
-            for m in self.plan.models:
-                self.start_backend(m.name, wait=False)
-            self._wait(list(self.procs), timeout)
-            self.start_gateway()
+            gateway = self.start_gateway(wait=False)
+            self.console.print("gateway: starting (it never waits for a backend)")
+            failures = self._run([self._backend(m) for m in self.plan.models], gateway, timeout)
         except BaseException:
             self.stop()
             raise
+        if failures and not partial:
+            self.stop()
+            raise StackError("\n".join(map(str, failures)), failures)
+        return failures
 
     def start_backend(self, name: str, wait: bool = True, timeout: float = 600) -> None:
         """Start (or restart, after `kill`) one model's vLLM process."""
         m = next(m for m in self.plan.models if m.name == name)
         proc = self._backend(m)
-        self._spawn(proc, {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env]})
+        self._spawn(proc, proc.env)
         if wait:
             self._wait([proc], timeout)
 
-    def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> None:
-        self._spawn(self._gateway(self.write_gateway_config(api_base)), {**self.keys(), **self.gateway_env()})
-        self._wait([self.procs[-1]], 180)
+    def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base, wait: bool = True) -> Proc:
+        if problem := port_problem(self.plan.gateway.port, "gateway"):
+            raise StackError(problem)
+        proc = self._gateway(self.write_gateway_config(api_base))
+        self._spawn(proc, {**self.keys(), **self.gateway_env()})
+        if wait:
+            self._wait([proc], 180)
+        return proc
 
     def gateway_env(self) -> dict[str, str]:
         return gateway_env(self.plan.gateway)
@@ -175,45 +232,90 @@ class LocalStack:
         self._save_state()
 
     def _wait(self, procs: list[Proc], timeout: float) -> None:
+        """Wait for these already started processes; the first that exits or is late raises StackError."""
+        failures = self._watch(procs, timeout, fail_fast=True)
+        if failures:
+            raise StackError(str(failures[0]), failures)
+
+    def _run(self, backends: list[Proc], gateway: Proc, timeout: float) -> tuple[Failure, ...]:
+        """Start backends as their `waits_for` allow; watch them and the gateway; return the failures.
+        A failed gateway raises: without it nothing is served."""
+        failures = self._watch([gateway, *backends], timeout, fail_fast=False, critical=gateway.name)
+        gateway_failed = [f for f in failures if f.name == gateway.name]
+        if gateway_failed:
+            raise StackError(str(gateway_failed[0]), failures)
+        return failures
+
+    def _watch(self, procs: list[Proc], timeout: float, fail_fast: bool, critical: str = "") -> tuple[Failure, ...]:
+        """Start each not yet started process once its `waits_for` are ready or failed, poll health until
+        all are ready or failed or `timeout`; stop at the first failure (fail_fast) or that of `critical`."""
+        start = time.monotonic()
+        by_name = {p.name: p for p in procs}
+        failures: list[Failure] = []
+
+        def fail(p: Proc, reason: str) -> None:
+            p.failed = reason
+            failures.append(Failure(p.name, reason, p.exit_code, p.log, tail(p.log)))
+
+        for p in procs:
+            if p.popen is None and p.waits_for:
+                self.console.print(f"{p.name}: waits for {', '.join(p.waits_for)} to be healthy (start order)")
         try:
-            self._poll(procs, timeout)
+            with httpx.Client(timeout=2) as client, Live(self._table(procs, start), console=self.console,
+                                                          refresh_per_second=2, transient=False) as live:
+                while True:
+                    for p in procs:
+                        if p.popen is None and p.failed is None:
+                            deps = [by_name[d] for d in p.waits_for if d in by_name]
+                            if all(d.ready_after is not None or d.failed for d in deps):
+                                done = [f"{d.name} {'ready' if d.ready_after is not None else 'failed'}" for d in deps]
+                                live.console.print(f"{p.name}: starting" + (f" ({', '.join(done)})" if done else ""))
+                                self._spawn(p, p.env)
+                            continue
+                        if p.ready_after is not None or p.failed:
+                            continue
+                        if not p.alive():
+                            fail(p, f"exited with code {p.exit_code} before it was ready")
+                            live.console.print(f"[red]{p.name}: {p.failed}[/]")
+                            continue
+                        try:
+                            if client.get(p.health_url).status_code == 200:
+                                p.ready_after = time.monotonic() - start
+                                live.console.print(f"{p.name}: ready after {p.ready_after:.0f}s")
+                        except httpx.HTTPError:
+                            pass
+                    live.update(self._table(procs, start))
+                    if failures and (fail_fast or any(f.name == critical for f in failures)):
+                        break
+                    if all(p.ready_after is not None or p.failed for p in procs):
+                        break
+                    if time.monotonic() - start > timeout:
+                        for p in procs:
+                            if p.ready_after is None and not p.failed:
+                                if p.popen is None:
+                                    fail(p, f"never started: still waiting for {', '.join(p.waits_for)} after {timeout:.0f}s")
+                                else:
+                                    stop_processes([p])  # a half-started backend would hold memory and a port
+                                    fail(p, f"not ready after {timeout:.0f}s (stopped)")
+                        live.update(self._table(procs, start))
+                        break
+                    time.sleep(1)
         finally:
             if not self.console.is_terminal:
                 self.console.print()  # Live leaves the last table without a newline in logs
-
-    def _poll(self, procs: list[Proc], timeout: float) -> None:
-        start = time.monotonic()
-        with httpx.Client(timeout=2) as client, Live(self._table(procs, start), console=self.console,
-                                                      refresh_per_second=2, transient=False) as live:
-            while True:
-                for p in procs:
-                    if p.ready_after is not None:
-                        continue
-                    if not p.alive():
-                        live.update(self._table(procs, start))
-                        raise StackError(f"{p.name} exited before it was ready (exit code "
-                                         f"{p.popen.poll() if p.popen else '?'}); last lines of {p.log}:\n{tail(p.log)}")
-                    try:
-                        if client.get(p.health_url).status_code == 200:
-                            p.ready_after = time.monotonic() - start
-                    except httpx.HTTPError:
-                        pass
-                live.update(self._table(procs, start))
-                if all(p.ready_after is not None for p in procs):
-                    return
-                if time.monotonic() - start > timeout:
-                    late = [p for p in procs if p.ready_after is None]
-                    raise StackError(f"{', '.join(p.name for p in late)} not ready after {timeout:.0f}s; "
-                                     f"last lines of {late[0].log}:\n{tail(late[0].log)}")
-                time.sleep(1)
+        return tuple(failures)
 
     @staticmethod
     def _table(procs: list[Proc], start: float) -> Table:
         table = Table("process", "status", "log", box=None)
         now = time.monotonic() - start
         for p in procs:
-            if p.ready_after is not None:
+            if p.failed:
+                status = f"[red]{p.failed}[/]"
+            elif p.ready_after is not None:
                 status = f"[green]ready[/] after {p.ready_after:.0f}s"
+            elif p.popen is None:
+                status = f"[dim]waits for {', '.join(p.waits_for)}[/]"
             elif not p.alive():
                 status = "[red]exited[/]"
             else:
@@ -260,20 +362,78 @@ def _signal_group(pid: int | None, sig: int) -> None:
         pass
 
 
-def stop_recorded(state_dir: Path) -> int:
-    """`down` from another process: stop what state.json says this stack started, if still ours."""
+def _started(pid: int | None) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, TypeError, ValueError):
+        return None
+
+
+def _session_members(sid: int) -> list[psutil.Process]:
+    members = []
+    for p in psutil.process_iter():
+        try:
+            if os.getsid(p.pid) == sid:
+                members.append(p)
+        except (ProcessLookupError, PermissionError, OSError):
+            continue
+    return members
+
+
+def stop_recorded(state_dir: Path, grace: float = 15) -> int:
+    """`down` from another process: end every process of the sessions state.json recorded.
+
+    Each backend and the gateway was started as a session leader (start_new_session), so whatever it
+    became (a wrapper script that execs python, vLLM's engine subprocesses) stays in that session.
+    A leader whose start time differs from the recorded one is a stranger that got a reused pid: skipped.
+    """
     state_file = state_dir / "state.json"
     if not state_file.exists():
         return 0
-    procs = []
+    victims: list[psutil.Process] = []
     for entry in json.loads(state_file.read_text())["procs"]:
-        pid = entry["pid"]
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
-        except FileNotFoundError:
-            continue
-        if [c.decode() for c in cmdline] == entry["cmd"]:  # the pid was not reused by someone else
-            procs.append(Proc(entry["name"], entry["cmd"], Path(), "", pid=pid))
-    stop_processes(procs)
+        sid = entry.get("sid", entry["pid"])
+        members = _session_members(sid)
+        leader = next((p for p in members if p.pid == sid), None)
+        started = entry.get("started")
+        now = _started(leader.pid) if leader is not None else None
+        if now is not None and started is not None and abs(now - started) > 1:
+            continue  # the pid was reused by a process that is not ours
+        victims += members
+    for p in victims:
+        _signal(p, signal.SIGTERM)
+    _, alive = psutil.wait_procs(victims, timeout=grace)
+    for p in alive:
+        _signal(p, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=10)
     state_file.unlink(missing_ok=True)
-    return len(procs)
+    return len({p.pid for p in victims})
+
+
+def _signal(p: psutil.Process, sig: int) -> None:
+    try:
+        p.send_signal(sig)
+    except psutil.Error:
+        pass
+
+
+def port_problem(port: int, who: str) -> str | None:
+    """None if 127.0.0.1:port can be bound; else which process holds it, when this user may see that."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is no conflict
+        try:
+            sock.bind(("127.0.0.1", port))
+            return None
+        except OSError:
+            pass
+    holder = ""
+    try:
+        for conn in psutil.net_connections(kind="inet"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                proc = psutil.Process(conn.pid)
+                holder = f" by pid {conn.pid} ({' '.join(proc.cmdline())[:120]})"
+                break
+    except (psutil.Error, OSError):
+        pass
+    return (f"port {port} ({who}) is already in use{holder}; stop that process (if it is another stack: "
+            f"`python -m generator.runtime down --state-dir <its state dir>`) or give {who} another port in models.yml")

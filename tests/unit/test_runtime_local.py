@@ -1,0 +1,161 @@
+"""The local runtime's process handling, with small stand-in processes (no vLLM): start order, failures
+reported with exit code and log lines, taken ports refused up front, `down` through wrapper scripts."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from generator.runtime.local import LocalStack, Proc, StackError, port_problem, stop_recorded
+
+# /health answers 200 after `delay` seconds; until then the port is closed, like a loading vLLM
+HEALTH_SERVER = """
+import http.server, sys, time
+time.sleep(float(sys.argv[2]))
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def stack(tmp_path, plan):
+    p = plan(f"a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\ngateway: {{port: {free_port()}}}\n")
+    s = LocalStack(p, tmp_path / "state", vllm_python=sys.executable)
+    s.state_dir.mkdir(parents=True)
+    yield s
+    s.stop(grace=2)
+
+
+def server(stack: LocalStack, name: str, delay: float = 0.5, waits_for: tuple[str, ...] = ()) -> Proc:
+    port = free_port()
+    return Proc(name, [sys.executable, "-c", HEALTH_SERVER, str(port), str(delay)], stack.state_dir / f"{name}.log",
+                f"http://127.0.0.1:{port}/health", waits_for=waits_for)
+
+
+def crasher(stack: LocalStack, name: str) -> Proc:
+    code = "import sys; print('loading weights'); print('ValueError: No available memory for the cache blocks'); sys.exit(3)"
+    return Proc(name, [sys.executable, "-c", code], stack.state_dir / f"{name}.log", "http://127.0.0.1:9/health")
+
+
+def test_each_process_starts_only_after_the_ones_it_waits_for_and_a_failure_is_reported(stack):
+    first, broken = server(stack, "first", delay=1.5), crasher(stack, "broken")
+    second = server(stack, "second", waits_for=("first",))
+    after_broken = server(stack, "after-broken", waits_for=("broken",))
+    failures = stack._watch([first, broken, second, after_broken], timeout=60, fail_fast=False)
+    started = {p.name: psutil.Process(p.pid).create_time() for p in (first, second)}
+    # first cannot answer /health before its 1.5 s sleep: a second launched earlier would have started too soon
+    assert started["second"] >= started["first"] + 1.5
+    assert first.ready_after is not None and second.ready_after is not None
+    assert after_broken.ready_after is not None  # a failed process holds no GPU memory: the next one starts
+    (failure,) = failures
+    assert failure.name == "broken" and failure.exit_code == 3 and "exited with code 3" in failure.reason
+    assert "No available memory for the cache blocks" in failure.last_lines and str(failure.log) in str(failure)
+
+
+def test_a_backend_that_is_late_is_stopped_and_reported_and_its_dependents_never_start(stack):
+    slow = server(stack, "slow", delay=600)
+    after = server(stack, "after", waits_for=("slow",))
+    failures = stack._watch([slow, after], timeout=2, fail_fast=False)
+    assert [f.name for f in failures] == ["slow", "after"]
+    assert "not ready after 2s (stopped)" in failures[0].reason and not slow.alive()
+    assert "never started: still waiting for slow" in failures[1].reason and after.popen is None
+
+
+def test_a_taken_port_is_refused_before_anything_starts_naming_the_process(stack):
+    port = stack.plan.models[0].port
+    holder = subprocess.Popen([sys.executable, "-c", HEALTH_SERVER, str(port), "0"])
+    try:
+        deadline = time.monotonic() + 20
+        while port_problem(port, "x") is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(StackError) as err:
+            stack.start(timeout=5, partial=True)
+        msg = str(err.value)
+        assert f"port {port} (a) is already in use by pid {holder.pid} ({sys.executable} -c" in msg
+        assert "give a another port in models.yml" in msg
+        assert stack.procs == [] and not (stack.state_dir / "logs").exists()  # nothing was started
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_down_ends_processes_started_through_a_wrapper_script_and_their_children(stack, tmp_path):
+    wrapper = tmp_path / "python-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    code = "import subprocess, time; subprocess.Popen(['sleep', '600']); time.sleep(600)"
+    proc = Proc("backend", [str(wrapper), "-c", code], tmp_path / "backend.log", "")
+    stack._spawn(proc, {})
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(proc.pid).children()) < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    members = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children()]
+    cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    assert [c.decode() for c in cmdline] != proc.cmd  # exec replaced the wrapper: command lines do not match
+    assert stop_recorded(stack.state_dir, grace=5) == 2
+    proc.popen.wait(timeout=5)
+    assert not any(m.is_running() and m.status() != psutil.STATUS_ZOMBIE for m in members)
+    assert not (stack.state_dir / "state.json").exists()
+
+
+def test_down_leaves_a_process_that_reused_a_recorded_pid_alone(tmp_path):
+    stranger = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        (tmp_path / "state.json").write_text(json.dumps({"procs": [
+            {"name": "old", "pid": stranger.pid, "sid": stranger.pid, "started": 1.0, "cmd": ["sleep", "600"]}]}))
+        assert stop_recorded(tmp_path, grace=1) == 0
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_backends_see_only_their_gpus(plan, tmp_path):
+    p = plan("gpu_memory: 80GiB\ng:\n  gpus: [2, 3]\n  command: vllm serve o/g --max-model-len 8K -tp 2\n"
+             "c:\n  gpus: []\n  command: vllm serve o/c --max-model-len 8K\n")
+    s = LocalStack(p, tmp_path / "s2", vllm_python=sys.executable)
+    envs = {m.name: s._backend(m).env for m in p.models}
+    assert envs["g"]["CUDA_VISIBLE_DEVICES"] == "2,3" and envs["c"]["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_a_failed_gateway_stops_the_start_and_leaves_nothing_running(plan, tmp_path):
+    sleeper = tmp_path / "vllm-that-loads-forever"
+    sleeper.write_text("#!/bin/sh\nexec sleep 600\n")
+    broken_gateway = tmp_path / "gateway-that-crashes"
+    broken_gateway.write_text("#!/bin/sh\necho 'ImportError: no litellm here' >&2\nexit 4\n")
+    for f in (sleeper, broken_gateway):
+        f.chmod(0o755)
+    p = plan(f"a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K --port {free_port()}\n"
+             f"gateway: {{port: {free_port()}}}\n")
+    s = LocalStack(p, tmp_path / "state", vllm_python=str(sleeper), gateway_python=str(broken_gateway))
+    with pytest.raises(StackError) as err:
+        s.start(timeout=120, partial=True)
+    assert "gateway exited with code 4" in str(err.value) and "no litellm here" in str(err.value)
+    assert s.procs == [] and not [c for c in _live_children() if "600" in c]
+
+
+def _live_children() -> list[str]:
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                found.append(" ".join(child.cmdline()))
+        except psutil.Error:
+            pass
+    return found
