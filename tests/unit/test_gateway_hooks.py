@@ -168,10 +168,23 @@ def test_tool_choice_none_is_no_tool_use(hook):
                "tool_choice": "none"}, "acompletion")
 
 
-def test_anthropic_requests_are_counted_by_the_backends_messages_endpoint(hook):
+def test_anthropic_requests_are_counted_as_anthropic_messages(hook):
     run(hook, {"model": "caller", "max_tokens": 100_000, "messages": [{"role": "user", "content": big(1000)}]},
         "anthropic_messages")
     assert [kind for kind, _ in hook.calls] == ["count_tokens"]
+
+
+def test_anthropic_messages_are_counted_as_the_chat_litellm_sends_for_them():
+    gb = load_like_litellm("gateway_backends")
+    payload = gb.messages_as_chat({
+        "model": "caller", "max_tokens": 5, "system": "be brief",
+        "messages": [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}],
+        "tools": [{"name": "f", "input_schema": {"type": "object"}}]})
+    assert [m["role"] for m in payload["messages"]] == ["system", "user", "assistant", "tool"]
+    assert payload["messages"][2]["tool_calls"][0]["function"]["name"] == "f"
+    assert payload["tools"][0]["function"]["name"] == "f" and payload["add_generation_prompt"] is True
 
 
 def test_responses_input_is_counted_as_the_chat_vllm_renders(hook):
@@ -202,3 +215,103 @@ def test_unknown_models_and_other_call_types_pass_untouched(hook):
     assert data["max_tokens"] == 10 and header is None
     data, header = run(hook, {"model": "caller", "input": big(CONTEXT * 2)}, "aembedding")
     assert "max_tokens" not in data and header is None
+
+
+# --- the renderer: which hook, which files ----------------------------------------------------------
+
+def _plan(tmp_path, clamp: bool):
+    from generator.loader import load_plan
+
+    (tmp_path / "models.yml").write_text(f"""
+gateway: {{clamp_max_tokens: {str(clamp).lower()}}}
+m:
+  gpus: []
+  command: vllm serve x/y --max-model-len 4096
+""")
+    return load_plan(tmp_path / "models.yml")
+
+
+@pytest.mark.parametrize("clamp,instance", [(True, "proxy_handler_instance"), (False, "checks_only_instance")])
+def test_the_config_names_the_hook_with_or_without_the_clamp(tmp_path, clamp, instance):
+    from generator.renderers import gateway_modules
+    from generator.renderers.litellm import render_litellm
+
+    plan = _plan(tmp_path, clamp)
+    module, name = render_litellm(plan)["litellm_settings"]["callbacks"][0].split(".")
+    assert hasattr(load_like_litellm(module), name)
+    assert instance == name
+    assert set(gateway_modules(plan)) == {f"litellm/{m}.py" for m in GATEWAY_MODULES}  # defaults and 400s stay on
+
+
+# --- /v1/messages/count_tokens ----------------------------------------------------------------------
+
+class FakeRequest:
+    def __init__(self, body, headers=None):
+        self._body, self.headers = body, headers or {"x-api-key": "k"}
+
+    async def json(self):
+        return self._body
+
+
+@pytest.fixture
+def counter(monkeypatch):
+    """The count_tokens module, with a fake router and an HTTP client that records every URL."""
+    module = load_like_litellm("count_tokens")
+    gb = module.gb
+    monkeypatch.setattr(gb, "router", lambda: FakeRouter())
+    posted = []
+
+    class Client:
+        is_closed = False
+
+        async def post(self, url, json, headers):
+            posted.append((url, json))
+            import httpx
+
+            return httpx.Response(200, json={"count": 42, "max_model_len": CONTEXT})
+
+    monkeypatch.setattr(gb, "http", lambda: Client())
+    module.posted = posted
+    return module
+
+
+async def _allow(request, key):
+    return None
+
+
+def _answer(counter, body, authorize=_allow):
+    import json
+
+    response = asyncio.run(counter.count_tokens(FakeRequest(body), authorize))
+    return response.status_code, json.loads(response.body)
+
+
+def test_count_tokens_asks_only_the_models_own_backend(counter):
+    status, body = _answer(counter, {"model": "caller", "system": "be brief",
+                                     "messages": [{"role": "user", "content": "hi"}]})
+    assert (status, body) == (200, {"input_tokens": 42})
+    (url, sent), = counter.posted
+    assert url == "http://c:1/tokenize"  # the configured api_base of `caller`, nothing else
+    assert sent["model"] == "caller" and sent["messages"][0] == {"role": "system", "content": "be brief"}
+
+
+def test_count_tokens_for_an_unknown_model_contacts_nobody(counter):
+    status, body = _answer(counter, {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 404 and body["error"]["type"] == "not_found_error" and "caller" in body["error"]["message"]
+    assert counter.posted == []
+
+
+def test_count_tokens_checks_the_key_first(counter):
+    async def deny(request, key):
+        raise HTTPException(status_code=401, detail="no")
+
+    with pytest.raises(HTTPException):
+        _answer(counter, {"model": "caller", "messages": [{"role": "user", "content": "hi"}]}, deny)
+    assert counter.posted == []
+
+
+def test_the_backend_client_ignores_proxy_variables(monkeypatch):
+    """trust_env=False: HTTPS_PROXY and friends cannot send a prompt anywhere but the backend."""
+    gb = load_like_litellm("gateway_backends")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert gb.http()._trust_env is False
