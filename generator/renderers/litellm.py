@@ -48,6 +48,9 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         "request_timeout": g.request_timeout,
         "drop_params": False,  # an unsupported parameter is an error the client should see
         "set_verbose": False,
+        # no "context_window_fallbacks=... Set 'context_window_fallback' - <docs link>" and no internal
+        # router names appended to the backend's own errors: advice about a setting of LiteLLM's
+        "expose_router_debug_in_errors": False,
         # no turn_off_message_logging: no logging callback is configured, so no prompt leaves the
         # gateway anyway, and LiteLLM's redaction copies every request's messages (+20 % CPU per
         # request with an 8K-token prompt, bench/README.md)

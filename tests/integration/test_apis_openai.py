@@ -229,3 +229,14 @@ def test_tools_to_a_model_without_a_tool_parser_are_a_clear_400(gateway, no_tool
     assert f"{no_tools_model.served_name} takes no tools" in message, message
     assert all(name in message for name in takers), message
     assert "--enable-auto-tool-choice" not in message
+
+
+def test_the_backends_own_context_error_carries_no_litellm_advice(gateway, model):
+    """When the gateway cannot count (here: a batch of two prompts), vLLM refuses the long one itself;
+    its message reaches the client without LiteLLM's "Set 'context_window_fallback'" advice."""
+    with pytest.raises(openai.BadRequestError) as err:
+        gateway.client().completions.create(model=model.served_name, prompt=[too_long_text(gateway, model), "hi"],
+                                            max_tokens=16)
+    message = str(err.value)
+    assert "context" in message.lower(), message
+    assert "context_window_fallback" not in message and "docs.litellm.ai" not in message, message
