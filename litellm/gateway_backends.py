@@ -10,8 +10,9 @@ Everything here reads the router LiteLLM built from the generated config.yaml:
 * defaults: the deployment's ``litellm_params`` (max_tokens, temperature, top_p, ...);
 * tools: ``model_info.supports_function_calling`` (true when the model has a tool parser);
 * the backend: ``litellm_params.api_base`` and ``api_key``; the backend's own tokenizer is asked
-  through vLLM's ``POST /tokenize`` and ``POST /v1/messages/count_tokens``. Only the configured
-  ``api_base`` is ever contacted: nothing here leaves the backend network.
+  through vLLM's ``POST /tokenize`` (Responses and Messages requests first become the chat request
+  LiteLLM builds for them). Only the configured ``api_base`` is ever contacted: nothing here leaves
+  the backend network.
 
 Works with litellm 1.103.x and 1.109.x (router ``registry()`` API when present, else the older
 ``get_model_list`` / ``model_list``).

@@ -23,14 +23,14 @@ For each request, in this order:
 2. the model's gateway defaults (``litellm_params``: max_tokens, temperature, top_p, ...) are written
    into the request under this API's own field names, where the client sent none (LiteLLM alone
    loses max_tokens on /v1/responses, which has ``max_output_tokens`` instead);
-3. the prompt is counted by the backend's own tokenizer (vLLM ``/tokenize`` with the chat template,
-   or vLLM's ``/v1/messages/count_tokens`` for Anthropic requests), unless it clearly fits
-   (one token per byte is an upper bound); a prompt that alone fills the context is a 400
+3. the prompt is counted by the backend's own tokenizer (vLLM ``/tokenize`` with the chat template;
+   Responses and Messages requests as the chat request LiteLLM's own translation makes of them),
+   unless it clearly fits (one token per byte is an upper bound); a prompt that alone fills the context is a 400
    ``prompt is N tokens, <model> holds M tokens``, raised here so LiteLLM adds no advice to it;
 4. the budget is lowered so that ``prompt + budget <= context``, and the response says so in
    ``x-gateway-max-tokens-clamped: <asked>-><given>`` (streamed or not).
 
-When the backend cannot count (down, timeout), the UTF-8 length of the prompt's JSON stands in
+When the backend cannot count (down, timeout, a batch of prompts), the UTF-8 length of the prompt's JSON stands in
 for the count: the budget is still clamped (safely low), but no 400 is raised on a guess.
 Any other failure inside the hook leaves the request unchanged: the hook never breaks a request.
 """

@@ -79,7 +79,7 @@ def target() -> tuple[Plan, dict[str, str]]:
 
 
 def pytest_generate_tests(metafunc):
-    """`model` / `tool_model` / `reasoning_model` arguments run once per matching model of the plan."""
+    """`model` / `tool_model` / `reasoning_model` / `no_tools_model` arguments run once per matching model."""
     plan, scripts = target()
     probe = Gateway("", "", plan, scripts)
     selectors = {
