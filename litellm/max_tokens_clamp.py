@@ -1,267 +1,219 @@
 # GENERATED from models.yml (sha256 53953d209ab85bf9) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make regenerate`.
-"""LiteLLM proxy hook: clamp a request's output budget to what the model's context leaves.
+"""LiteLLM proxy hook: request defaults, the output-budget clamp and clear 400s, on every API.
 
-Referenced from the generated config.yaml, with this file copied next to it:
+Referenced from the generated config.yaml, with this file (and gateway_backends.py) copied next to it:
 
     litellm_settings:
-      callbacks: ["max_tokens_clamp.proxy_handler_instance"]
+      callbacks: ["max_tokens_clamp.proxy_handler_instance"]     # gateway.clamp_max_tokens: true
+      callbacks: ["max_tokens_clamp.checks_only_instance"]       # false: defaults and 400s only
 
-For a chat (or text) completion it lowers ``max_tokens`` / ``max_completion_tokens`` so that
-``prompt_tokens + max_tokens <= context`` and tells the client with the response header
-``x-gateway-max-tokens-clamped: <original>-><new>``.
+LiteLLM calls it before routing, with one call type per API:
 
-* context: the deployment's ``model_info.max_input_tokens`` from the config (the smallest of the
-  group's deployments), else the group info the router merged, else the backend's own
-  ``max_model_len`` reported by ``/tokenize``, else ``GATEWAY_CLAMP_DEFAULT_CONTEXT`` (2048).
-* prompt tokens: the vLLM backend's ``POST {api_base minus /v1}/tokenize`` with the backend key,
-  short timeout; if that fails, the UTF-8 byte length of the JSON of messages (+ tools), which is
-  an upper bound for byte-level BPE tokenizers.
-* the requested budget: the client's ``max_completion_tokens`` (vLLM prefers it) or
-  ``max_tokens``; when the client sent neither, the deployment's configured default
-  (``litellm_params.max_tokens``), which a client-level value overrides.
-* when the budget that would be left is < 1 the request is passed on unchanged, so the backend
-  answers with its own 400.
+| API                     | call type          | output budget field                      |
+| /v1/chat/completions    | acompletion        | max_completion_tokens, else max_tokens   |
+| /v1/completions         | atext_completion   | max_tokens                               |
+| /v1/responses           | aresponses         | max_output_tokens                        |
+| /v1/messages            | anthropic_messages | max_tokens                               |
 
-Any failure inside the hook leaves the request unchanged: the hook must never break a request.
-Works with litellm 1.103.x and 1.109.x (router ``registry()`` API when present, else the older
-``get_model_list`` / ``model_list``).
+For each request, in this order:
+
+1. tools sent to a model without a tool parser (``model_info.supports_function_calling: false``):
+   400 naming the models that take tools (vLLM's own answer names a server flag instead);
+2. the model's gateway defaults (``litellm_params``: max_tokens, temperature, top_p, ...) are written
+   into the request under this API's own field names, where the client sent none (LiteLLM alone
+   loses max_tokens on /v1/responses, which has ``max_output_tokens`` instead);
+3. the prompt is counted by the backend's own tokenizer (vLLM ``/tokenize`` with the chat template;
+   Responses and Messages requests as the chat request LiteLLM's own translation makes of them),
+   unless it clearly fits (one token per byte is an upper bound); a prompt that alone fills the context is a 400
+   ``prompt is N tokens, <model> holds M tokens``, raised here so LiteLLM adds no advice to it;
+4. the budget is lowered so that ``prompt + budget <= context``, and the response says so in
+   ``x-gateway-max-tokens-clamped: <asked>-><given>`` (streamed or not).
+
+When the backend cannot count (down, timeout, a batch of prompts), the UTF-8 length of the prompt's JSON stands in
+for the count: the budget is still clamped (safely low), but no 400 is raised on a guess.
+Any other failure inside the hook leaves the request unchanged: the hook never breaks a request.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
+import sys
+from collections import OrderedDict
+from typing import Any, NamedTuple
 
-import httpx
+from fastapi import HTTPException
 
 from litellm._logging import verbose_proxy_logger
 from litellm.integrations.custom_logger import CustomLogger
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
+    sys.path.insert(0, HERE)
+import gateway_backends as gb  # noqa: E402
+
 HEADER = "x-gateway-max-tokens-clamped"
-METADATA_KEY = "gateway_max_tokens_clamped"
-CHAT_CALL_TYPES = frozenset({"completion", "acompletion"})
-TEXT_CALL_TYPES = frozenset({"text_completion", "atext_completion"})
-OUTPUT_KEYS = ("max_completion_tokens", "max_tokens")  # vLLM uses max_completion_tokens first
+SAME = {k: k for k in gb.DEFAULT_KEYS}
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
+class Api(NamedTuple):  # not a dataclass: LiteLLM loads this module without registering it in sys.modules
+    """How one API spells what the hook reads and writes."""
+
+    name: str
+    budget_keys: tuple[str, ...]  # output budget fields, the one the backend prefers first
+    default_fields: dict[str, str]  # litellm_params default -> this API's request field
 
 
-TOKENIZE_TIMEOUT = _env_float("GATEWAY_CLAMP_TOKENIZE_TIMEOUT", 2.0)
-DEFAULT_CONTEXT = int(_env_float("GATEWAY_CLAMP_DEFAULT_CONTEXT", 2048))
+CHAT = Api("chat", ("max_completion_tokens", "max_tokens"), SAME)
+TEXT = Api("text", ("max_tokens",), SAME)
+RESPONSES = Api("responses", ("max_output_tokens",), {
+    "max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p",
+    # vLLM's ResponsesRequest takes these too; LiteLLM forwards them to vLLM's /v1/responses
+    "top_k": "top_k", "min_p": "min_p", "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty", "repetition_penalty": "repetition_penalty", "seed": "seed",
+})
+MESSAGES = Api("messages", ("max_tokens",), {
+    "max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
+    "stop": "stop_sequences",
+})
+API_OF = {
+    "completion": CHAT, "acompletion": CHAT,
+    "text_completion": TEXT, "atext_completion": TEXT,
+    "responses": RESPONSES, "aresponses": RESPONSES,
+    "anthropic_messages": MESSAGES, "aanthropic_messages": MESSAGES,
+}
 
 
-def _as_int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
+def sends_tools(api: Api, data: dict) -> bool:
+    tools = data.get("tools")
+    if not isinstance(tools, list) or not tools:
+        return False
+    choice = data.get("tool_choice")
+    if api is MESSAGES:
+        return not (isinstance(choice, dict) and choice.get("type") == "none")
+    return choice != "none"
 
 
-def _get(obj: object, key: str) -> object:
-    if isinstance(obj, dict):
-        return obj.get(key)
-    return getattr(obj, key, None)
+def prompt_of(api: Api, data: dict) -> object:
+    """The part of the request that becomes the prompt (for the byte upper bound)."""
+    keys = {"chat": ("messages", "tools"), "text": ("prompt",), "responses": ("input", "instructions", "tools"),
+            "messages": ("system", "messages", "tools")}[api.name]
+    return {k: data.get(k) for k in keys if data.get(k) is not None}
 
 
-def _router() -> Any:
-    try:
-        from litellm.proxy import proxy_server
+def responses_as_chat(data: dict) -> dict:
+    """A Responses request as the chat request vLLM renders it from: LiteLLM's own translation."""
+    from litellm.responses.litellm_completion_transformation.transformation import (
+        LiteLLMCompletionResponsesConfig as R,
+    )
 
-        return getattr(proxy_server, "llm_router", None)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _deployments(router: Any, model: str) -> list:
-    """The config deployments of a model group, as dicts with litellm_params and model_info."""
-    registry = getattr(router, "registry", None)
-    if callable(registry):  # litellm >= 1.105: Router.registry().deployments(name)
-        try:
-            found = registry().deployments(model)
-            if found:
-                return list(found)
-        except Exception:  # noqa: BLE001
-            pass
-    else:
-        try:
-            found = router.get_model_list(model_name=model)
-            if found:
-                return list(found)
-        except Exception:  # noqa: BLE001
-            pass
-    try:
-        return [d for d in (router.model_list or []) if _get(d, "model_name") == model]
-    except Exception:  # noqa: BLE001
-        return []
+    messages = R.transform_responses_api_input_to_messages(
+        input=data.get("input") or "", responses_api_request={"instructions": data.get("instructions")})
+    payload: dict = {"messages": gb.plain(messages), "add_generation_prompt": True}
+    if data.get("tools"):
+        tools, _ = R.transform_responses_api_tools_to_chat_completion_tools(data["tools"])
+        if tools:
+            payload["tools"] = gb.plain(tools)
+    return payload
 
 
-def _config_context(router: Any, model: str, deployments: list) -> int | None:
-    values = []
-    for dep in deployments:
-        v = _as_int(_get(_get(dep, "model_info") or {}, "max_input_tokens"))
-        if v and v > 0:
-            values.append(v)
-    if values:
-        return min(values)
-    info = None
-    registry = getattr(router, "registry", None)
-    try:
-        if callable(registry):
-            info = registry().group(model)
-        else:
-            info = router.get_model_group_info(model_group=model)
-    except Exception:  # noqa: BLE001
-        info = None
-    v = _as_int(_get(info, "max_input_tokens")) if info is not None else None
-    return v if v and v > 0 else None
+async def count_prompt(api: Api, dep: object, data: dict) -> tuple[int | None, int | None]:
+    """(prompt tokens, backend max_model_len) by the backend's tokenizer, or (None, None)."""
+    if api is MESSAGES:
+        return await gb.count_message_tokens(dep, data), None
+    if api is CHAT and isinstance(data.get("messages"), list):
+        payload = {"messages": data["messages"], "add_generation_prompt": True}
+        if data.get("tools"):
+            payload["tools"] = data["tools"]
+        return await gb.tokenize(dep, payload)
+    if api is TEXT:
+        prompt = data.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1:
+            prompt = prompt[0]
+        return await gb.tokenize(dep, {"prompt": prompt}) if isinstance(prompt, str) else (None, None)
+    if api is RESPONSES:
+        return await gb.tokenize(dep, responses_as_chat(data))
+    return None, None
 
 
-def _secret(value: object) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    if value.startswith("os.environ/"):
-        return os.environ.get(value[len("os.environ/"):])
-    return value
-
-
-def _tokenize_url(api_base: str) -> str:
-    base = api_base.rstrip("/")
-    if base.endswith("/v1"):
-        base = base[: -len("/v1")]
-    return base + "/tokenize"
-
-
-def _estimate_tokens(payload: dict) -> int:
-    """At most one token per byte of the JSON text: a safe upper bound."""
-    return len(json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8"))
+def apply_defaults(api: Api, data: dict, defaults: dict[str, object]) -> None:
+    """The model's gateway defaults, under this API's field names, where the client set nothing."""
+    for key, value in defaults.items():
+        fld = api.default_fields.get(key)
+        if fld is None:
+            continue
+        if fld in api.budget_keys and any(data.get(k) is not None for k in api.budget_keys):
+            continue  # the client chose a budget (under either name)
+        if data.get(fld) is None:
+            data[fld] = [value] if fld == "stop_sequences" and isinstance(value, str) else value
 
 
 class MaxTokensClamp(CustomLogger):
-    def __init__(self) -> None:
+    def __init__(self, clamp: bool = True) -> None:
         super().__init__()
-        self._client: httpx.AsyncClient | None = None
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None or self._client.is_closed:
-            self._client = httpx.AsyncClient(timeout=TOKENIZE_TIMEOUT)
-        return self._client
-
-    async def _tokenize(self, deployment: object, payload: dict) -> tuple[int | None, int | None]:
-        """(prompt token count, backend max_model_len) from vLLM's /tokenize, or (None, None)."""
-        params = _get(deployment, "litellm_params") or {}
-        api_base = _get(params, "api_base")
-        if not isinstance(api_base, str) or not api_base:
-            return None, None
-        backend_model = str(_get(params, "model") or "")
-        if "/" in backend_model and backend_model.split("/", 1)[0] in ("hosted_vllm", "openai"):
-            backend_model = backend_model.split("/", 1)[1]
-        body = {"model": backend_model, **payload}
-        headers = {}
-        key = _secret(_get(params, "api_key"))
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        try:
-            resp = await self._http().post(_tokenize_url(api_base), json=body, headers=headers)
-            if resp.status_code != 200:
-                verbose_proxy_logger.debug("max_tokens_clamp: /tokenize answered %s", resp.status_code)
-                return None, None
-            out = resp.json()
-            return _as_int(out.get("count")), _as_int(out.get("max_model_len"))
-        except Exception as e:  # noqa: BLE001
-            verbose_proxy_logger.debug("max_tokens_clamp: /tokenize failed: %r", e)
-            return None, None
+        self.clamp = clamp
+        self._notes: OrderedDict[str, str] = OrderedDict()  # litellm_call_id -> "asked->given"
 
     async def async_pre_call_hook(self, user_api_key_dict, cache, data, call_type):
         try:
-            await self._clamp(data, call_type)
+            await self._handle(data, call_type)
+        except HTTPException:
+            raise  # the 400s this hook means to give
         except Exception as e:  # noqa: BLE001 - never break a request
             verbose_proxy_logger.warning("max_tokens_clamp: skipped after error: %r", e)
         return data
 
-    async def _clamp(self, data: dict, call_type: object) -> None:
-        if not isinstance(data, dict):
+    async def _handle(self, data: dict, call_type: object) -> None:
+        api = API_OF.get(str(getattr(call_type, "value", call_type)))
+        model = data.get("model") if isinstance(data, dict) else None
+        if api is None or not isinstance(model, str):
             return
-        ct = str(getattr(call_type, "value", call_type))
-        if ct in CHAT_CALL_TYPES and isinstance(data.get("messages"), list):
-            payload: dict = {"messages": data["messages"], "add_generation_prompt": True}
-            if data.get("tools"):
-                payload["tools"] = data["tools"]
-            estimate_of = {"messages": data["messages"], "tools": data.get("tools")}
-        elif ct in TEXT_CALL_TYPES and isinstance(data.get("prompt"), str):
-            payload = {"prompt": data["prompt"]}
-            estimate_of = {"prompt": data["prompt"]}
-        else:
-            return
-        model = data.get("model")
-        if not isinstance(model, str):
-            return
-        router = _router()
-        if router is None:
-            return
-        deployments = _deployments(router, model)
-        if not deployments:
+        rt = gb.router()
+        deps = gb.deployments(rt, model) if rt is not None else []
+        if not deps:
             return
 
-        # the budget the backend would be asked for
-        present = [k for k in OUTPUT_KEYS if _as_int(data.get(k)) is not None]
-        if present:
-            requested = _as_int(data[present[0]])
-            targets = present
-        else:
-            defaults = [
-                _as_int(_get(_get(d, "litellm_params") or {}, k)) for d in deployments for k in OUTPUT_KEYS
-            ]
-            defaults = [v for v in defaults if v is not None]
-            if not defaults:
-                return  # nothing set anywhere: vLLM defaults to what the context leaves
-            requested = max(defaults)
-            targets = ["max_tokens"]  # a client-level value overrides the deployment default
-        if requested is None or requested < 1:
-            return
+        if sends_tools(api, data) and not all(gb.takes_tools(d) for d in deps):
+            takers = gb.tool_models(rt)
+            where = f"send tools to one of: {', '.join(takers)}" if takers else "no model of this gateway takes tools"
+            raise gb.RequestError(f"{model} takes no tools (it is served without a tool call parser); {where}")
 
-        context = _config_context(router, model, deployments)
-        upper_bound = _estimate_tokens(estimate_of)
-        if context is not None and upper_bound + requested <= context:
+        apply_defaults(api, data, gb.defaults(deps))
+
+        present = [k for k in api.budget_keys if gb.as_int(data.get(k)) is not None]
+        requested = gb.as_int(data[present[0]]) if present else None
+        context = gb.config_context(rt, model, deps)
+        upper_bound = gb.byte_upper_bound(prompt_of(api, data))
+        if context is not None and upper_bound + max(requested or 1, 1) <= context:
             return  # fits even at one token per byte: no need to ask the backend
-        prompt_tokens, max_model_len = await self._tokenize(deployments[0], payload)
-        source = "tokenize"
-        if prompt_tokens is None:
+
+        prompt_tokens, max_model_len = await count_prompt(api, deps[0], data)
+        counted = prompt_tokens is not None
+        if not counted:
             prompt_tokens = upper_bound
-            source = "estimate"
+        context = context or max_model_len
         if context is None:
-            context = max_model_len or DEFAULT_CONTEXT
-        if prompt_tokens + requested <= context:
+            return
+        if counted and prompt_tokens >= context:
+            raise gb.RequestError(
+                f"prompt is {prompt_tokens} tokens, {model} holds {context} tokens "
+                "(prompt and answer together): shorten the prompt or use a model with a larger context")
+        if not self.clamp or requested is None or prompt_tokens + requested <= context:
             return
         allowed = context - prompt_tokens
         if allowed < 1:
-            return  # nothing left: let the backend answer with its own 400
-        for key in targets:
+            return  # only on an estimate: let the backend answer for itself
+        for key in present:
             data[key] = allowed
         note = f"{requested}->{allowed}"
-        metadata = data.get("metadata")
-        if not isinstance(metadata, dict):
-            metadata = {}
-            data["metadata"] = metadata
-        metadata[METADATA_KEY] = note
+        call_id = data.get("litellm_call_id")
+        if isinstance(call_id, str):
+            self._notes[call_id] = note
+            while len(self._notes) > 10_000:  # a request that never reached the header hook
+                self._notes.popitem(last=False)
         verbose_proxy_logger.info(
-            "max_tokens_clamp: model=%s %s clamped %s (prompt=%s tokens by %s, context=%s)",
-            model, "/".join(targets), note, prompt_tokens, source, context,
-        )
+            "max_tokens_clamp: %s model=%s %s clamped %s (prompt=%s tokens%s, context=%s)",
+            api.name, model, "/".join(present), note, prompt_tokens, "" if counted else " (estimate)", context)
 
     async def async_post_call_response_headers_hook(
         self,
@@ -271,9 +223,10 @@ class MaxTokensClamp(CustomLogger):
         request_headers: dict | None = None,
         litellm_call_info: dict | None = None,
     ) -> dict | None:
-        metadata = data.get("metadata") if isinstance(data, dict) else None
-        note = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
-        return {HEADER: str(note)} if note else None
+        call_id = data.get("litellm_call_id") if isinstance(data, dict) else None
+        note = self._notes.pop(call_id, None) if isinstance(call_id, str) else None
+        return {HEADER: note} if note else None
 
 
-proxy_handler_instance = MaxTokensClamp()
+proxy_handler_instance = MaxTokensClamp(clamp=True)
+checks_only_instance = MaxTokensClamp(clamp=False)

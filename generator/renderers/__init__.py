@@ -12,23 +12,19 @@ from typing import Callable
 from ..plan import Plan
 from .compose import render_compose
 from .k8s import REGENERATE as K8S_REGENERATE, k8s_files, k8s_warnings
-from .litellm import AUTH_MODULE, HOOK_MODULE, render_litellm
+from .litellm import GATEWAY_MODULES, render_litellm
 from .text import dump_yaml, header
 
 COMPOSE_FILE = "compose/docker-compose.yml"
 LITELLM_FILE = "litellm/config.yaml"
-HOOK_FILE = f"litellm/{HOOK_MODULE}.py"
-AUTH_FILE = f"litellm/{AUTH_MODULE}.py"
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 
 
 def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
-    """Python modules the LiteLLM config names; copied next to config.yaml, where LiteLLM imports them."""
-    modules = {f"{folder}/{AUTH_MODULE}.py": AUTH_MODULE}
-    if plan.gateway.clamp_max_tokens:
-        modules[f"{folder}/{HOOK_MODULE}.py"] = HOOK_MODULE
-    return {rel: header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
-            for rel, mod in modules.items()}
+    """Python modules the LiteLLM config names (and the ones they import), copied next to config.yaml,
+    where LiteLLM loads them by path; they find each other through their own folder."""
+    return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
+            for mod in GATEWAY_MODULES}
 
 
 def stack_files(plan: Plan) -> dict[str, str]:

@@ -6,8 +6,10 @@ from typing import Callable
 
 from ..plan import ModelPlan, Plan
 
-HOOK_MODULE = "max_tokens_clamp"  # these two are written next to config.yaml; LiteLLM imports them
+HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
+# every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", HOOK_MODULE)
 
 
 def compose_api_base(m: ModelPlan) -> str:
@@ -46,12 +48,16 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         "request_timeout": g.request_timeout,
         "drop_params": False,  # an unsupported parameter is an error the client should see
         "set_verbose": False,
+        # no "context_window_fallbacks=... Set 'context_window_fallback' - <docs link>" and no internal
+        # router names appended to the backend's own errors: advice about a setting of LiteLLM's
+        "expose_router_debug_in_errors": False,
         # no turn_off_message_logging: no logging callback is configured, so no prompt leaves the
         # gateway anyway, and LiteLLM's redaction copies every request's messages (+20 % CPU per
         # request with an 8K-token prompt, bench/README.md)
     }
-    if g.clamp_max_tokens:
-        litellm_settings["callbacks"] = [f"{HOOK_MODULE}.proxy_handler_instance"]
+    # defaults, tool and prompt-length 400s on every API; the output-budget clamp when it is on
+    hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
+    litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"]
     return {
         "model_list": [model_entry(m, plan, api_base) for m in plan.models],
         "litellm_settings": litellm_settings,

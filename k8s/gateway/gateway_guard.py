@@ -5,9 +5,11 @@
 1. only the master key opens the gateway; a missing or wrong key is a 401;
 2. only the OpenAI inference routes are open; LiteLLM's admin/management routes (keys, users,
    teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
-3. a malformed chat request is a 400 naming the field, before LiteLLM touches it.
+3. a malformed chat request is a 400 naming the field, before LiteLLM touches it;
+4. at import, it puts count_tokens.py's ``/v1/messages/count_tokens`` route (answered from the
+   model's own backend, never forwarded elsewhere) in front of LiteLLM's.
 
-Referenced from the generated config.yaml, with this file copied next to it:
+Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
 
     general_settings:
       custom_auth: gateway_guard.user_api_key_auth
@@ -23,11 +25,17 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 
 from fastapi import HTTPException, Request
 
 from litellm.proxy._types import LitellmUserRoles, UserAPIKeyAuth
 from litellm.proxy.common_utils.http_parsing_utils import _read_request_body
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
+    sys.path.insert(0, HERE)
+import count_tokens  # noqa: E402
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")
@@ -112,3 +120,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
         if (why := problem(data)) is not None:
             raise HTTPException(status_code=400, detail=f"invalid request: {why}")
     return UserAPIKeyAuth(api_key="gateway-master-key", user_role=LitellmUserRoles.PROXY_ADMIN, user_id="gateway-admin")
+
+
+try:
+    count_tokens.install(user_api_key_auth)
+except ImportError:  # not inside the proxy (unit tests import this module alone)
+    pass

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anthropic
 import httpx
 import pytest
 from openai import OpenAI
@@ -42,11 +43,19 @@ class Gateway:
     def client(self, key: str | None = None, **kw) -> OpenAI:
         return OpenAI(base_url=self.url, api_key=key or self.key, max_retries=0, timeout=kw.pop("timeout", 120), **kw)
 
+    def anthropic(self, key: str | None = None, **kw) -> anthropic.Anthropic:
+        """The Anthropic SDK as Claude Code points it: base URL without /v1, the key as x-api-key."""
+        return anthropic.Anthropic(base_url=self.url.removesuffix("/v1"), api_key=key or self.key, max_retries=0,
+                                   timeout=kw.pop("timeout", 120), **kw)
+
     def wants_tools(self, m: ModelPlan) -> bool:
         return m.auto_tool_choice or self.scripts.get(m.served_name) == "tool-caller"
 
     def wants_reasoning(self, m: ModelPlan) -> bool:
         return m.reasoning_parser is not None or self.scripts.get(m.served_name) == "reasoner"
+
+    def takes_no_tools(self, m: ModelPlan) -> bool:
+        return m.tool_parser is None
 
 
 def _script_of(m: ModelPlan) -> str | None:
@@ -64,20 +73,20 @@ def _healthy(url: str) -> bool:
 @functools.cache
 def target() -> tuple[Plan, dict[str, str]]:
     """The plan under test and the scripted models in it; read once, at collection time."""
-    if os.environ.get("GATEWAY_URL"):
-        return load_plan(os.environ.get("GATEWAY_MODELS", ROOT / "models.yml")), {}
-    plan = load_plan(os.environ.get("GATEWAY_MODELS", DEMO_MODELS))
+    default = ROOT / "models.yml" if os.environ.get("GATEWAY_URL") else DEMO_MODELS
+    plan = load_plan(os.environ.get("GATEWAY_MODELS", default))  # a live scripted stack has SCRIPT files too
     return plan, {m.served_name: s for m in plan.models if (s := _script_of(m))}
 
 
 def pytest_generate_tests(metafunc):
-    """`model` / `tool_model` / `reasoning_model` arguments run once per matching model of the plan."""
+    """`model` / `tool_model` / `reasoning_model` / `no_tools_model` arguments run once per matching model."""
     plan, scripts = target()
     probe = Gateway("", "", plan, scripts)
     selectors = {
         "model": lambda m: True,
         "tool_model": probe.wants_tools,
         "reasoning_model": probe.wants_reasoning,
+        "no_tools_model": probe.takes_no_tools,
     }
     for arg, wanted in selectors.items():
         if arg in metafunc.fixturenames:
@@ -90,7 +99,7 @@ def gateway() -> Gateway:
     plan, scripts = target()
     if os.environ.get("GATEWAY_URL"):
         url = os.environ["GATEWAY_URL"].rstrip("/")
-        yield Gateway(url if url.endswith("/v1") else url + "/v1", os.environ["GATEWAY_KEY"], plan)
+        yield Gateway(url if url.endswith("/v1") else url + "/v1", os.environ["GATEWAY_KEY"], plan, scripts)
         return
     base = f"http://127.0.0.1:{plan.gateway.port}"
     if (STATE_DIR / "state.json").exists() and _healthy(f"{base}/health/liveliness") and "GATEWAY_MODELS" not in os.environ:

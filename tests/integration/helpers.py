@@ -32,3 +32,39 @@ def collect_stream(stream):
                 slot["arguments"] += tc.function.arguments
         finish = choice.finish_reason or finish
     return "".join(content), "".join(reasoning), [calls[i] for i in sorted(calls)], finish
+
+
+HEADER = "x-gateway-max-tokens-clamped"
+UNIT = "The quick brown fox jumps over the lazy dog near the river bank. "  # one repeated sentence
+
+
+def clamp_note(headers) -> tuple[int, int] | None:
+    """(asked, given) from the gateway's x-gateway-max-tokens-clamped header, or None."""
+    value = headers.get(HEADER)
+    return tuple(int(x) for x in value.split("->")) if value else None
+
+
+_sizes: dict[tuple[str, str], tuple[int, float]] = {}
+
+
+def _chat_prompt_tokens(client, model: str, text: str) -> int:
+    return client.chat.completions.create(model=model, messages=[{"role": "user", "content": text}],
+                                          max_tokens=1).usage.prompt_tokens
+
+
+def text_of(gateway, model, tokens: int) -> str:
+    """A user message whose chat prompt is about `tokens` tokens of `model`'s own tokenizer, sized
+    through the gateway (the backend's usage counts), so no bytes-per-token ratio is assumed."""
+    key = (gateway.url, model.served_name)
+    if key not in _sizes:
+        client = gateway.client()
+        one = _chat_prompt_tokens(client, model.served_name, UNIT)
+        more = _chat_prompt_tokens(client, model.served_name, UNIT * 11)  # fits any context >= 1K tokens
+        _sizes[key] = (one, (more - one) / 10)
+    base, per_unit = _sizes[key]
+    return UNIT * max(1, round(1 + (tokens - base) / per_unit))
+
+
+def too_long_text(gateway, model) -> str:
+    """A prompt that alone is longer than the model's context (by a tenth)."""
+    return text_of(gateway, model, model.context + model.context // 10 + 16)

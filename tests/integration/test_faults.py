@@ -128,6 +128,19 @@ def test_malformed_requests_get_4xx_not_5xx(fakes, body):
     assert httpx.get(f"{fakes.gateway_url}/health/liveliness", timeout=5).status_code == 200
 
 
+@pytest.mark.parametrize("path,body", [
+    ("/v1/chat/completions", {"messages": HELLO, "tools": [{"type": "function", "function": {"name": "f"}}]}),
+    ("/v1/responses", {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {}}]}),
+    ("/v1/messages", {"max_tokens": 16, "messages": HELLO, "tools": [{"name": "f", "input_schema": {}}]}),
+], ids=["chat", "responses", "messages"])
+def test_tools_to_models_without_a_tool_parser_are_a_clear_400_before_the_backend(fakes, path, body):
+    """None of the fake models has a tool parser (the demo's models all do): the gateway says so itself."""
+    r = httpx.post(f"{fakes.gateway_url}{path}", json={"model": "ok", **body}, timeout=60,
+                   headers={"Authorization": f"Bearer {fakes.master_key}"})
+    assert r.status_code == 400, r.text
+    assert "ok takes no tools" in r.text and "no model of this gateway takes tools" in r.text, r.text
+
+
 JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                        max_leaves=8)

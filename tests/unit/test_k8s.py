@@ -21,6 +21,7 @@ from generator.cli import main
 from generator.loader import load_plan
 from generator.output import ENV_FILE, read_env_file, render_files
 from generator.renderers.k8s import ENV_FILE as K8S_ENV_FILE, k8s_warnings
+from generator.renderers.litellm import GATEWAY_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests/golden"
@@ -137,7 +138,9 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     assert policy["policyTypes"] == ["Ingress", "Egress"] and policy["egress"] == []  # backend_internet: false
     env = {e["name"]: e.get("value") for e in big["template"]["spec"]["containers"][0]["env"]}
     assert env["HF_HUB_OFFLINE"] == "1"
-    assert "k8s/gateway/max_tokens_clamp.py" not in files  # clamp off: the hook is not shipped
+    # clamp off: the hook module still ships (tools/prompt checks and defaults), without the clamp
+    assert yaml.safe_load(files["k8s/gateway/config.yaml"])["litellm_settings"]["callbacks"] == [
+        "max_tokens_clamp.checks_only_instance"]
     warnings = " ".join(k8s_warnings(load_plan(write(EVERYTHING))))
     assert "ReadWriteMany" in warnings and "reachable from outside the cluster" in warnings
 
@@ -168,7 +171,7 @@ def test_same_input_same_bytes_and_a_second_run_writes_nothing(tmp_path, capsys)
         assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(out), "-q"]) == 0
     generated = lambda d: {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*"))  # noqa: E731
                            if p.is_file() and p.name != "secrets.env"}
-    assert generated(a) == generated(b) and len(generated(a)) == 9
+    assert generated(a) == generated(b) and len(generated(a)) == 7 + len(GATEWAY_MODULES)
     capsys.readouterr()
     assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(a), "-q"]) == 0
     assert "already up to date" in capsys.readouterr().out
@@ -340,7 +343,7 @@ def test_backends_accept_only_the_gateway_and_nothing_is_exposed(repo_docs):
 def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(repo, repo_docs):
     kustomization = yaml.safe_load(repo["k8s/kustomization.yaml"])
     (gen,) = kustomization["configMapGenerator"]
-    assert gen["files"] == ["gateway/config.yaml", "gateway/gateway_guard.py", "gateway/max_tokens_clamp.py"]
+    assert gen["files"] == ["gateway/config.yaml", *(f"gateway/{mod}.py" for mod in GATEWAY_MODULES)]
     config = yaml.safe_load(repo["k8s/gateway/config.yaml"])
     assert config["general_settings"]["custom_auth"] == "gateway_guard.user_api_key_auth"
     assert config["litellm_settings"]["callbacks"] == ["max_tokens_clamp.proxy_handler_instance"]
@@ -348,7 +351,7 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
     for entry in config["model_list"]:
         name = entry["model_name"]
         assert entry["litellm_params"]["api_base"] == f"http://{name}:{services[name]['spec']['ports'][0]['port']}/v1"
-    for mod in ("gateway_guard", "max_tokens_clamp"):
+    for mod in GATEWAY_MODULES:
         assert repo[f"k8s/gateway/{mod}.py"].endswith((ROOT / f"generator/gateway_hooks/{mod}.py").read_text())
     dep = by_kind(repo_docs, "Deployment")["litellm"]
     pod = dep["spec"]["template"]["spec"]
@@ -378,7 +381,7 @@ def test_kubectl_kustomize_builds_it_and_every_object_validates(tmp_path):
     (config_map,) = by_kind(docs, "ConfigMap").values()
     keys = read_env_file(tmp_path / K8S_ENV_FILE)
     assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == keys
-    assert set(config_map["data"]) == {"config.yaml", "gateway_guard.py", "max_tokens_clamp.py"}
+    assert set(config_map["data"]) == {"config.yaml", *(f"{mod}.py" for mod in GATEWAY_MODULES)}
     assert all(d["metadata"].get("namespace") == "llm-gateway" for d in docs if d["kind"] != "Namespace")
     refs = {e["valueFrom"]["secretKeyRef"]["name"] for d in by_kind(docs, "Deployment").values()
             for e in d["spec"]["template"]["spec"]["containers"][0]["env"] if "valueFrom" in e}

@@ -1,0 +1,317 @@
+"""The gateway hooks, loaded the way LiteLLM loads them (by file path, from beside config.yaml), in
+front of a fake router and a fake backend tokenizer: defaults, the clamp and the 400s per API."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+
+import pytest
+from fastapi import HTTPException
+
+from generator.renderers.litellm import GATEWAY_MODULES
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATED = ROOT / "litellm"
+CONTEXT = 4096
+DEFAULT_MAX = 512
+
+
+def load_like_litellm(name: str):
+    """litellm.proxy.types_utils.utils.get_instance_fn: spec_from_file_location + exec_module,
+    without registering the module in sys.modules."""
+    spec = importlib.util.spec_from_file_location(name, GENERATED / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", GATEWAY_MODULES)
+def test_every_generated_module_loads_the_way_litellm_loads_it(name):
+    assert load_like_litellm(name) is not None
+
+
+class FakeRouter:
+    def __init__(self):
+        self.model_list = [
+            {"model_name": "thinker", "litellm_params": {"model": "hosted_vllm/thinker", "api_base": "http://t:1/v1",
+                                                         "max_tokens": DEFAULT_MAX, "temperature": 0.6, "top_p": 0.9,
+                                                         "top_k": 20, "stop": "END"},
+             "model_info": {"max_input_tokens": CONTEXT, "supports_function_calling": False}},
+            {"model_name": "caller", "litellm_params": {"model": "hosted_vllm/caller", "api_base": "http://c:1/v1",
+                                                        "max_tokens": DEFAULT_MAX},
+             "model_info": {"max_input_tokens": CONTEXT, "supports_function_calling": True}},
+        ]
+
+    def get_model_list(self, model_name):
+        return [d for d in self.model_list if d["model_name"] == model_name]
+
+
+@pytest.fixture
+def hook(monkeypatch):
+    """The clamp hook with a fake router; the backend counts one token per prompt character."""
+    module = load_like_litellm("max_tokens_clamp")
+    gb = module.gb
+    monkeypatch.setattr(gb, "router", lambda: FakeRouter())
+    monkeypatch.setattr(gb, "TEMPLATE_MARGIN", 0)
+    calls = []
+
+    def size(obj) -> int:
+        return len(str(obj))
+
+    async def tokenize(dep, payload):
+        calls.append(("tokenize", payload))
+        return size(payload.get("messages") or payload.get("prompt")), CONTEXT
+
+    async def count_message_tokens(dep, body):
+        calls.append(("count_tokens", body))
+        return size(body.get("messages"))
+
+    monkeypatch.setattr(gb, "tokenize", tokenize)
+    monkeypatch.setattr(gb, "count_message_tokens", count_message_tokens)
+    module.calls = calls
+    return module
+
+
+def run(hook, data, call_type, clamp=True):
+    handler = hook.MaxTokensClamp(clamp=clamp)
+    data = {"litellm_call_id": "call-1", **data}
+    asyncio.run(handler.async_pre_call_hook(None, None, data, call_type))
+    header = asyncio.run(handler.async_post_call_response_headers_hook(data, None, None))
+    return data, (header or {}).get(hook.HEADER)
+
+
+def big(n: int) -> str:
+    return "x" * n
+
+
+REQUESTS = {  # call type -> (request with a prompt of about n characters, its budget field)
+    "acompletion": (lambda n: {"messages": [{"role": "user", "content": big(n)}]}, "max_tokens"),
+    "atext_completion": (lambda n: {"prompt": big(n)}, "max_tokens"),
+    "aresponses": (lambda n: {"input": big(n)}, "max_output_tokens"),
+    "anthropic_messages": (lambda n: {"messages": [{"role": "user", "content": big(n)}]}, "max_tokens"),
+}
+
+
+@pytest.mark.parametrize("call_type", REQUESTS)
+def test_a_budget_above_the_context_is_clamped_with_the_header(hook, call_type):
+    make, budget = REQUESTS[call_type]
+    data, header = run(hook, {"model": "caller", **make(1000), budget: 100_000}, call_type)
+    asked, given = (int(x) for x in header.split("->"))
+    assert asked == 100_000 and data[budget] == given
+    assert CONTEXT - 1100 < given <= CONTEXT - 1000  # context minus the counted prompt
+
+
+@pytest.mark.parametrize("call_type", REQUESTS)
+def test_the_clamp_off_leaves_the_budget(hook, call_type):
+    make, budget = REQUESTS[call_type]
+    data, header = run(hook, {"model": "caller", **make(1000), budget: 100_000}, call_type, clamp=False)
+    assert header is None and data[budget] == 100_000
+
+
+@pytest.mark.parametrize("call_type", REQUESTS)
+def test_a_prompt_that_fills_the_context_is_one_clear_400(hook, call_type):
+    make, budget = REQUESTS[call_type]
+    with pytest.raises(HTTPException) as err:
+        run(hook, {"model": "caller", **make(CONTEXT + 10), budget: 10}, call_type)
+    assert err.value.status_code == 400
+    assert f", caller holds {CONTEXT} tokens" in err.value.detail and err.value.detail.startswith("prompt is ")
+
+
+@pytest.mark.parametrize("call_type", REQUESTS)
+def test_a_small_request_is_not_counted_nor_clamped(hook, call_type):
+    make, budget = REQUESTS[call_type]
+    data, header = run(hook, {"model": "caller", **make(10), budget: 16}, call_type)
+    assert header is None and data[budget] == 16 and hook.calls == []
+
+
+@pytest.mark.parametrize("call_type", REQUESTS)
+def test_the_default_budget_is_applied_under_each_apis_own_name(hook, call_type):
+    make, budget = REQUESTS[call_type]
+    data, _ = run(hook, {"model": "thinker", **make(10)}, call_type)
+    assert data[budget] == DEFAULT_MAX
+    assert data["temperature"] == 0.6 and data["top_p"] == 0.9
+
+
+def test_defaults_never_override_the_client(hook):
+    data, _ = run(hook, {"model": "thinker", "input": "hi", "max_output_tokens": 7, "temperature": 0.0}, "aresponses")
+    assert data["max_output_tokens"] == 7 and data["temperature"] == 0.0 and "max_tokens" not in data
+    data, _ = run(hook, {"model": "thinker", "messages": [{"role": "user", "content": "hi"}],
+                         "max_completion_tokens": 9}, "acompletion")
+    assert data["max_completion_tokens"] == 9 and "max_tokens" not in data
+
+
+def test_anthropic_stop_default_becomes_stop_sequences(hook):
+    data, _ = run(hook, {"model": "thinker", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+                  "anthropic_messages")
+    assert data["stop_sequences"] == ["END"] and "stop" not in data and data["top_k"] == 20
+
+
+@pytest.mark.parametrize("call_type,tools", [
+    ("acompletion", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
+    ("aresponses", [{"type": "function", "name": "f", "parameters": {}}]),
+    ("anthropic_messages", [{"name": "f", "input_schema": {"type": "object"}}]),
+])
+def test_tools_to_a_model_without_a_tool_parser_name_the_models_that_take_them(hook, call_type, tools):
+    make, _ = REQUESTS[call_type]
+    with pytest.raises(HTTPException) as err:
+        run(hook, {"model": "thinker", **make(10), "tools": tools}, call_type)
+    assert err.value.status_code == 400
+    assert "thinker takes no tools" in err.value.detail and "caller" in err.value.detail
+    run(hook, {"model": "caller", **make(10), "tools": tools}, call_type)  # the tool model takes them
+
+
+def test_tool_choice_none_is_no_tool_use(hook):
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    run(hook, {"model": "thinker", "messages": [{"role": "user", "content": "hi"}], "tools": tools,
+               "tool_choice": "none"}, "acompletion")
+
+
+def test_anthropic_requests_are_counted_as_anthropic_messages(hook):
+    run(hook, {"model": "caller", "max_tokens": 100_000, "messages": [{"role": "user", "content": big(1000)}]},
+        "anthropic_messages")
+    assert [kind for kind, _ in hook.calls] == ["count_tokens"]
+
+
+def test_anthropic_messages_are_counted_as_the_chat_litellm_sends_for_them():
+    gb = load_like_litellm("gateway_backends")
+    payload = gb.messages_as_chat({
+        "model": "caller", "max_tokens": 5, "system": "be brief",
+        "messages": [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}],
+        "tools": [{"name": "f", "input_schema": {"type": "object"}}]})
+    assert [m["role"] for m in payload["messages"]] == ["system", "user", "assistant", "tool"]
+    assert payload["messages"][2]["tool_calls"][0]["function"]["name"] == "f"
+    assert payload["tools"][0]["function"]["name"] == "f" and payload["add_generation_prompt"] is True
+
+
+def test_responses_input_is_counted_as_the_chat_vllm_renders(hook):
+    items = [{"type": "message", "role": "user", "content": big(1000)},
+             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "sunny"}]
+    run(hook, {"model": "caller", "input": items, "instructions": "be brief", "max_output_tokens": 100_000,
+               "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}, "aresponses")
+    (kind, payload), = hook.calls
+    roles = [m["role"] for m in payload["messages"]]
+    assert kind == "tokenize" and roles[0] == "system" and "tool" in roles and "assistant" in roles
+    assert payload["tools"][0]["function"]["name"] == "f" and payload["add_generation_prompt"] is True
+
+
+def test_a_backend_that_cannot_count_gets_an_estimate_and_no_400(hook, monkeypatch):
+    async def down(dep, payload):
+        return None, None
+
+    monkeypatch.setattr(hook.gb, "tokenize", down)
+    data, header = run(hook, {"model": "caller", "prompt": big(CONTEXT - 100), "max_tokens": 1000}, "atext_completion")
+    assert header is not None and data["max_tokens"] < 100  # clamped on the (higher) byte estimate
+    data, header = run(hook, {"model": "caller", "prompt": big(CONTEXT * 2), "max_tokens": 10}, "atext_completion")
+    assert data["max_tokens"] == 10  # no 400 on a guess: the backend answers for itself
+
+
+def test_unknown_models_and_other_call_types_pass_untouched(hook):
+    data, header = run(hook, {"model": "nope", "prompt": big(CONTEXT * 2), "max_tokens": 10}, "atext_completion")
+    assert data["max_tokens"] == 10 and header is None
+    data, header = run(hook, {"model": "caller", "input": big(CONTEXT * 2)}, "aembedding")
+    assert "max_tokens" not in data and header is None
+
+
+# --- the renderer: which hook, which files ----------------------------------------------------------
+
+def _plan(tmp_path, clamp: bool):
+    from generator.loader import load_plan
+
+    (tmp_path / "models.yml").write_text(f"""
+gateway: {{clamp_max_tokens: {str(clamp).lower()}}}
+m:
+  gpus: []
+  command: vllm serve x/y --max-model-len 4096
+""")
+    return load_plan(tmp_path / "models.yml")
+
+
+@pytest.mark.parametrize("clamp,instance", [(True, "proxy_handler_instance"), (False, "checks_only_instance")])
+def test_the_config_names_the_hook_with_or_without_the_clamp(tmp_path, clamp, instance):
+    from generator.renderers import gateway_modules
+    from generator.renderers.litellm import render_litellm
+
+    plan = _plan(tmp_path, clamp)
+    module, name = render_litellm(plan)["litellm_settings"]["callbacks"][0].split(".")
+    assert hasattr(load_like_litellm(module), name)
+    assert instance == name
+    assert set(gateway_modules(plan)) == {f"litellm/{m}.py" for m in GATEWAY_MODULES}  # defaults and 400s stay on
+
+
+# --- /v1/messages/count_tokens ----------------------------------------------------------------------
+
+class FakeRequest:
+    def __init__(self, body, headers=None):
+        self._body, self.headers = body, headers or {"x-api-key": "k"}
+
+    async def json(self):
+        return self._body
+
+
+@pytest.fixture
+def counter(monkeypatch):
+    """The count_tokens module, with a fake router and an HTTP client that records every URL."""
+    module = load_like_litellm("count_tokens")
+    gb = module.gb
+    monkeypatch.setattr(gb, "router", lambda: FakeRouter())
+    posted = []
+
+    class Client:
+        is_closed = False
+
+        async def post(self, url, json, headers):
+            posted.append((url, json))
+            import httpx
+
+            return httpx.Response(200, json={"count": 42, "max_model_len": CONTEXT})
+
+    monkeypatch.setattr(gb, "http", lambda: Client())
+    module.posted = posted
+    return module
+
+
+async def _allow(request, key):
+    return None
+
+
+def _answer(counter, body, authorize=_allow):
+    import json
+
+    response = asyncio.run(counter.count_tokens(FakeRequest(body), authorize))
+    return response.status_code, json.loads(response.body)
+
+
+def test_count_tokens_asks_only_the_models_own_backend(counter):
+    status, body = _answer(counter, {"model": "caller", "system": "be brief",
+                                     "messages": [{"role": "user", "content": "hi"}]})
+    assert (status, body) == (200, {"input_tokens": 42})
+    (url, sent), = counter.posted
+    assert url == "http://c:1/tokenize"  # the configured api_base of `caller`, nothing else
+    assert sent["model"] == "caller" and sent["messages"][0] == {"role": "system", "content": "be brief"}
+
+
+def test_count_tokens_for_an_unknown_model_contacts_nobody(counter):
+    status, body = _answer(counter, {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 404 and body["error"]["type"] == "not_found_error" and "caller" in body["error"]["message"]
+    assert counter.posted == []
+
+
+def test_count_tokens_checks_the_key_first(counter):
+    async def deny(request, key):
+        raise HTTPException(status_code=401, detail="no")
+
+    with pytest.raises(HTTPException):
+        _answer(counter, {"model": "caller", "messages": [{"role": "user", "content": "hi"}]}, deny)
+    assert counter.posted == []
+
+
+def test_the_backend_client_ignores_proxy_variables(monkeypatch):
+    """trust_env=False: HTTPS_PROXY and friends cannot send a prompt anywhere but the backend."""
+    gb = load_like_litellm("gateway_backends")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert gb.http()._trust_env is False
