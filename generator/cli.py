@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             out.print(f"up to date: {', '.join(files)}")
         return EXIT_DRIFT if stale else 0
     changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
-    added = ensure_env_file(args.out / ENV_FILE, plan.secret_envs)
+    # client configs only name the key's variable: they need no keys file
+    added = ensure_env_file(args.out / ENV_FILE, plan.secret_envs) if args.target != "clients" else []
     if not args.quiet:
         print_summary(plan, out)
     out.print(f"wrote {', '.join(changed)}" if changed else "generated files already up to date")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..plan import Plan
+from .clients import clients_files
 from .compose import render_compose
 from .litellm import AUTH_MODULE, HOOK_MODULE, render_litellm
 from .text import dump_yaml, header
@@ -38,4 +39,4 @@ def stack_files(plan: Plan) -> dict[str, str]:
     }
 
 
-TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files}
+TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files, "clients": clients_files}
