@@ -58,6 +58,7 @@ def gateway_base(plan: Plan) -> str:
     """The gateway as a client on the same host reaches it (0.0.0.0 is not an address to connect to)."""
     g = plan.gateway
     host = "127.0.0.1" if g.bind in ("0.0.0.0", "::") else g.bind
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
     return f"http://{host}:{g.port}"
 
 

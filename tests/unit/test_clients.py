@@ -145,6 +145,14 @@ def test_deterministic_and_every_file_names_its_source(write, two):
         assert "make clients" in text.splitlines()[2], rel
 
 
+def test_gateway_address_as_a_client_dials_it(write):
+    def base(bind: str) -> str:
+        plan = load_plan(write(TWO_MODELS.replace("bind: 0.0.0.0", f"bind: '{bind}'")))
+        return json.loads(render_files(plan, ("clients",))["clients/opencode.json"])["provider"]["llm-gateway"]["options"]["baseURL"]
+    assert base("10.1.2.3") == "http://10.1.2.3:4100/v1"
+    assert base("::1") == "http://[::1]:4100/v1"
+
+
 def test_no_tool_capable_model_is_one_clear_error(write, tmp_path, capsys):
     path = write("m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n")
     assert main(["clients", "--models", str(path), "--out", str(tmp_path), "-q"]) == 2
