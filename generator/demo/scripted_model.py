@@ -1,11 +1,11 @@
 """Build a tiny, deterministic "scripted" LLM that vLLM can serve on a CPU.
 
-The trick: a 2-layer ``LlamaForCausalLM`` whose attention and MLP projections
-are all zero, so each block adds nothing and the residual stream simply
-carries the token embedding through to the final norm.  The embedding is the
-identity (token ``i`` -> unit vector ``e_i``; vocab size == hidden size), so
-the final hidden state is ``c * e_i`` and ``lm_head`` row ``j`` reads it off:
-putting ``5.0`` at ``lm_head[next(i), i]`` makes the model a *bigram table* --
+The trick: a 1-layer ``LlamaForCausalLM`` whose attention and MLP projections
+are all zero, so the block adds nothing and the residual stream simply carries
+the token embedding through to the final norm.  Each token of a script gets
+its own unit vector ``e_k`` as embedding (every other token shares ``e_0``), so
+the final hidden state is ``c * e_k`` and ``lm_head`` row ``j`` reads it off:
+putting ``5.0`` at ``lm_head[next(tok), k]`` makes the model a *bigram table* --
 the next token is a fixed function of the current token only.  Chaining such
 pairs gives a "script", e.g. for the reasoner::
 
@@ -13,12 +13,20 @@ pairs gives a "script", e.g. for the reasoner::
 
 The prompt always ends with ``<|im_start|>assistant\\n`` so generation starts
 from the ``"\\n"`` byte token.  Every token that is not in the script maps to
-``<|im_end|>`` (EOS).  The winning logit is ~98 (RMSNorm scales ``e_i`` by
-sqrt(384)) so output is deterministic even with sampling at temperature 1.
+``<|im_end|>`` (EOS).  The winning logit is 40 (RMSNorm scales ``e_k`` by
+sqrt(64)) so output is deterministic even with sampling at temperature 1.
 
-The tokenizer is byte-level BPE with only the 256 byte symbols (no merges),
-plus added tokens: ChatML specials, ``<think>``/``<tool_call>`` tags and a few
-whole phrases, so one script step emits one whole sentence.
+Agent-sized prompts (30-80 KB of system prompt and tool schemas) must prefill
+in seconds on a CPU, so the model is as cheap per token as vLLM allows: one
+layer, one attention head of the smallest size the CPU backend takes (32), a
+64-wide residual stream, and a tokenizer that packs two bytes per token: byte-
+level BPE with the 256 byte symbols plus one merge for every pair of printable
+ASCII characters (95 x 95; newlines never merge, so the prompt still ends with
+the ``"\\n"`` token), applied to whole text runs (no pre-split into words).
+Added tokens: ChatML specials, ``<think>``/``<tool_call>`` tags and a few whole
+phrases, so one script step emits one whole sentence.  Attention cost grows
+with the square of the prompt's tokens: 2 bytes per token and 1/24 of the
+previous model's attention width take a 76 KB prompt from minutes to seconds.
 
 The tool call is emitted as ``<tool_call>``, ``{"name": "get_weather",
 "arguments": ``, the arguments JSON, ``}``, ``</tool_call>``: the same text as
@@ -39,7 +47,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-from safetensors.numpy import save as st_save
 
 from .script import (ANSWER_TEXT, REASONING_TEXT, SCRIPTS, TOOL_ARGS_JSON, TOOL_CALL,  # noqa: F401
                      TOOL_CALL_JSON, TOOL_CALL_PREFIX)
@@ -48,14 +55,18 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>",
                 REASONING_TEXT, ANSWER_TEXT, TOOL_CALL_PREFIX, TOOL_ARGS_JSON]
 
-VOCAB_SIZE = HIDDEN = 384
-N_LAYERS, N_HEADS, N_KV_HEADS, HEAD_DIM, INTERMEDIATE = 2, 6, 2, 64, 512
-MAX_POS = 4096
+N_LAYERS, N_HEADS, N_KV_HEADS, HEAD_DIM = 1, 1, 1, 32  # 32: the smallest head vLLM's CPU attention takes
+HIDDEN, INTERMEDIATE = 64, 64
+MAX_POS = 131072  # 128K: room for a coding agent's system prompt, tools and a few turns
 NL, CLOSE_BRACE = 10, 125  # byte b has token id b
 
-# id of each added token: 256, 257, ...
-TOKEN_ID = {t: 256 + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
+# ids 256...: one merge per pair of printable ASCII characters (space included, newline never)
+PRINTABLE = range(0x20, 0x7F)
+FIRST_MERGE_ID = 256
+# then the added tokens (the tokenizers library numbers them after the model's vocab, whatever the file says)
+TOKEN_ID = {t: FIRST_MERGE_ID + len(PRINTABLE) ** 2 + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
 BOS_ID, EOS_ID = TOKEN_ID["<|endoftext|>"], TOKEN_ID["<|im_end|>"]
+VOCAB_SIZE = max(TOKEN_ID.values()) + 1
 
 CHAT_TEMPLATE = """\
 {%- macro text(c) -%}
@@ -109,14 +120,24 @@ def _script(script: str) -> dict[int, int]:
 
 
 def _weights(script: str) -> bytes:
+    from safetensors.numpy import save as st_save  # here: the tokenizer's unit tests run without it
+
     f32 = np.float32
     table = _script(script)
+    # residual slot of each script token; slot 0 is shared by every other token (-> EOS)
+    slot = {tok: k for k, tok in enumerate(sorted(table), start=1)}
+    assert len(slot) < HIDDEN
+    embed = np.zeros((VOCAB_SIZE, HIDDEN), f32)
+    embed[:, 0] = 1.0
     lm_head = np.zeros((VOCAB_SIZE, HIDDEN), f32)
-    for i in range(VOCAB_SIZE):
-        lm_head[table.get(i, EOS_ID), i] = 5.0
+    lm_head[EOS_ID, 0] = 5.0
+    for tok, k in slot.items():
+        embed[tok] = 0.0
+        embed[tok, k] = 1.0
+        lm_head[table[tok], k] = 5.0
     q, kv = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
     tensors = {
-        "model.embed_tokens.weight": np.eye(VOCAB_SIZE, HIDDEN, dtype=f32),
+        "model.embed_tokens.weight": embed,
         "model.norm.weight": np.ones(HIDDEN, f32),
         "lm_head.weight": lm_head,
     }
@@ -152,11 +173,15 @@ def _bytes_to_unicode() -> dict[int, str]:
 def _tokenizer_json() -> dict:
     byte_char = _bytes_to_unicode()
     vocab = {byte_char[b]: b for b in range(256)}
+    merges = [(byte_char[a], byte_char[b]) for a in PRINTABLE for b in PRINTABLE]
+    for k, (a, b) in enumerate(merges):
+        vocab[a + b] = FIRST_MERGE_ID + k
     added = [{"id": TOKEN_ID[t], "content": t, "single_word": False, "lstrip": False,
               "rstrip": False, "normalized": False, "special": t in SPECIAL_TOKENS}
              for t in SPECIAL_TOKENS + ADDED_TOKENS]
+    # no regex pre-split: merges run over whole text runs, so words of odd length cost no extra token
     byte_level = {"type": "ByteLevel", "add_prefix_space": False,
-                  "trim_offsets": False, "use_regex": True}
+                  "trim_offsets": False, "use_regex": False}
     return {
         "version": "1.0", "truncation": None, "padding": None,
         "added_tokens": added, "normalizer": None,
@@ -164,7 +189,7 @@ def _tokenizer_json() -> dict:
         "model": {"type": "BPE", "dropout": None, "unk_token": None,
                   "continuing_subword_prefix": None, "end_of_word_suffix": None,
                   "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": []},
+                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
     }
 
 

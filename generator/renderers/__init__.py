@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..plan import Plan
+from .clients import clients_files
 from .compose import render_compose
 from .k8s import REGENERATE as K8S_REGENERATE, k8s_files, k8s_warnings
 from .litellm import GATEWAY_MODULES, render_litellm
@@ -36,7 +37,7 @@ def stack_files(plan: Plan) -> dict[str, str]:
     }
 
 
-TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files, "k8s": k8s_files}
+TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files, "k8s": k8s_files, "clients": clients_files}
 # What a target wants the user to know before deploying (printed after writing, never fatal).
 TARGET_WARNINGS: dict[str, Callable[[Plan], list[str]]] = {"k8s": k8s_warnings}
 # The command that rewrites a target's files, named in --check's stale messages.

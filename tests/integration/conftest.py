@@ -5,9 +5,9 @@
 - otherwise: the CPU stack of examples/cpu-demo/models.yml (real vLLM CPU build + real LiteLLM).
   A stack already started by `make demo` is reused; else one is started for the session and stopped.
 
-For the scripted CPU models, the capability a model NEEDS is also read from the weights' SCRIPT
-file, so deleting --reasoning-parser or --tool-call-parser from the demo models.yml makes tests fail
-instead of silently skipping them.
+For the scripted CPU models, what a model does is read from the weights' SCRIPT file (not from its
+parsers), so deleting --reasoning-parser or --tool-call-parser from the demo models.yml makes tests
+fail instead of silently skipping them, and a parser a model never uses selects no test.
 """
 
 from __future__ import annotations
@@ -48,11 +48,15 @@ class Gateway:
         return anthropic.Anthropic(base_url=self.url.removesuffix("/v1"), api_key=key or self.key, max_retries=0,
                                    timeout=kw.pop("timeout", 120), **kw)
 
+    # A scripted model's SCRIPT decides what it does (the demo reasoner has a tool parser too, but never
+    # calls a tool); a live model is expected to do what its parsers parse.
     def wants_tools(self, m: ModelPlan) -> bool:
-        return m.auto_tool_choice or self.scripts.get(m.served_name) == "tool-caller"
+        script = self.scripts.get(m.served_name)
+        return script == "tool-caller" if script else m.auto_tool_choice
 
     def wants_reasoning(self, m: ModelPlan) -> bool:
-        return m.reasoning_parser is not None or self.scripts.get(m.served_name) == "reasoner"
+        script = self.scripts.get(m.served_name)
+        return script == "reasoner" if script else m.reasoning_parser is not None
 
     def takes_no_tools(self, m: ModelPlan) -> bool:
         return m.tool_parser is None

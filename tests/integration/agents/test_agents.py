@@ -1,0 +1,139 @@
+"""opencode, Claude Code and Codex CLI, installed from npm at pinned versions, each run once per
+scripted model through the gateway with the config `make clients` generates for the plan under test.
+
+Per agent: the tool caller's get_weather call reaches the agent as a structured tool call (the agent
+then reports an unknown tool, which proves it arrived as one), and the reasoner's thinking arrives
+as reasoning, never as <think> text in the answer. Each run stops after its first tool round.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator.demo.script import ANSWER_TEXT, REASONING_TEXT, TOOL_CALL
+from generator.output import render_files, write_files
+from generator.renderers.clients import PROVIDER_ID
+
+from .conftest import TIMINGS
+from .runner import PROMPT, Run, base_env, fresh_home, run_agent
+
+TIMEOUT = 150  # seconds per run; a run normally takes 5-25 s on 2 busy cores
+
+AGENTS = ("opencode", "claude-code", "codex")
+
+
+def _scripted(gateway, script: str):
+    names = [m for m in gateway.plan.models if gateway.scripts.get(m.served_name) == script]
+    if not names:
+        pytest.skip(f"no scripted {script} model in the plan under test (the agent tests need the CPU demo)")
+    return names[0]
+
+
+@pytest.fixture(scope="module")
+def clients(gateway, tmp_path_factory) -> Path:
+    """The generated client configs for the plan being served (its ports), as `make clients` writes them."""
+    out = tmp_path_factory.mktemp("clients")
+    write_files(render_files(gateway.plan, ("clients",)), out)
+    return out / "clients"
+
+
+def _claude_env(clients: Path, key: str) -> dict[str, str]:
+    """clients/claude-code.env exactly as a user's shell sources it."""
+    out = subprocess.run(["sh", "-c", f"set -a; . '{clients / 'claude-code.env'}'; set +a; env -0"],
+                         env={"PATH": "/usr/bin:/bin", "LITELLM_MASTER_KEY": key}, capture_output=True, text=True,
+                         check=True)
+    env = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
+    return {k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_", "DISABLE_"))}
+
+
+def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path) -> tuple[Run, Path]:
+    home, work = fresh_home(home)
+    key = {gateway.plan.gateway.master_key_env: gateway.key}
+    if agent == "opencode":
+        env = base_env(home, {**key, "OPENCODE_CONFIG": str(clients / "opencode.json"),
+                              "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"})
+        cmd = [str(agent_bin / "opencode"), "run", "--format", "json", "--thinking",
+               "-m", f"{PROVIDER_ID}/{model.served_name}", PROMPT]
+        done = lambda e: e.get("type") in ("step_finish", "error")  # noqa: E731
+    elif agent == "claude-code":
+        env = base_env(home, _claude_env(clients, gateway.key))
+        cmd = [str(agent_bin / "claude"), "-p", "--output-format", "stream-json", "--verbose",
+               "--model", model.served_name, PROMPT]
+        done = lambda e: e.get("type") in ("user", "result")  # noqa: E731  (user = its tool result)
+    else:
+        shutil.copytree(clients / "codex", home / ".codex")  # Codex writes sessions into CODEX_HOME
+        env = base_env(home, {**key, "CODEX_HOME": str(home / ".codex")})
+        cmd = [str(agent_bin / "codex"), "exec", "--json", "--skip-git-repo-check", "--profile", model.name, PROMPT]
+        done = lambda e: e.get("type") in ("turn.completed", "turn.failed", "error") or (  # noqa: E731
+            "unsupported call: get_weather" in e.get("stderr", ""))
+    result = run_agent(cmd, env, work, done, timeout=TIMEOUT)
+    TIMINGS.append(f"{agent:12} {model.served_name:12} {result.seconds:6.1f} s  "
+                   f"{'stopped after its first round' if result.finished else 'NOT finished'}")
+    return result, home
+
+
+def codex_items(home: Path) -> list[dict]:
+    """What Codex recorded of the exchange: the response items of its session rollout."""
+    items = []
+    for path in sorted((home / ".codex/sessions").rglob("rollout-*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("type") == "response_item":
+                items.append(record["payload"])
+    return items
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_tool_call_reaches_the_agent(agent, gateway, clients, agent_bin, tmp_path):
+    model = _scripted(gateway, "tool-caller")
+    result, home = run(agent, model, gateway, clients, agent_bin, tmp_path / "home")
+    assert result.finished, result.explain()
+    if agent == "opencode":
+        calls = [e["part"] for e in result.events if e.get("type") == "tool_use"]
+        # opencode routes a call to a tool it does not have through its `invalid` tool, naming it
+        names = [c["tool"] if c["tool"] != "invalid" else c["state"]["input"].get("tool") for c in calls]
+        assert names[:1] == ["get_weather"], result.explain()
+        assert result.events[-1]["part"]["reason"] == "tool-calls", result.explain()
+    elif agent == "claude-code":
+        blocks = [b for e in result.events if e.get("type") == "assistant" for b in e["message"]["content"]]
+        calls = [b for b in blocks if b["type"] == "tool_use"]
+        assert calls and calls[0]["name"] == "get_weather", result.explain()
+        assert calls[0]["input"] == TOOL_CALL["arguments"]
+        results = [b for e in result.events if e.get("type") == "user" for b in e["message"]["content"]]
+        assert results and results[0]["tool_use_id"] == calls[0]["id"], result.explain()  # "No such tool"
+    else:
+        calls = [i for i in codex_items(home) if i.get("type") == "function_call"]
+        assert calls and calls[0]["name"] == "get_weather", result.explain()
+        assert json.loads(calls[0]["arguments"]) == TOOL_CALL["arguments"]
+        assert "unsupported call: get_weather" in result.stderr  # Codex's router got it as a function call
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_reasoning_arrives_as_reasoning(agent, gateway, clients, agent_bin, tmp_path):
+    model = _scripted(gateway, "reasoner")
+    result, home = run(agent, model, gateway, clients, agent_bin, tmp_path / "home")
+    assert result.finished, result.explain()
+    if agent == "opencode":
+        reasoning = [e["part"]["text"] for e in result.events if e.get("type") == "reasoning"]
+        text = "".join(e["part"]["text"] for e in result.events if e.get("type") == "text")
+        assert result.events[-1]["part"]["reason"] == "stop", result.explain()
+    elif agent == "claude-code":
+        blocks = [b for e in result.events if e.get("type") == "assistant" for b in e["message"]["content"]]
+        reasoning = [b["thinking"] for b in blocks if b["type"] == "thinking"]
+        text = "".join(b["text"] for b in blocks if b["type"] == "text")
+        final = result.events[-1]
+        assert final["type"] == "result" and not final["is_error"], result.explain()
+    else:
+        items = codex_items(home)
+        reasoning = [c["text"] for i in items if i.get("type") == "reasoning" for c in i.get("content") or []]
+        text = "".join(c.get("text", "") for i in items if i.get("type") == "message" and i.get("role") == "assistant"
+                       for c in i["content"])
+        assert result.events[-1]["type"] == "turn.completed", result.explain()
+    assert reasoning == [REASONING_TEXT], result.explain()
+    assert text.strip() == ANSWER_TEXT and not re.search(r"</?think>", text), result.explain()
