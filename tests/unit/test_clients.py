@@ -19,9 +19,9 @@ import pytest
 from generator.cli import main
 from generator.loader import load_plan
 from generator.output import render_files
+from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests/golden"
 
 TWO_MODELS = """\
 gateway: {port: 4100, bind: 0.0.0.0}
@@ -55,13 +55,7 @@ def test_golden_files(files):
     assert set(files) == {"clients/README.md", "clients/opencode.json", "clients/claude-code.env",
                           "clients/codex/config.toml", "clients/codex/glm47-flash.config.toml",
                           "clients/codex/qwen3-8b.config.toml"}
-    for rel, text in files.items():
-        golden = GOLDEN / rel
-        if os.environ.get("UPDATE_GOLDEN"):
-            golden.parent.mkdir(parents=True, exist_ok=True)
-            golden.write_text(text)
-        assert golden.exists(), f"missing {golden}: run with UPDATE_GOLDEN=1"
-        assert golden.read_text() == text, f"{rel} changed: review, then UPDATE_GOLDEN=1"
+    assert_golden(files)
 
 
 def test_committed_clients_match_the_repo_models(files):

@@ -15,9 +15,9 @@ import yaml
 
 from generator.loader import load_plan
 from generator.output import render_files
+from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests/golden"
 SCHEMA = ROOT.parent / "shared/schemas/compose-spec.json"
 
 
@@ -40,15 +40,8 @@ def config(files) -> dict:
 
 
 def test_golden_files(files):
-    for rel, text in files.items():
-        if not rel.endswith((".yml", ".yaml")):
-            continue  # the hook modules are verbatim copies of generator/gateway_hooks
-        golden = GOLDEN / rel
-        if os.environ.get("UPDATE_GOLDEN"):
-            golden.parent.mkdir(parents=True, exist_ok=True)
-            golden.write_text(text)
-        assert golden.exists(), f"missing {golden}: run with UPDATE_GOLDEN=1"
-        assert golden.read_text() == text, f"{rel} changed: review, then UPDATE_GOLDEN=1"
+    # the hook modules are verbatim copies of generator/gateway_hooks
+    assert_golden({rel: text for rel, text in files.items() if rel.endswith((".yml", ".yaml"))})
 
 
 def test_compose_matches_the_compose_specification(compose):

@@ -7,7 +7,6 @@ Refresh the golden files after an intended change:
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import stat
 import subprocess
@@ -22,9 +21,9 @@ from generator.loader import load_plan
 from generator.output import ENV_FILE, read_env_file, render_files
 from generator.renderers.k8s import ENV_FILE as K8S_ENV_FILE, k8s_warnings
 from generator.renderers.litellm import GATEWAY_MODULES
+from tests.unit.golden import GOLDEN, assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests/golden"
 CPU_DEMO = ROOT / "examples/cpu-demo/models.yml"
 # The three Kubernetes minors upstream supports now (kubernetes-validate 1.37.0 ships schemas up to 1.37).
 K8S_VERSIONS = ("1.35", "1.36", "1.37")
@@ -148,15 +147,8 @@ def test_every_k8s_setting_renders_valid_manifests(write):
 # --- golden files, determinism, the committed k8s/ ------------------------------------------
 
 def test_golden_files(repo):
-    for rel, text in repo.items():
-        if not rel.endswith(".yaml"):
-            continue  # the hook modules are verbatim copies of generator/gateway_hooks
-        golden = GOLDEN / rel
-        if os.environ.get("UPDATE_GOLDEN"):
-            golden.parent.mkdir(parents=True, exist_ok=True)
-            golden.write_text(text)
-        assert golden.exists(), f"missing {golden}: run with UPDATE_GOLDEN=1"
-        assert golden.read_text() == text, f"{rel} changed: review, then UPDATE_GOLDEN=1"
+    # the hook modules are verbatim copies of generator/gateway_hooks
+    assert_golden({rel: text for rel, text in repo.items() if rel.endswith(".yaml")})
     on_disk = {p.relative_to(GOLDEN).as_posix() for p in (GOLDEN / "k8s").rglob("*.yaml")}
     assert on_disk == {rel for rel in repo if rel.endswith(".yaml")}, "stale golden files under tests/golden/k8s"
 
