@@ -6,7 +6,6 @@ Refresh after an intended change: UPDATE_GOLDEN=1 .venv/bin/python -m pytest tes
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
