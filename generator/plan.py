@@ -6,6 +6,21 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Mount:
+    source: str  # host path as written (compose resolves relative ones and ${VAR}) or a volume name
+    target: str  # absolute path in the container
+    read_only: bool
+
+    @property
+    def named(self) -> bool:
+        """A named volume (compose declares it) rather than a host path."""
+        return not self.source.startswith(("/", ".", "~", "$"))
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     name: str  # models.yml key: compose service, host name on the backend network
     served_name: str  # what clients put in "model"
@@ -25,6 +40,7 @@ class ModelPlan:
     trust_remote_code: bool
     litellm_params: dict[str, object]  # request defaults, sorted, includes max_tokens
     api_key_env: str  # name of the variable that holds this backend's key
+    volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
 
     @property
     def serve_args(self) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..gateway_process import gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
-from ..schema import AUTOHEAL_IMAGE
+from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
 ENV_HINT = "run make regenerate to create compose/.env"
@@ -35,7 +35,7 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "command": list(m.serve_args),
         "environment": env,
         "ipc": "host",
-        "volumes": ["hf-cache:/root/.cache/huggingface", "vllm-cache:/root/.cache/vllm"],
+        "volumes": [f"{v}:{target}" for v, target in BACKEND_CACHES.items()] + [str(v) for v in m.volumes],
         "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
         "healthcheck": {
             "test": _probe(f"http://127.0.0.1:{m.port}/health"),
@@ -105,5 +105,5 @@ def render_compose(plan: Plan) -> dict:
         "name": "llm-gateway",
         "services": services,
         "networks": networks,
-        "volumes": {"hf-cache": {}, "vllm-cache": {}},
+        "volumes": {v: {} for v in [*BACKEND_CACHES, *sorted({v.source for m in plan.models for v in m.volumes if v.named})]},
     }
