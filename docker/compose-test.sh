@@ -14,6 +14,8 @@ T0=$SECONDS; LAST=$SECONDS; TIMES=()
 phase() { TIMES+=("$1 $((SECONDS - LAST))s"); LAST=$SECONDS; }
 report() { echo "compose-test: phase times: ${TIMES[*]} (total $((SECONDS - T0))s)"; }
 
+# a daemon an earlier run left running (see `make engine-down`) is not ours to stop this time
+OURS=yes; [ -f .cache/dockerd/started.pid ] && kill -0 "$(cat .cache/dockerd/started.pid)" 2>/dev/null && OURS=no
 docker/engine.sh up; rc=$?
 if [ $rc = 3 ]; then
   [ "${CI:-}" = true ] && { echo "compose-test: FAILED: CI must run the compose tests"; exit 1; }
@@ -30,7 +32,7 @@ cleanup() {
     echo "compose-test: containers of $COMPOSE_PROJECT_NAME left: $left"
   fi
   rm -rf "$TMP"
-  docker/engine.sh down
+  if [ $OURS = yes ]; then docker/engine.sh down; else echo "compose-test: the engine was running before; left running"; fi
   phase teardown; report
   exit $code
 }

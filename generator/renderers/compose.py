@@ -39,11 +39,13 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
         "healthcheck": {
             "test": _probe(f"http://127.0.0.1:{m.port}/health"),
-            "interval": "30s",
+            # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole
+            # service with it; a 15 s interval finds a ready backend soon enough, 10 retries = 150 s
+            # of failed probes before a started backend is called unhealthy
+            "interval": "15s",
             "timeout": "10s",
-            "retries": 5,
+            "retries": 10,
             "start_period": "30m",  # first start downloads weights and compiles
-            "start_interval": "10s",
         },
         **_hardening(),
     }
