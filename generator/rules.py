@@ -112,7 +112,6 @@ def unique(models: list[ModelPlan]) -> list[Finding]:
     return findings
 
 
-
 def _mount(text: str) -> Mount:
     m = VOLUME.match(text)  # the schema has checked the syntax
     return Mount(m["source"], m["target"].rstrip("/") or "/", m["mode"] == "ro")

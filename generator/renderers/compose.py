@@ -100,6 +100,7 @@ def render_compose(plan: Plan) -> dict:
     services["litellm"] = gateway_service(plan)
     if plan.gateway.autoheal:
         services["autoheal"] = autoheal_service()
+    named = sorted({v.source for m in plan.models for v in m.volumes if v.named})  # from models.yml volumes:
     networks = {"backends": {"internal": True}, "frontend": {}}
     if plan.gateway.backend_internet:
         networks["egress"] = {}  # model downloads only; nothing is published
@@ -107,5 +108,5 @@ def render_compose(plan: Plan) -> dict:
         "name": "llm-gateway",
         "services": services,
         "networks": networks,
-        "volumes": {v: {} for v in [*BACKEND_CACHES, *sorted({v.source for m in plan.models for v in m.volumes if v.named})]},
+        "volumes": {v: {} for v in [*BACKEND_CACHES, *named]},
     }
