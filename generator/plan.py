@@ -36,6 +36,21 @@ class GatewayK8sPlan:
 
 
 @dataclass(frozen=True)
+class Mount:
+    source: str  # host path as written (compose resolves relative ones and ${VAR}) or a volume name
+    target: str  # absolute path in the container
+    read_only: bool
+
+    @property
+    def named(self) -> bool:
+        """A named volume (compose declares it) rather than a host path."""
+        return not self.source.startswith(("/", ".", "~", "$"))
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     name: str  # models.yml key: compose service, host name on the backend network
     served_name: str  # what clients put in "model"
@@ -60,6 +75,7 @@ class ModelPlan:
     # it shares, plus models.yml's `start_after:`; file order, no cycles (compose depends_on, local runtime)
     start_after: tuple[str, ...] = ()
     fit: str = ""  # one line: the fit check's estimate and verdict, or why it was skipped (summary only)
+    volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
 
     @property
     def serve_args(self) -> tuple[str, ...]:

@@ -6,7 +6,8 @@ import difflib
 import graphlib
 from collections import defaultdict
 
-from .plan import ModelPlan
+from .plan import ModelPlan, Mount
+from .schema import BACKEND_CACHES, VOLUME
 from .sizes import GIB, fmt_bytes, parse_size
 from .vllm_command import Catalog, ServeCommand
 
@@ -176,3 +177,30 @@ def unique(models: list[ModelPlan]) -> list[Finding]:
                 findings.append(((m.name,), f"{label} {value!r} is already used by {seen[value]}; make it unique"))
             seen.setdefault(value, m.name)
     return findings
+
+
+def _mount(text: str) -> Mount:
+    m = VOLUME.match(text)  # the schema has checked the syntax
+    return Mount(m["source"], m["target"].rstrip("/") or "/", m["mode"] == "ro")
+
+
+def volume_problems(where: str, entries: list[str]) -> list[Finding]:
+    """One `volumes:` list (defaults' or a model's): no container path twice, none on the stack's caches."""
+    findings: list[Finding] = []
+    caches = {target: volume for volume, target in BACKEND_CACHES.items()}
+    seen: set[str] = set()
+    for i, text in enumerate(entries):
+        target = _mount(text).target
+        if target in caches:
+            findings.append(((where, "volumes", i), f"{target} is where the stack mounts its {caches[target]} "
+                                                      "volume; mount yours elsewhere (e.g. /models)"))
+        elif target in seen:
+            findings.append(((where, "volumes", i), f"{target} is mounted twice; keep one entry"))
+        seen.add(target)
+    return findings
+
+
+def merged_volumes(defaults: list[str], own: list[str]) -> tuple[Mount, ...]:
+    """defaults.volumes then the model's; a model's entry replaces a default with the same container path."""
+    mounts = {m.target: m for m in map(_mount, [*defaults, *own])}
+    return tuple(mounts.values())

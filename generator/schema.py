@@ -18,6 +18,8 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
 LITELLM_VERSION = "1.103.7"
 LITELLM_IMAGE = f"ghcr.io/berriai/litellm:v{LITELLM_VERSION}"
 AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healthcheck fails
+# volumes every backend gets (the vLLM image keeps Hugging Face and vLLM caches under /root/.cache)
+BACKEND_CACHES = {"hf-cache": "/root/.cache/huggingface", "vllm-cache": "/root/.cache/vllm"}
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
 RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "litellm", "autoheal"}
@@ -58,7 +60,27 @@ def _ip(value: str) -> str:
     return value
 
 
+# host:container[:ro|rw], compose's short syntax. The host side is a path (/abs, ./rel, ../rel, ~/...,
+# or one starting with a ${VAR} that compose interpolates; `:` inside ${...} is allowed) or a named volume.
+VOLUME = re.compile(r"^(?P<source>(?:\$\{[^}]*\}|[^:$])+):(?P<target>/[^:]*)(?::(?P<mode>ro|rw))?$")
+VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # what Docker accepts as a volume name
+VOLUME_HINT = "use host:container[:ro], e.g. /srv/models:/models:ro, ${MODELS_DIR:?set it}:/models:ro or a named volume weights:/models"
+
+
+def _volume(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}; {VOLUME_HINT}")
+    m = VOLUME.match(value)
+    if not m:
+        raise ValueError(f"{value!r} is not host:container[:ro|rw] with an absolute container path; {VOLUME_HINT}")
+    source = m["source"]
+    if not (source.startswith(("/", "./", "../", "~/", "${")) or source in (".", "..") or VOLUME_NAME.match(source)):
+        raise ValueError(f"{source!r} is neither a path (/abs, ./rel, ~/...) nor a volume name; {VOLUME_HINT}")
+    return value
+
+
 Size = Annotated[int, BeforeValidator(_size)]
+Volume = Annotated[str, BeforeValidator(_volume)]
 EnvValue = Annotated[str, BeforeValidator(_env_value)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
@@ -153,6 +175,7 @@ class Defaults(_Strict):
     env: dict[EnvName, EnvValue] = {}
     litellm: LitellmParams = LitellmParams()
     k8s: ModelK8s = ModelK8s()
+    volumes: list[Volume] = []  # mounted into every backend, before the model's own
 
 
 class Gateway(_Strict):
@@ -184,6 +207,7 @@ class ModelEntry(_Strict):
     k8s: ModelK8s = ModelK8s()
     # models that must be healthy before this one starts (besides the previous model on a shared GPU)
     start_after: list[str] = []
+    volumes: list[Volume] = []  # e.g. weights: host:container[:ro]; a container path here replaces the defaults' one
 
 
 class ModelsFile(_Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..gateway_process import gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
-from ..schema import AUTOHEAL_IMAGE
+from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
 ENV_HINT = "run make regenerate to create compose/.env"
@@ -35,15 +35,17 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "command": list(m.serve_args),
         "environment": env,
         "ipc": "host",
-        "volumes": ["hf-cache:/root/.cache/huggingface", "vllm-cache:/root/.cache/vllm"],
+        "volumes": [f"{v}:{target}" for v, target in BACKEND_CACHES.items()] + [str(v) for v in m.volumes],
         "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
         "healthcheck": {
             "test": _probe(f"http://127.0.0.1:{m.port}/health"),
-            "interval": "30s",
+            # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole
+            # service with it; a 15 s interval finds a ready backend soon enough, 10 retries = 150 s
+            # of failed probes before a started backend is called unhealthy
+            "interval": "15s",
             "timeout": "10s",
-            "retries": 5,
+            "retries": 10,
             "start_period": "30m",  # first start downloads weights and compiles
-            "start_interval": "10s",
         },
         **_hardening(),
     }
@@ -102,6 +104,7 @@ def render_compose(plan: Plan) -> dict:
     services["litellm"] = gateway_service(plan)
     if plan.gateway.autoheal:
         services["autoheal"] = autoheal_service()
+    named = sorted({v.source for m in plan.models for v in m.volumes if v.named})  # from models.yml volumes:
     networks = {"backends": {"internal": True}, "frontend": {}}
     if plan.gateway.backend_internet:
         networks["egress"] = {}  # model downloads only; nothing is published
@@ -109,5 +112,5 @@ def render_compose(plan: Plan) -> dict:
         "name": "llm-gateway",
         "services": services,
         "networks": networks,
-        "volumes": {"hf-cache": {}, "vllm-cache": {}},
+        "volumes": {v: {} for v in [*BACKEND_CACHES, *named]},
     }

@@ -506,3 +506,11 @@ def test_any_models_yml_gives_valid_manifests_or_exit_2_and_nothing(tmp_path_fac
     files = {p.relative_to(tmp / "out").as_posix(): p.read_text() for p in (tmp / "out").rglob("*") if p.is_file()}
     for doc in manifests(files):
         kubernetes_validate.validate(doc, K8S_VERSIONS[-1], strict=True)
+
+
+def test_compose_volumes_are_named_in_a_warning_not_silently_dropped(tmp_path):
+    """The compose example bind-mounts its weights; Kubernetes has no such mount and must say so."""
+    plan = load_plan(ROOT / "examples/cpu-compose/models.yml")
+    warnings = [w for w in k8s_warnings(plan) if "volumes:" in w]
+    assert [w.split(":")[0] for w in warnings] == ["reasoner", "tool-caller"]
+    assert all("/models:ro" in w and "not rendered" in w for w in warnings)

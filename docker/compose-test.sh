@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `make compose-test`: the generated CPU stack (examples/cpu-compose/models.yml) in a real Docker engine.
+# engine up -> Compose v2 -> images built or reused -> regenerate into a temp dir -> `up -d --wait`
+# -> integration tests through the compose gateway -> tests/compose/ -> `down -v` (always) -> engine
+# stopped if we started it. Prints the time each phase took.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+EXAMPLE=examples/cpu-compose/models.yml
+WAIT=${COMPOSE_WAIT_TIMEOUT:-900}  # seconds for every service to be healthy
+export DOCKER_BUILDKIT=0 COMPOSE_PROJECT_NAME=llm-gateway-compose-test
+export DEMO_MODELS_DIR=$PWD/.cache/demo-models
+T0=$SECONDS; LAST=$SECONDS; TIMES=()
+phase() { TIMES+=("$1 $((SECONDS - LAST))s"); LAST=$SECONDS; }
+report() { echo "compose-test: phase times: ${TIMES[*]} (total $((SECONDS - T0))s)"; }
+
+# a daemon an earlier run left running (see `make engine-down`) is not ours to stop this time
+OURS=yes; [ -f .cache/dockerd/started.pid ] && kill -0 "$(cat .cache/dockerd/started.pid)" 2>/dev/null && OURS=no
+docker/engine.sh up; rc=$?
+if [ $rc = 3 ]; then
+  [ "${CI:-}" = true ] && { echo "compose-test: FAILED: CI must run the compose tests"; exit 1; }
+  echo "compose-test: SKIPPED: no Docker engine (see the line above)"; exit 0
+fi
+[ $rc = 0 ] || exit $rc
+TMP=$(mktemp -d)
+cleanup() {
+  local code=$?
+  if [ -f "$TMP/compose/docker-compose.yml" ]; then
+    echo "compose-test: docker compose down -v"
+    docker compose -f "$TMP/compose/docker-compose.yml" down -v --remove-orphans --timeout 20 2>&1 | grep -v '^ *$' | tail -n 3
+    left=$(docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" | wc -l)
+    echo "compose-test: containers of $COMPOSE_PROJECT_NAME left: $left"
+  fi
+  rm -rf "$TMP"
+  if [ $OURS = yes ]; then docker/engine.sh down; else echo "compose-test: the engine was running before; left running"; fi
+  phase teardown; report
+  exit $code
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+phase engine
+
+docker/compose-plugin.sh || exit 1
+docker/images.sh || exit 1
+phase images
+
+[ -f "$DEMO_MODELS_DIR/reasoner/SCRIPT" ] && [ -f "$DEMO_MODELS_DIR/tool-caller/SCRIPT" ] || make -s demo-models || exit 1
+$PY -m generator --models "$EXAMPLE" --out "$TMP" -q || exit 1
+export COMPOSE_FILE=$TMP/compose/docker-compose.yml
+echo "compose-test: generated $COMPOSE_FILE from $EXAMPLE (keys in $TMP/compose/.env)"
+$PY -m tests.compose.stack up --timeout "$WAIT" || { docker compose logs --tail 30; exit 1; }
+phase up
+
+key=$(sed -n 's/^LITELLM_MASTER_KEY=//p' "$TMP/compose/.env")
+port=$($PY -c "from generator.loader import load_plan; print(load_plan('$EXAMPLE').gateway.port)")
+GATEWAY_URL=http://127.0.0.1:$port GATEWAY_KEY=$key GATEWAY_MODELS=$EXAMPLE \
+  $PY -m pytest -q tests/integration -p no:cacheprovider || exit 1
+phase integration-tests
+COMPOSE_ENV_FILE=$TMP/compose/.env GATEWAY_MODELS=$EXAMPLE $PY -m pytest -q tests/compose -p no:cacheprovider || exit 1
+phase compose-tests

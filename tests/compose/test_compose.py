@@ -1,0 +1,171 @@
+"""What the generated compose file promises, checked on the running stack in a real Docker engine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import json
+from datetime import datetime, timezone
+
+import openai
+import pytest
+
+from .stack import container_of, docker, events_file, inspect
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+PROBE = "import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5)\nexcept Exception as e:\n    sys.exit(f'{type(e).__name__}: {e}')"
+
+
+def _connects(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _host_addresses() -> list[str]:
+    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    return [f.split()[3].split("/")[0] for f in out.splitlines() if " inet" in f]
+
+
+def _backend_port(deployed, service: str) -> int:
+    cmd = deployed.doc["services"][service]["command"]
+    return int(cmd[cmd.index("--port") + 1])
+
+
+def _network(deployed, name: str) -> str:
+    return f"{os.environ['COMPOSE_PROJECT_NAME']}_{name}"
+
+
+def test_no_backend_port_is_published_or_reachable_from_the_host(deployed):
+    assert deployed.backends, "no backend services in the compose file"
+    addresses = _host_addresses()
+    for service in deployed.backends:
+        c = inspect(container_of(service))
+        assert not any(c["NetworkSettings"]["Ports"].values()), f"{service} publishes {c['NetworkSettings']['Ports']}"
+        port = _backend_port(deployed, service)
+        reachable = [a for a in addresses if _connects(a, port)]
+        assert not reachable, f"{service}'s port {port} answers on host addresses {reachable}"
+
+
+def test_a_container_on_a_non_internal_network_cannot_reach_a_backend(deployed):
+    """A container on the stack's `frontend` network (not internal; the gateway sits on it too)
+    cannot reach any backend, by name or by address; the gateway, on `backends`, can (control)."""
+    image = deployed.doc["services"]["litellm"]["image"]
+    for service in deployed.backends:
+        port = _backend_port(deployed, service)
+        ip = inspect(container_of(service))["NetworkSettings"]["Networks"][_network(deployed, "backends")]["IPAddress"]
+        for url in (f"http://{service}:{port}/health", f"http://{ip}:{port}/health"):
+            ok = subprocess.run(["docker", "exec", container_of("litellm"), "python3", "-c", PROBE, url],
+                                capture_output=True, text=True, timeout=60)
+            assert ok.returncode == 0, f"control: the gateway cannot reach {url}: {ok.stderr.strip()}"
+            outsider = subprocess.run(["docker", "run", "--rm", "--network", _network(deployed, "frontend"),
+                                       "--entrypoint", "python3", image, "-c", PROBE, url],
+                                      capture_output=True, text=True, timeout=120)
+            assert outsider.returncode != 0, f"a container on the frontend network reached {url}"
+
+
+def test_the_gateway_answers_on_127_0_0_1_and_on_no_other_host_address(deployed):
+    port = int(deployed.url.rsplit(":", 1)[1].split("/")[0])
+    assert _connects("127.0.0.1", port)
+    assert len(deployed.client().models.list().data) == len(deployed.backends)
+    others = [a for a in _host_addresses() if a != "127.0.0.1" and _connects(a, port)]
+    assert not others, f"the gateway's port {port} also answers on {others}"
+    bindings = inspect(container_of("litellm"))["NetworkSettings"]["Ports"]
+    assert {b["HostIp"] for bs in bindings.values() if bs for b in bs} == {"127.0.0.1"}
+
+
+def test_the_hooks_are_mounted_read_only(deployed):
+    c = inspect(container_of("litellm"))
+    (mount,) = [m for m in c["Mounts"] if m["Destination"] == "/etc/litellm"]
+    assert mount["RW"] is False and mount["Source"] == str(deployed.root / "litellm")
+    files = docker("exec", container_of("litellm"), "ls", "/etc/litellm").split()
+    assert "config.yaml" in files and any(f.endswith(".py") for f in files)
+    write = subprocess.run(["docker", "exec", container_of("litellm"), "sh", "-c", "echo x > /etc/litellm/config.yaml"],
+                           capture_output=True, text=True)
+    assert write.returncode != 0 and "Read-only file system" in write.stderr
+
+
+def test_weights_are_bind_mounted_read_only_into_the_backends(deployed):
+    for service in deployed.backends:
+        mounts = {m["Destination"]: m for m in inspect(container_of(service))["Mounts"]}
+        assert mounts["/models"]["Type"] == "bind" and mounts["/models"]["RW"] is False
+
+
+def test_no_key_appears_in_any_generated_file(deployed):
+    keys = [v for k, v in deployed.env.items() if "KEY" in k]
+    assert len(keys) == 1 + len(deployed.backends)
+    files = [p for p in deployed.root.rglob("*") if p.is_file() and p.name != ".env"]
+    assert any(p.name == "docker-compose.yml" for p in files)
+    for p in files:
+        text = p.read_text(errors="replace")
+        assert not any(k in text for k in keys), f"a key is written in {p}"
+
+
+def _first_events() -> dict[tuple[str, str], datetime]:
+    """(service, "start" | "healthy") -> when it first happened during `up` (events.jsonl, recorded by stack.up)."""
+    first: dict[tuple[str, str], datetime] = {}
+    for line in events_file().read_text().splitlines():
+        e = json.loads(line)
+        action = {"start": "start", "health_status: healthy": "healthy"}.get(e.get("Action") or e.get("status"))
+        service = e["Actor"]["Attributes"].get("com.docker.compose.service")
+        if action and service:
+            first.setdefault((service, action), datetime.fromtimestamp(e["timeNano"] / 1e9, timezone.utc))
+    return first
+
+
+def test_chained_backends_start_after_the_one_before_is_healthy_and_the_gateway_does_not_wait(deployed):
+    services = deployed.doc["services"]
+    chains = {(name, dep) for name in deployed.backends
+              for dep, cond in (services[name].get("depends_on") or {}).items()
+              if dep in deployed.backends and (cond or {}).get("condition") == "service_healthy"}
+    if not chains:
+        pytest.skip("the generated compose file has no depends_on: service_healthy chain between backends")
+    assert not set(services["litellm"].get("depends_on") or {}) & set(deployed.backends), "the gateway waits for backends"
+    first = _first_events()
+    for name, dep in sorted(chains):
+        assert (dep, "healthy") in first and (name, "start") in first, f"no start/healthy events for {name}/{dep}"
+        assert first[name, "start"] > first[dep, "healthy"], (
+            f"{name} started at {first[name, 'start']}, before {dep} was healthy at {first[dep, 'healthy']}")
+    first_healthy = min(first[b, "healthy"] for b in deployed.backends)
+    assert first["litellm", "start"] < first_healthy, "the gateway started only after a backend was healthy"
+
+
+def _chat(deployed, model: str, timeout: float = 60):
+    return deployed.client(timeout).chat.completions.create(model=model, messages=HELLO, max_tokens=16)
+
+
+def _wait(predicate, seconds: float, what: str, every: float = 2):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(every)
+    pytest.fail(f"{what} within {seconds:.0f}s")
+
+
+def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_restart(deployed):
+    """The victim's main process is SIGKILLed from the host: a crash, as an OOM kill would be.
+    (`docker kill` / `docker compose kill` count as a manual stop, which restart policies respect.)"""
+    if len(deployed.backends) < 2:
+        pytest.skip("needs two backends")
+    victim, other = deployed.backends[-1], deployed.backends[0]
+    gateway_started = inspect(container_of("litellm"))["State"]["StartedAt"]
+    before = inspect(container_of(victim))
+    os.kill(before["State"]["Pid"], signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(openai.APIError):  # fails (fast, not at the request timeout) while it is down
+        _chat(deployed, deployed.served_name(victim), timeout=30)
+    assert time.monotonic() - t0 < 30
+    assert _chat(deployed, deployed.served_name(other)).choices[0].message is not None
+    _wait(lambda: inspect(container_of(victim))["RestartCount"] > before["RestartCount"], 60,
+          f"the restart policy did not restart {victim}")
+    _wait(lambda: (inspect(container_of(victim))["State"].get("Health") or {}).get("Status") == "healthy", 300,
+          f"{victim} did not become healthy again", every=5)
+    reply = _chat(deployed, deployed.served_name(victim), timeout=120)
+    assert reply.choices[0].message is not None
+    assert inspect(container_of("litellm"))["State"]["StartedAt"] == gateway_started, "the gateway was restarted"
