@@ -16,7 +16,8 @@ from generator.renderers import gateway_modules
 from generator.renderers.text import dump_yaml
 from generator.plan import Plan
 from generator.renderers.litellm import model_entry
-from generator.runtime.local import LocalStack, Proc
+from generator.runtime.local import LocalStack
+from generator.runtime.processes import Proc
 
 from .loadgen import Target
 

@@ -18,7 +18,8 @@ from rich.console import Console
 
 from ..errors import ConfigError, print_problems
 from ..loader import load_plan
-from .local import LocalStack, StackError, stop_recorded
+from .local import LocalStack, StackError
+from .processes import stop_recorded
 
 DEFAULT_STATE = Path(".cache/local-stack")
 DEFAULT_VLLM_PYTHON = ".venv-vllm/bin/python"

@@ -1,4 +1,5 @@
-"""Run a Plan as local processes: one vLLM OpenAI server per model, then the LiteLLM proxy.
+"""Run a Plan as local processes: one vLLM OpenAI server per model and the LiteLLM proxy (processes.py
+holds the OS side: sessions, stopping, logs, ports).
 
 Everything binds to 127.0.0.1. Keys are made per stack and kept in STATE_DIR/.env (mode 600).
 
@@ -18,17 +19,14 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
 
 import httpx
-import psutil
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -39,6 +37,7 @@ from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
 from ..gateway_process import gateway_args, gateway_env
 from ..renderers.litellm import local_api_base, render_litellm
+from .processes import Proc, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
 
@@ -50,27 +49,6 @@ class StackError(RuntimeError):
     def __init__(self, message: str, failures: tuple["Failure", ...] = ()):
         super().__init__(message)
         self.failures = failures
-
-
-@dataclass
-class Proc:
-    name: str
-    cmd: list[str]
-    log: Path
-    health_url: str
-    popen: subprocess.Popen | None = None
-    pid: int | None = None
-    ready_after: float | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    waits_for: tuple[str, ...] = ()  # processes that must be ready (or failed) before this one starts
-    failed: str | None = None  # why it is not running, once it failed
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None if self.popen else _pid_alive(self.pid)
-
-    @property
-    def exit_code(self) -> int | None:
-        return self.popen.poll() if self.popen else None
 
 
 @dataclass(frozen=True)
@@ -85,24 +63,6 @@ class Failure:
 
     def __str__(self) -> str:
         return f"{self.name} {self.reason}; last lines of {self.log}:\n{self.last_lines}"
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def tail(path: Path, lines: int = 25) -> str:
-    try:
-        with path.open(errors="replace") as fh:
-            return "".join(deque(fh, maxlen=lines))
-    except FileNotFoundError:
-        return "(no log)"
 
 
 @dataclass
@@ -175,7 +135,7 @@ class LocalStack:
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
         state = {"gateway_url": self.gateway_url,
-                 "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": _started(p.pid), "cmd": p.cmd}
+                 "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": started_at(p.pid), "cmd": p.cmd}
                            for p in self.procs]}
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
 
@@ -226,7 +186,7 @@ class LocalStack:
         """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""
         procs = [p for p in self.procs if p.name == name and p.alive()]
         for p in procs:
-            _signal_group(p.pid, signal.SIGKILL)
+            signal_group(p.pid, signal.SIGKILL)
             p.popen.wait(timeout=30)
         self.procs = [p for p in self.procs if p not in procs]
         self._save_state()
@@ -338,102 +298,3 @@ class LocalStack:
         self.stop()
 
 
-def stop_processes(procs: list[Proc], grace: float = 15) -> None:
-    live = [p for p in reversed(procs) if p.alive()]
-    for p in live:
-        _signal_group(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(p.alive() for p in live):
-        for p in live:
-            if p.popen:
-                p.popen.poll()
-        time.sleep(0.2)
-    for p in live:
-        if p.alive():
-            _signal_group(p.pid, signal.SIGKILL)
-        if p.popen:
-            p.popen.wait(timeout=10)
-
-
-def _signal_group(pid: int | None, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)  # the group the stack created with start_new_session
-    except (ProcessLookupError, PermissionError, TypeError):
-        pass
-
-
-def _started(pid: int | None) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, TypeError, ValueError):
-        return None
-
-
-def _session_members(sid: int) -> list[psutil.Process]:
-    members = []
-    for p in psutil.process_iter():
-        try:
-            if os.getsid(p.pid) == sid:
-                members.append(p)
-        except (ProcessLookupError, PermissionError, OSError):
-            continue
-    return members
-
-
-def stop_recorded(state_dir: Path, grace: float = 15) -> int:
-    """`down` from another process: end every process of the sessions state.json recorded.
-
-    Each backend and the gateway was started as a session leader (start_new_session), so whatever it
-    became (a wrapper script that execs python, vLLM's engine subprocesses) stays in that session.
-    A leader whose start time differs from the recorded one is a stranger that got a reused pid: skipped.
-    """
-    state_file = state_dir / "state.json"
-    if not state_file.exists():
-        return 0
-    victims: list[psutil.Process] = []
-    for entry in json.loads(state_file.read_text())["procs"]:
-        sid = entry.get("sid", entry["pid"])
-        members = _session_members(sid)
-        leader = next((p for p in members if p.pid == sid), None)
-        started = entry.get("started")
-        now = _started(leader.pid) if leader is not None else None
-        if now is not None and started is not None and abs(now - started) > 1:
-            continue  # the pid was reused by a process that is not ours
-        victims += members
-    for p in victims:
-        _signal(p, signal.SIGTERM)
-    _, alive = psutil.wait_procs(victims, timeout=grace)
-    for p in alive:
-        _signal(p, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=10)
-    state_file.unlink(missing_ok=True)
-    return len({p.pid for p in victims})
-
-
-def _signal(p: psutil.Process, sig: int) -> None:
-    try:
-        p.send_signal(sig)
-    except psutil.Error:
-        pass
-
-
-def port_problem(port: int, who: str) -> str | None:
-    """None if 127.0.0.1:port can be bound; else which process holds it, when this user may see that."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is no conflict
-        try:
-            sock.bind(("127.0.0.1", port))
-            return None
-        except OSError:
-            pass
-    holder = ""
-    try:
-        for conn in psutil.net_connections(kind="inet"):
-            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-                proc = psutil.Process(conn.pid)
-                holder = f" by pid {conn.pid} ({' '.join(proc.cmdline())[:120]})"
-                break
-    except (psutil.Error, OSError):
-        pass
-    return (f"port {port} ({who}) is already in use{holder}; stop that process (if it is another stack: "
-            f"`python -m generator.runtime down --state-dir <its state dir>`) or give {who} another port in models.yml")

@@ -13,7 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from generator.runtime.local import LocalStack, Proc, StackError, port_problem, stop_recorded
+from generator.runtime.local import LocalStack, StackError
+from generator.runtime.processes import Proc, port_problem, stop_recorded
 
 # /health answers 200 after `delay` seconds; until then the port is closed, like a loading vLLM
 HEALTH_SERVER = """
