@@ -36,7 +36,9 @@ def free_port() -> int:
 
 @pytest.fixture
 def stack(tmp_path, plan):
-    p = plan(f"a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\ngateway: {{port: {free_port()}}}\n")
+    # free ports, never the defaults: the integration stack may be running on 4000/8001 in the same session
+    p = plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+             f"gateway: {{port: {free_port()}}}\n")
     s = LocalStack(p, tmp_path / "state", vllm_python=sys.executable)
     s.state_dir.mkdir(parents=True)
     yield s
