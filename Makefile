@@ -37,8 +37,8 @@ regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.ya
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
 
-check: venv ## fail if the generated files are stale (k8s/ too, when it was generated)
-	$(PY) -m generator --models $(MODELS) --out . --check
+check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated)
+	$(PY) -m generator --models $(MODELS) --out $(OUT) --check
 
 clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents
 	$(PY) -m generator clients --models $(MODELS) --out $(OUT)

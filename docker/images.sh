@@ -24,6 +24,7 @@ base_id=$(docker image inspect -f '{{.Id}}' "$BASE")
 
 serve() {  # serve DIR: a static HTTP server on the bridge address; sets WHEELS_URL
   local ip; ip=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
+  [ -n "$ip" ] || { echo "images: no docker0 bridge address to serve the wheels on (rootless or another bridge?)"; exit 1; }
   rm -f "$CACHE/server.port"
   python3 -c 'import functools, http.server, sys
 class Quiet(http.server.SimpleHTTPRequestHandler):

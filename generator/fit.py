@@ -21,6 +21,11 @@ from pathlib import Path
 from .sizes import GIB, fmt_bytes
 from .vllm_command import ServeCommand
 
+# Each vLLM instance holds its CUDA context (measured 0.46-0.49 GiB on an H100, vLLM 0.22) on top of
+# `--gpu-memory-utilization x total`, and vLLM refuses to start when the GPU's free memory (after its own
+# context exists) is below its fraction: the second of two 0.5 instances saw 38.59 of 79.18 GiB free.
+CONTEXT_OVERHEAD = GIB // 2  # per instance; rules.gpu_memory adds it for every model on a GPU
+
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
 SAFETENSORS_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8,
                            "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -223,7 +228,7 @@ def check(cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: floa
     if need <= budget:
         return Verdict(True, f"fits: {what} <= {fraction:.2f} x {fmt_bytes(gpu_memory)} = {fmt_bytes(budget)}")
     fixes = []
-    if need <= gpu_memory - GIB // 2:
+    if need <= gpu_memory - CONTEXT_OVERHEAD:
         fixes.append(f"raise --gpu-memory-utilization to {math.ceil(need / gpu_memory * 100) / 100:.2f}")
     if budget > weights:
         fixes.append(f"lower --max-model-len to {_tokens((budget - weights) / seq * context)}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .plan import GatewayPlan
 
+CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
 # No outbound fetch of LiteLLM's price map at start (air-gapped boxes, and a faster start).
 BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 

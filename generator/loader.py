@@ -211,7 +211,7 @@ def _fit(m: ModelPlan, cmd: ServeCommand, fraction: float, memory: int | dict[in
     smallest = None if None in sizes or not sizes else min(sizes)
     try:
         return fit.check(cmd, m.gpus, m.context, fraction, smallest, m.env)
-    except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # a file of another shape
         return fit.Verdict(None, f"skipped: could not read the model's files ({type(exc).__name__}: {exc})")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .plan import Plan
 from .renderers import COMPOSE_FILE, LITELLM_FILE, TARGETS  # noqa: F401  (re-exported for callers)
-from .renderers import k8s
+from .renderers import clients, k8s
 from .renderers.text import GENERATED_MARK
 
 ENV_FILE = "compose/.env"
@@ -19,7 +19,7 @@ ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`
 # that leaks from one must not open the other. Copy a value across by hand to keep one key.
 ENV_FILES = {"k8s": (k8s.ENV_FILE, k8s.ENV_HEADER)}
 # Targets --check also checks when their files are on disk: key file that marks them -> target.
-ALSO_CHECKED = {f"{k8s.K8S_DIR}/kustomization.yaml": "k8s"}
+ALSO_CHECKED = {f"{k8s.K8S_DIR}/kustomization.yaml": "k8s", clients.README_FILE: "clients"}
 
 
 def env_file_for(target: str) -> tuple[str, str]:

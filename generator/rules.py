@@ -9,6 +9,7 @@ from collections import defaultdict
 from .plan import ModelPlan, Mount
 from .schema import BACKEND_CACHES, VOLUME
 from .sizes import GIB, fmt_bytes, parse_size
+from .fit import CONTEXT_OVERHEAD
 from .vllm_command import Catalog, ServeCommand
 
 Finding = tuple[tuple, str]  # (path in models.yml, message)
@@ -83,10 +84,6 @@ def gpu_count(name: str, cmd: ServeCommand, gpus: list[int]) -> list[Finding]:
     return []
 
 
-# Each vLLM instance holds its CUDA context (measured 0.46-0.49 GiB on an H100, vLLM 0.22) on top of
-# `--gpu-memory-utilization x total`, and vLLM refuses to start when the GPU's free memory (after its own
-# context exists) is below its fraction: the second of two 0.5 instances saw 38.59 of 79.18 GiB free.
-CONTEXT_OVERHEAD = GIB // 2
 DEFAULT_GPU_MEMORY = 16 * GIB  # assumed when models.yml has no gpu_memory: small GPUs make the rule stricter
 
 

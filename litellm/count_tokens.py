@@ -56,7 +56,10 @@ async def count_tokens(request: Request, authorize: Callable[[Request, str], Awa
     if not deps:
         names = ", ".join(gb.model_names(rt)) if rt is not None else ""
         return anthropic_error(404, "not_found_error", f"model {body['model']!r} is not served here; models: {names}")
-    tokens = await gb.count_message_tokens(deps[0], body)
+    try:
+        tokens = await gb.count_message_tokens(deps[0], body)
+    except Exception as exc:  # noqa: BLE001  LiteLLM's messages->chat translation refused the body
+        return anthropic_error(400, "invalid_request_error", f"these messages cannot be counted: {exc}"[:500])
     if tokens is None:
         return anthropic_error(502, "api_error", f"the backend of {body['model']} could not count the tokens")
     return JSONResponse({"input_tokens": tokens})

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..plan import Plan
-from .clients import clients_files
+from .clients import REGENERATE as CLIENTS_REGENERATE, clients_files
 from .compose import render_compose
 from .k8s import REGENERATE as K8S_REGENERATE, k8s_files, k8s_warnings
 from .litellm import GATEWAY_MODULES, render_litellm
@@ -41,4 +41,4 @@ TARGETS: dict[str, Callable[[Plan], dict[str, str]]] = {"stack": stack_files, "k
 # What a target wants the user to know before deploying (printed after writing, never fatal).
 TARGET_WARNINGS: dict[str, Callable[[Plan], list[str]]] = {"k8s": k8s_warnings}
 # The command that rewrites a target's files, named in --check's stale messages.
-REGENERATE: dict[str, str] = {"stack": "make regenerate", "k8s": K8S_REGENERATE}
+REGENERATE: dict[str, str] = {"stack": "make regenerate", "k8s": K8S_REGENERATE, "clients": CLIENTS_REGENERATE}

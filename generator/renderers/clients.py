@@ -35,8 +35,11 @@ README_FILE = f"{CLIENTS_DIR}/README.md"
 PROVIDER_ID = "llm-gateway"  # opencode provider and Codex model_providers key
 
 
+REGENERATE = "make clients"  # named in every header
+
+
 def header(plan: Plan, comment: str = "#") -> str:
-    return _stack_header(plan, comment) + f"{comment} clients/ is written by `make clients` (`python -m generator clients`).\n"
+    return _stack_header(plan, comment, regenerate=REGENERATE)
 
 
 def agent_models(plan: Plan) -> tuple[ModelPlan, ...]:

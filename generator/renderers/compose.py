@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from ..gateway_process import gateway_args, gateway_env
+from ..gateway_process import CONFIG_DIR, gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 
-CONFIG_DIR = "/etc/litellm"  # where the gateway container sees ../litellm (read-only)
 ENV_HINT = "run make regenerate to create compose/.env"
 
 

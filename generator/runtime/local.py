@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ..output import read_env_file
+from ..output import ensure_env_file, read_env_file
 from ..renderers import LITELLM_FILE, gateway_modules
 from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
@@ -40,6 +39,7 @@ from ..renderers.litellm import local_api_base, render_litellm
 from .processes import Proc, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
+KEYS_HEADER = "# Keys of the local stack, made by `python -m generator.runtime up`. Never commit."
 
 
 class StackError(RuntimeError):
@@ -81,14 +81,10 @@ class LocalStack:
         return self.state_dir / ".env"
 
     def keys(self) -> dict[str, str]:
-        """Per-stack random keys, created once and reused (mode 600)."""
-        existing = read_env_file(self.env_path) if self.env_path.exists() else {}
-        wanted = {n: existing.get(n) or secrets.token_urlsafe(32) for n in self.plan.secret_envs}
-        if wanted != existing:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            self.env_path.write_text("".join(f"{k}={v}\n" for k, v in wanted.items()))
-            self.env_path.chmod(0o600)
-        return wanted
+        """Per-stack random keys, created once and reused (mode 600 from the start, as compose/.env)."""
+        ensure_env_file(self.env_path, self.plan.secret_envs, KEYS_HEADER)
+        keys = read_env_file(self.env_path)
+        return {n: keys[n] for n in self.plan.secret_envs}
 
     @property
     def master_key(self) -> str:
@@ -129,13 +125,14 @@ class LocalStack:
             proc.popen = subprocess.Popen(proc.cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True, cwd=os.getcwd())
         proc.pid = proc.popen.pid
+        proc.started = started_at(proc.pid)
         self.procs.append(proc)
         self._save_state()
 
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
         state = {"gateway_url": self.gateway_url,
-                 "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": started_at(p.pid), "cmd": p.cmd}
+                 "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
                            for p in self.procs]}
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
 

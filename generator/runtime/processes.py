@@ -33,6 +33,7 @@ class Proc:
     env: dict[str, str] = field(default_factory=dict)
     waits_for: tuple[str, ...] = ()  # processes that must be ready (or failed) before this one starts
     failed: str | None = None  # why it is not running, once it failed
+    started: float | None = None  # its start time, read once at spawn: tells it from a later reuse of its pid
 
     def alive(self) -> bool:
         return self.popen.poll() is None if self.popen else _pid_alive(self.pid)
@@ -118,9 +119,8 @@ def stop_recorded(state_dir: Path, grace: float = 15) -> int:
         members = _session_members(sid)
         leader = next((p for p in members if p.pid == sid), None)
         started = entry.get("started")
-        now = started_at(leader.pid) if leader is not None else None
-        if now is not None and started is not None and abs(now - started) > 1:
-            continue  # the pid was reused by a process that is not ours
+        if started is None or leader is None or abs((started_at(leader.pid) or 0) - started) > 1:
+            continue  # not recorded, gone, or the pid now belongs to a process that is not ours
         victims += members
     for p in victims:
         _signal(p, signal.SIGTERM)

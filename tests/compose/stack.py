@@ -67,21 +67,26 @@ def up(timeout: int, every: float = 10) -> int:
     with log.open("w") as out, events_file().open("w") as events:
         recorder = subprocess.Popen(["docker", "events", "--format", "{{json .}}", "--filter", "type=container",
                                      "--filter", f"label=com.docker.compose.project={project}"], stdout=events)
-        proc = subprocess.Popen(["docker", "compose", "up", "-d", "--wait", "--wait-timeout", str(timeout)],
-                                stdout=out, stderr=subprocess.STDOUT)
-        last = ""
-        while proc.poll() is None:
-            time.sleep(every if last else 2)
-            try:
-                cs = containers()
-            except subprocess.SubprocessError:
-                continue
-            states = {c["Service"]: (c.get("Health") or c.get("State", "")) for c in cs}
-            line = " | ".join(_line(c, deps, states) for c in sorted(cs, key=lambda c: c["Service"]))
-            print(f"up: [{time.monotonic() - t0:4.0f}s] {line or 'creating'}", flush=True)
-            last = line
-        recorder.terminate()
-        recorder.wait(timeout=10)
+        proc = None
+        try:
+            proc = subprocess.Popen(["docker", "compose", "up", "-d", "--wait", "--wait-timeout", str(timeout)],
+                                    stdout=out, stderr=subprocess.STDOUT)
+            last = ""
+            while proc.poll() is None:
+                time.sleep(every if last else 2)
+                try:
+                    cs = containers()
+                except (subprocess.SubprocessError, ValueError):  # not answering yet, or half-written JSON
+                    continue
+                states = {c["Service"]: (c.get("Health") or c.get("State", "")) for c in cs}
+                line = " | ".join(_line(c, deps, states) for c in sorted(cs, key=lambda c: c["Service"]))
+                print(f"up: [{time.monotonic() - t0:4.0f}s] {line or 'creating'}", flush=True)
+                last = line
+        finally:  # never leave `docker events` (or a half-done `up`) running behind us
+            for p in (proc, recorder):
+                if p is not None and p.poll() is None:
+                    p.terminate()
+                    p.wait(timeout=10)
     took = time.monotonic() - t0
     if proc.returncode:
         print(f"up: FAILED after {took:.0f}s; docker compose said:\n" + log.read_text()[-3000:], flush=True)

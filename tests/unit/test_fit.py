@@ -193,3 +193,11 @@ def test_sliding_window_layers_hold_at_most_their_window(tmp_path):
     per_layer = 2 * 8 * 64 * 2
     assert est.kv_per_token == 12 * per_layer and "12 sliding-window layers (128 tokens)" in est.dtype_note
     assert est.per_gpu(131072, 1)[1] == 12 * per_layer * 131072 + 12 * per_layer * 128
+
+
+def test_a_config_json_of_another_shape_is_a_skip_not_an_internal_error(tmp_path, plan):
+    d = tmp_path / "odd"
+    d.mkdir()
+    (d / "config.json").write_text("[1, 2]")  # valid JSON, not an object
+    (m,) = plan(f"gpu_memory: 80GiB\nodd:\n  gpus: [0]\n  command: vllm serve {d} --max-model-len 8K\n").models
+    assert m.fit.startswith("skipped: could not read the model's files")

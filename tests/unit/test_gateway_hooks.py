@@ -315,3 +315,14 @@ def test_the_backend_client_ignores_proxy_variables(monkeypatch):
     gb = load_like_litellm("gateway_backends")
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     assert gb.http()._trust_env is False
+
+
+def test_count_tokens_answers_messages_it_cannot_translate_with_a_400(counter, monkeypatch):
+    """LiteLLM's translation raising on a malformed item is the client's error, not a bare 500."""
+    def refuse(body):
+        raise KeyError("content")
+
+    monkeypatch.setattr(counter.gb, "messages_as_chat", refuse)
+    status, body = _answer(counter, {"model": "caller", "messages": [{"role": "user"}]})
+    assert status == 400 and body["error"]["type"] == "invalid_request_error"
+    assert "cannot be counted" in body["error"]["message"] and counter.posted == []

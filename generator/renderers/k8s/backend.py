@@ -6,13 +6,14 @@ import posixpath
 
 from ...errors import Problem
 from ...plan import K8sToleration, ModelPlan, Plan
+from ...schema import BACKEND_CACHES
 from .gpus import gpu_limits
 from .objects import (GATEWAY, HF_TOKEN_SECRET, container_security, http_probe, key_ref, labels,
                       pod_defaults, selector)
 
 WORKDIR = "/workspace"  # the backend's working directory: relative model paths resolve under it
-HF_CACHE = "/root/.cache/huggingface"  # where the vLLM image keeps downloads (as in compose)
-VLLM_CACHE = "/root/.cache/vllm"  # torch.compile and CUDA graph caches
+# where the vLLM image keeps downloads, and torch.compile / CUDA graph caches (as in compose)
+HF_CACHE, VLLM_CACHE = BACKEND_CACHES["hf-cache"], BACKEND_CACHES["vllm-cache"]
 STARTUP_MINUTES = 30  # a first start downloads weights and compiles (compose: start_period 30m)
 
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from ...gateway_process import gateway_args, gateway_env
-from ...plan import ModelPlan, Plan
+from ...gateway_process import CONFIG_DIR, gateway_args, gateway_env
+from ...plan import Plan
+from ..litellm import compose_api_base
 from .objects import GATEWAY, container_security, http_probe, key_ref, labels, pod_defaults, selector
 
 CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s/gateway/
-CONFIG_DIR = "/etc/litellm"  # as in compose; LiteLLM imports the hook modules from next to config.yaml
 SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
 # bench/README.md: one worker's RSS was 323 MB at start and 362 MB at peak over a 10-minute soak
 MEMORY_REQUEST_MI, MEMORY_LIMIT_MI = 512, 1024
 
 
-def service_api_base(m: ModelPlan) -> str:
-    """The model's Service by its short DNS name: resolves in whatever namespace the stack is applied to."""
-    return f"http://{m.name}:{m.port}/v1"
+# The model's Service by its short DNS name (resolves in whatever namespace the stack is applied to):
+# the same URL as compose's service name on its backend network.
+service_api_base = compose_api_base
 
 
 def deployment(plan: Plan) -> dict:
