@@ -6,9 +6,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-EXAMPLE=examples/cpu-compose/models.yml
+EXAMPLE=${COMPOSE_EXAMPLE:-examples/cpu-compose/models.yml}  # another models.yml (own port) to run beside this one
 WAIT=${COMPOSE_WAIT_TIMEOUT:-900}  # seconds for every service to be healthy
-export DOCKER_BUILDKIT=0 COMPOSE_PROJECT_NAME=llm-gateway-compose-test
+export DOCKER_BUILDKIT=0 COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-llm-gateway-compose-test}
 export DEMO_MODELS_DIR=$PWD/.cache/demo-models
 T0=$SECONDS; LAST=$SECONDS; TIMES=()
 phase() { TIMES+=("$1 $((SECONDS - LAST))s"); LAST=$SECONDS; }
