@@ -17,9 +17,8 @@ from rich.console import Console
 
 from .errors import ConfigError, print_problems
 from .loader import load_plan
-from .output import checked_targets, ensure_env_file, env_file_for, remove_orphans, render_files, stale_files, write_files
-from .renderers import REGENERATE, TARGET_WARNINGS, TARGETS
-from .renderers.k8s import gateway_url
+from .output import ENV_FILE, checked_targets, ensure_env_file, remove_orphans, render_files, stale_files, write_files
+from .renderers import TARGETS
 from .summary import print_summary
 
 EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
@@ -62,18 +61,18 @@ def main(argv: list[str] | None = None) -> int:
         stale = [(rel, target) for target, files in rendered.items() for rel in stale_files(files, args.out)]
         for rel, target in stale:
             err.print(f"stale: {rel} differs from what {args.models} generates; "
-                      f"run `{REGENERATE.get(target, 'make regenerate')}`", soft_wrap=True)
+                      f"run `{TARGETS[target].regenerate}`", soft_wrap=True)
         if not stale:
             out.print(f"up to date: {', '.join(rel for files in rendered.values() for rel in files)}")
         return EXIT_DRIFT if stale else 0
+    target = TARGETS[args.target]
     files = rendered[args.target]
     changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
-    env_file, env_header = env_file_for(args.target)
-    # client configs only name the key's variable: they need no keys file
-    added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header) if args.target != "clients" else []
+    env_file, env_header = target.keys_file or (None, None)
+    added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header) if env_file else []
     if not args.quiet:
-        print_summary(plan, out, keys_file=env_file, url=gateway_url(plan) if args.target == "k8s" else None)
-    for warning in TARGET_WARNINGS.get(args.target, lambda plan: [])(plan):
+        print_summary(plan, out, keys_file=env_file or ENV_FILE, url=target.gateway_url(plan) if target.gateway_url else None)
+    for warning in target.warnings(plan):
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     out.print(f"wrote {', '.join(changed)}" if changed else "generated files already up to date")
     if added:

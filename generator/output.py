@@ -9,28 +9,19 @@ from pathlib import Path
 
 from .plan import Plan
 from .renderers import COMPOSE_FILE, LITELLM_FILE, TARGETS  # noqa: F401  (re-exported for callers)
-from .renderers import clients, k8s
+from .renderers.stack import ENV_FILE, ENV_HEADER  # noqa: F401  (re-exported for callers)
 from .renderers.text import GENERATED_MARK
 
-ENV_FILE = "compose/.env"
-ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`. Git-ignored: never commit."
 # Kubernetes gets keys of its own (k8s/secrets.env, read by kustomize's secretGenerator), not
 # compose/.env's: a cluster is another place keys are stored and seen (etcd, its admins); a key
 # that leaks from one must not open the other. Copy a value across by hand to keep one key.
-ENV_FILES = {"k8s": (k8s.ENV_FILE, k8s.ENV_HEADER)}
-# Targets --check also checks when their files are on disk: key file that marks them -> target.
-ALSO_CHECKED = {f"{k8s.K8S_DIR}/kustomization.yaml": "k8s", clients.README_FILE: "clients"}
-
-
-def env_file_for(target: str) -> tuple[str, str]:
-    """The keys file a target's files read (relative path, header line); compose/.env unless it has its own."""
-    return ENV_FILES.get(target, (ENV_FILE, ENV_HEADER))
 
 
 def checked_targets(target: str, out_dir: Path) -> tuple[str, ...]:
     """What --check covers: the target, plus other targets whose generated files exist under out_dir."""
-    extra = [t for rel, t in ALSO_CHECKED.items()
-             if t != target and (out_dir / rel).is_file() and (out_dir / rel).read_bytes().startswith(GENERATED_MARK)]
+    extra = [t.name for t in TARGETS.values()
+             if t.name != target and t.marker and (out_dir / t.marker).is_file()
+             and (out_dir / t.marker).read_bytes().startswith(GENERATED_MARK)]
     return (target, *extra)
 
 
@@ -38,7 +29,7 @@ def render_files(plan: Plan, targets: tuple[str, ...] = ("stack",)) -> dict[str,
     """Relative path -> exact text for the chosen targets. Same plan, same bytes."""
     files: dict[str, str] = {}
     for target in targets:
-        files.update(TARGETS[target](plan))
+        files.update(TARGETS[target].render(plan))
     return files
 
 

@@ -24,6 +24,7 @@ import tomli_w
 
 from ..errors import ConfigError, Problem
 from ..plan import ModelPlan, Plan
+from .target import Target
 from .text import header as _stack_header
 
 CLIENTS_DIR = "clients"
@@ -192,3 +193,7 @@ def clients_files(plan: Plan) -> dict[str, str]:
     for m in models:  # the models.yml key names the profile: a DNS label, safe as a file name
         files[f"{CODEX_DIR}/{m.name}.config.toml"] = header(plan) + tomli_w.dumps(codex_model_keys(m))
     return files
+
+
+# client configs only name the key's variable: they need no keys file
+TARGET = Target("clients", clients_files, regenerate=REGENERATE, keys_file=None, marker=README_FILE)

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from ..plan import ModelPlan, Plan
+from .text import header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
 # every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", HOOK_MODULE)
+HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
+
+
+def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
+    """Python modules the LiteLLM config names (and the ones they import), copied next to config.yaml,
+    where LiteLLM loads them by path; they find each other through their own folder."""
+    return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
+            for mod in GATEWAY_MODULES}
 
 
 def compose_api_base(m: ModelPlan) -> str:

@@ -158,3 +158,19 @@ def test_internal_errors_are_one_line_unless_verbose(tmp_path, monkeypatch, caps
     assert "internal error: ZeroDivisionError" in err and "Traceback" not in err
     assert main(["--models", str(GOOD), "--out", str(tmp_path), "--verbose"]) == 3
     assert "Traceback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["stack", "k8s", "clients"])
+def test_each_target_is_one_record_whose_files_name_its_command(name, tmp_path):
+    """A target's render, regenerate command, keys file and --check marker live in one Target record."""
+    from generator.loader import load_plan
+    from generator.renderers import TARGETS
+    from generator.renderers.text import GENERATED_MARK
+
+    target = TARGETS[name]
+    files = target.render(load_plan(ROOT / "models.yml"))
+    headed = [text for text in files.values() if text.encode().startswith(GENERATED_MARK)]
+    assert headed and all(f"run `{target.regenerate}`" in text for text in headed)
+    assert target.marker is None or target.marker in files
+    assert main([name, "--models", str(ROOT / "models.yml"), "--out", str(tmp_path), "-q"]) == 0
+    assert (tmp_path / target.keys_file[0]).exists() if target.keys_file else not (tmp_path / "compose/.env").exists()

@@ -16,7 +16,8 @@ from __future__ import annotations
 from ...errors import ConfigError
 from ...plan import Plan
 from ...schema import VLLM_IMAGE
-from ..litellm import render_litellm
+from ..litellm import gateway_modules, render_litellm
+from ..target import Target
 from ..text import dump_yaml, header
 from .backend import backend_objects, backend_problems, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
@@ -59,8 +60,6 @@ def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -
 
 def gateway_config(plan: Plan) -> dict[str, str]:
     """k8s/gateway/: the LiteLLM config with Service DNS names, and the hook modules it imports."""
-    from .. import gateway_modules  # the registry imports this module
-
     return {f"{K8S_DIR}/gateway/config.yaml": _header(plan) + dump_yaml(render_litellm(plan, service_api_base)),
             **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE)}
 
@@ -109,4 +108,7 @@ def k8s_warnings(plan: Plan) -> list[str]:
     return warnings
 
 
-__all__ = ["ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "gateway_url", "k8s_files", "k8s_warnings"]
+TARGET = Target("k8s", k8s_files, regenerate=REGENERATE, keys_file=(ENV_FILE, ENV_HEADER),
+                marker=f"{K8S_DIR}/kustomization.yaml", warnings=k8s_warnings, gateway_url=gateway_url)
+
+__all__ = ["ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "TARGET", "gateway_url", "k8s_files", "k8s_warnings"]
