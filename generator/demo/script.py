@@ -1,6 +1,7 @@
 """What the scripted demo models say, word for word (no dependencies: tests import it)."""
 
 import json
+from pathlib import Path
 
 SCRIPTS = ("reasoner", "tool-caller", "plain")
 
@@ -25,3 +26,14 @@ WEATHER_TOOL = {
         },
     },
 }
+
+
+def script_of(weights: Path) -> str | None:
+    """The script a model folder was built with (its SCRIPT file: `<script> <digest>`), None if it is no
+    scripted model. What a scripted model does is read from here, not from its parsers (the demo reasoner
+    has a tool parser too, but never calls a tool)."""
+    marker = Path(weights) / "SCRIPT"
+    try:
+        return marker.read_text().split()[0]
+    except (OSError, IndexError):
+        return None

@@ -3,6 +3,8 @@
     python -m generator.runtime up --models examples/cpu-demo/models.yml   # start, wait, leave running
     python -m generator.runtime down                                       # stop what `up` started
 
+`up` reuses a stack an earlier `up` left running when it was started from the same models.yml and code
+(every process alive and healthy: nothing is restarted); otherwise it stops that one and starts afresh.
 `up` exits 0 when every model is ready, 1 when some failed (the others and the gateway keep running;
 each failure is printed with its exit code and last log lines), 2 for a bad models.yml.
 """
@@ -49,7 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.vllm_python).exists():
         console.print(f"[red]error:[/] no vLLM interpreter at {args.vllm_python}; run `make venv-vllm` or set VLLM_PYTHON")
         return 2
-    stop_recorded(args.state_dir)  # a previous `up` in this state dir
+    running = LocalStack.attach(plan, args.state_dir, args.vllm_python, console=console)
+    if running:
+        console.print(f"already running from {args.models}, healthy: reusing it (stop it with `make down`)", soft_wrap=True)
+        console.print(f"gateway ready at {running.gateway_url}/v1 serving "
+                      f"{', '.join(m.served_name for m in plan.models)}; key: {plan.gateway.master_key_env} in "
+                      f"{running.env_path}", soft_wrap=True)
+        return 0
+    if stopped := stop_recorded(args.state_dir):  # a previous `up` in this state dir (other file, or not healthy)
+        console.print(f"stopped {stopped} process(es) of the stack that ran before (another models.yml, or not healthy)")
     stack = LocalStack(plan, args.state_dir, args.vllm_python, console=console)
     try:
         failures = stack.start(timeout=args.timeout, partial=True)

@@ -15,6 +15,7 @@ that execs python included), and skips a pid that was reused by someone else.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -75,6 +76,11 @@ class LocalStack:
     console: Console = field(default_factory=lambda: Console(stderr=True))
     procs: list[Proc] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # absolute, so the same stack has the same command lines whoever starts or attaches to it
+        self.state_dir = Path(self.state_dir).absolute()
+        self.vllm_python = os.path.abspath(self.vllm_python)
+
     # --- keys and files -------------------------------------------------------------------------
     @property
     def env_path(self) -> Path:
@@ -94,14 +100,54 @@ class LocalStack:
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.plan.gateway.port}"
 
+    def gateway_files(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> dict[str, str]:
+        """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
+        return {LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
+                **gateway_modules(self.plan)}
+
     def write_gateway_config(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> Path:
-        """Same renderer as the compose target, with loopback backends."""
-        config = self.state_dir / LITELLM_FILE
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)))
-        for rel, text in gateway_modules(self.plan).items():
+        for rel, text in self.gateway_files(api_base).items():
+            (self.state_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.state_dir / rel).write_text(text)
-        return config
+        return self.state_dir / LITELLM_FILE
+
+    def digest(self) -> str:
+        """What the running processes were started from: every command line, the gateway's files and
+        environment. Equal digests = `up` would start exactly what runs (so it reuses it)."""
+        config = str(self.state_dir / LITELLM_FILE)
+        what = {"backends": [self._backend(m).cmd for m in self.plan.models], "gateway": self._gateway(Path(config)).cmd,
+                "gateway_env": self.gateway_env(), "files": self.gateway_files(),
+                "env": {m.name: m.env for m in self.plan.models}}
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+    @classmethod
+    def attach(cls, plan: Plan, state_dir: Path, vllm_python: str, **kw) -> "LocalStack | None":
+        """The stack an earlier `up` left running for this same plan, with handles on its processes (so
+        `kill`, `start_backend` and `stop` work on it); None unless every process it recorded is still
+        the one it started and the gateway and every backend answer their health check."""
+        stack = cls(plan, state_dir, vllm_python, **kw)
+        try:
+            state = json.loads((state_dir / "state.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if state.get("digest") != stack.digest():
+            return None
+        expected = {"gateway", *(m.name for m in plan.models)}
+        health = {"gateway": f"{stack.gateway_url}/health/liveliness",
+                  **{m.name: f"http://127.0.0.1:{m.port}/health" for m in plan.models}}
+        for entry in state.get("procs", []):
+            if entry["name"] in expected and started_at(entry["pid"]) == entry.get("started"):
+                stack.procs.append(Proc(entry["name"], entry["cmd"], state_dir / "logs" / f"{entry['name']}.log",
+                                        health[entry["name"]], pid=entry["pid"], started=entry["started"]))
+        if {p.name for p in stack.procs} != expected:
+            return None
+        try:
+            with httpx.Client(timeout=3) as client:
+                if not all(client.get(p.health_url).status_code == 200 for p in stack.procs):
+                    return None
+        except httpx.HTTPError:
+            return None
+        return stack
 
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
@@ -131,7 +177,7 @@ class LocalStack:
 
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
-        state = {"gateway_url": self.gateway_url,
+        state = {"gateway_url": self.gateway_url, "models": str(self.plan.source), "digest": self.digest(),
                  "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
                            for p in self.procs]}
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
@@ -184,7 +230,12 @@ class LocalStack:
         procs = [p for p in self.procs if p.name == name and p.alive()]
         for p in procs:
             signal_group(p.pid, signal.SIGKILL)
-            p.popen.wait(timeout=30)
+            if p.popen:
+                p.popen.wait(timeout=30)
+            else:  # attached: another process started it (and init reaps it)
+                deadline = time.monotonic() + 30
+                while p.alive() and time.monotonic() < deadline:
+                    time.sleep(0.1)
         self.procs = [p for p in self.procs if p not in procs]
         self._save_state()
 

@@ -44,13 +44,13 @@ class Proc:
 
 
 def _pid_alive(pid: int | None) -> bool:
+    """A process we hold no Popen for (attached from state.json): alive unless gone or a zombie."""
     if not pid:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return True
 
 
 def tail(path: Path, lines: int = 25) -> str:

@@ -3,7 +3,8 @@
 - GATEWAY_URL + GATEWAY_KEY set: a live deployment (e.g. the GPU compose stack); capabilities
   come from GATEWAY_MODELS (default: models.yml).
 - otherwise: the CPU stack of examples/cpu-demo/models.yml (real vLLM CPU build + real LiteLLM).
-  A stack already started by `make demo` is reused; else one is started for the session and stopped.
+  A stack `make demo` left running (same models.yml and code, healthy) is shared; else one is started for
+  the session and stopped.
 
 For the scripted CPU models, what a model does is read from the weights' SCRIPT file (not from its
 parsers), so deleting --reasoning-parser or --tool-call-parser from the demo models.yml makes tests
@@ -18,12 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anthropic
-import httpx
 import pytest
 from openai import OpenAI
 
+from generator.demo.script import script_of
 from generator.loader import load_plan
-from generator.output import read_env_file
 from generator.plan import ModelPlan, Plan
 from generator.runtime.local import LocalStack
 
@@ -62,24 +62,12 @@ class Gateway:
         return m.tool_parser is None
 
 
-def _script_of(m: ModelPlan) -> str | None:
-    marker = ROOT / m.model / "SCRIPT"
-    return marker.read_text().split()[0] if marker.exists() else None
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 @functools.cache
 def target() -> tuple[Plan, dict[str, str]]:
     """The plan under test and the scripted models in it; read once, at collection time."""
     default = ROOT / "models.yml" if os.environ.get("GATEWAY_URL") else DEMO_MODELS
     plan = load_plan(os.environ.get("GATEWAY_MODELS", default))  # a live scripted stack has SCRIPT files too
-    return plan, {m.served_name: s for m in plan.models if (s := _script_of(m))}
+    return plan, {m.served_name: s for m in plan.models if (s := script_of(ROOT / m.model))}
 
 
 def pytest_generate_tests(metafunc):
@@ -105,12 +93,12 @@ def gateway() -> Gateway:
         url = os.environ["GATEWAY_URL"].rstrip("/")
         yield Gateway(url if url.endswith("/v1") else url + "/v1", os.environ["GATEWAY_KEY"], plan, scripts)
         return
-    base = f"http://127.0.0.1:{plan.gateway.port}"
-    if (STATE_DIR / "state.json").exists() and _healthy(f"{base}/health/liveliness") and "GATEWAY_MODELS" not in os.environ:
-        key = read_env_file(STATE_DIR / ".env")[plan.gateway.master_key_env]
-        yield Gateway(f"{base}/v1", key, plan, scripts)
-        return
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    if "GATEWAY_MODELS" not in os.environ and (running := LocalStack.attach(plan, STATE_DIR, vllm_python)):
+        # the stack `make demo` left running (same models.yml and code): the tests share it; the fault tests
+        # kill and restart its backends through the attached handles; it is left running, as found
+        yield Gateway(f"{running.gateway_url}/v1", running.master_key, plan, scripts, running)
+        return
     if not Path(vllm_python).exists():
         pytest.fail(f"no vLLM interpreter at {vllm_python}: run `make venv-vllm`, or set GATEWAY_URL/GATEWAY_KEY")
     cwd = os.getcwd()

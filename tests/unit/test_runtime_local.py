@@ -162,3 +162,34 @@ def _live_children() -> list[str]:
         except psutil.Error:
             pass
     return found
+
+
+# stands in for both interpreters: serves 200 on every path at the `--port` of its command line
+FAKE_SERVER = """#!{python}
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])), H).serve_forever()
+"""
+
+
+def test_up_again_reuses_a_healthy_stack_of_the_same_file_and_not_a_changed_or_broken_one(plan, tmp_path):
+    fake = tmp_path / "fake-python"
+    fake.write_text(FAKE_SERVER.format(python=sys.executable))
+    fake.chmod(0o755)
+    text = (f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+            f"gateway: {{port: {free_port()}}}\n")
+    state = tmp_path / "state"
+    first = LocalStack(plan(text), state, vllm_python=str(fake), gateway_python=str(fake))
+    first.start(timeout=60)
+    try:
+        again = LocalStack.attach(plan(text), state, str(fake), gateway_python=str(fake))
+        assert again is not None and sorted(p.pid for p in again.procs) == sorted(p.pid for p in first.procs)
+        assert LocalStack.attach(plan(text.replace("8K", "4K")), state, str(fake), gateway_python=str(fake)) is None
+        again.kill("a")  # through the attached handle, as the fault tests do on a shared `make demo` stack
+        assert not [p for p in first.procs if p.name == "a"][0].alive()
+        assert LocalStack.attach(plan(text), state, str(fake), gateway_python=str(fake)) is None
+    finally:
+        first.stop(grace=2)
