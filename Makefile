@@ -56,10 +56,10 @@ demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves
 	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
 
 demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call and a reasoning request
-	$(PY) -m generator.runtime up --models $(DEMO_MODELS)
-	$(PY) -m generator.demo.client --models $(DEMO_MODELS)
-	@if [ -n "$(STOP)" ]; then $(PY) -m generator.runtime down; else \
-	  echo "The gateway keeps running; stop it with: make down"; fi
+	@rc=0; $(PY) -m generator.runtime up --models $(DEMO_MODELS) && \
+	  $(PY) -m generator.demo.client --models $(DEMO_MODELS) || rc=$$?; \
+	if [ -n "$(STOP)" ]; then $(PY) -m generator.runtime down; else \
+	  echo "The stack keeps running (make demo again reuses it); stop it with: make down"; fi; exit $$rc
 
 down: ## stop the local stack started by `make demo`
 	$(PY) -m generator.runtime down

@@ -164,7 +164,7 @@ def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
     """Kill one real vLLM backend under load; the other model keeps answering, the dead one gets a
     fast 5xx, and once the backend is back the gateway serves it again without a restart."""
     if gateway.stack is None:
-        pytest.skip("needs a stack this session started (not GATEWAY_URL, not a running `make demo`)")
+        pytest.skip("needs a local stack (this session's or the running `make demo`), not GATEWAY_URL")
     if len(gateway.plan.models) < 2:
         pytest.skip("needs two models")
     victim, other = gateway.plan.models[0], gateway.plan.models[1]

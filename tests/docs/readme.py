@@ -1,0 +1,166 @@
+"""Every shell command README.md shows, where it runs, and a runner for the ones CI runs from here.
+
+    python3 tests/docs/readme.py list          # each command, and who runs it (or why it cannot run here)
+    python3 tests/docs/readme.py quick-start   # the Quick start block, exactly as written (CI's first phase)
+    python3 tests/docs/readme.py commands      # the other CPU-safe commands, in README order (CI, after make test)
+
+Commands come from the README's ```bash blocks (`\\`-continued lines joined, trailing `# comments` dropped)
+and from the first column of its command table. Each must match one rule of WHERE, first match wins;
+tests/unit/test_readme_commands.py fails on a command no rule covers, so a new README command is
+either run or says why it cannot be. Standard library only: CI runs it before and after the venvs exist.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+
+RUN = "run"  # run by `readme.py commands` (CI, with the demo stack up); everything else names who runs it
+CI = "ci: "
+NOT_HERE = "not here: "
+
+# (regex on the command, where it runs). Order matters: the first match wins.
+WHERE: list[tuple[str, str]] = [
+    (r"^make demo$", CI + "quick start (this file's `quick-start`, first thing after the installs)"),
+    (r"^make test$", CI + "quick start; make test shares the stack make demo left running"),
+    (r"^make demo STOP=1$", RUN),
+    (r"^make (regenerate|check|k8s|clients|down)$", RUN),
+    (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
+    (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
+     RUN),  # the tests against the running demo, as a user copies them
+    (r"^make compose-test$", CI + "its own phase (a real Docker engine)"),
+    (r"^make (images|engine-down)$", CI + "inside make compose-test (docker/compose-test.sh builds the images, stops the engine)"),
+    (r"^make agents$", CI + "its own phase (agents-install)"),
+    (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),
+    (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
+    (r"^make bench(-tune|-soak)?$", NOT_HERE + "10 minutes of load each; tests/bench runs a miniature make bench in make test"),
+    (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
+    (r"^cd compose && docker compose up -d", NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
+                                                       "compose file of the same shape (examples/cpu-compose) in a real engine"),
+    (r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",
+     NOT_HERE + "a GPU compose stack; make compose-test runs the same tests against the CPU compose stack"),
+    (r"^export LITELLM_MASTER_KEY=\.\.\.$", NOT_HERE + "a placeholder for the user's key"),
+    (r"(^|&& |; )(opencode|codex|claude)\b|CODEX_HOME=|OPENCODE_CONFIG=", NOT_HERE + "interactive agents; tests/integration/agents runs each "
+                                                                "non-interactively with the same clients/ files"),
+    (r"^(POD=\$\()?kubectl |^tar .*kubectl|^GATEWAY_URL=.*k8s/secrets\.env", NOT_HERE + "a Kubernetes cluster; tests/unit/test_k8s.py "
+                                                                               "and tests/k8s check the manifests"),
+]
+
+
+@dataclass(frozen=True)
+class Command:
+    line: int  # README line it starts on
+    text: str  # as a user types it (continuations joined, comment dropped)
+    block: int | None  # index of its ```bash block; None for the command table
+
+    @property
+    def where(self) -> str | None:
+        return next((how for pattern, how in WHERE if re.search(pattern, self.text)), None)
+
+
+def _strip_comment(line: str) -> str:
+    """Drop a trailing `# comment` (README style: a `#` after whitespace, outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if ch in "'\"" and quote in (None, ch):
+            quote = None if quote else ch
+        elif ch == "#" and quote is None and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def bash_blocks(text: str) -> list[tuple[int, list[Command]]]:
+    blocks = []
+    for n, m in enumerate(re.finditer(r"^```(bash|sh|shell)\n(.*?)^```", text, re.S | re.M)):
+        first = text[:m.start(2)].count("\n") + 1
+        commands, pending, start = [], "", first
+        for offset, raw in enumerate(m.group(2).splitlines()):
+            line = _strip_comment(raw)
+            if not pending:
+                start = first + offset
+            if line.endswith("\\"):
+                pending += line[:-1].rstrip() + " "
+                continue
+            full = (pending + line.strip()).strip()
+            pending = ""
+            if full:
+                commands.append(Command(start, re.sub(r"\s+", " ", full), n))
+        blocks.append((first, commands))
+    return blocks
+
+
+def table_commands(text: str) -> list[Command]:
+    """`make ...` commands in the first column of the command table (| command | what it does |)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("| `make"):
+            first_cell = line.split("|")[1]
+            found += [Command(number, cmd, None) for cmd in re.findall(r"`(make [^`]+)`", first_cell)]
+    return found
+
+
+def commands(text: str | None = None) -> list[Command]:
+    text = README.read_text() if text is None else text
+    return [c for _, block in bash_blocks(text) for c in block] + table_commands(text)
+
+
+def quick_start(text: str | None = None) -> list[Command]:
+    """The first bash block under `## Quick start`."""
+    text = README.read_text() if text is None else text
+    section = text.index("## Quick start")
+    return next(block for first, block in bash_blocks(text) if text[:section].count("\n") < first)
+
+
+def run(cmds: list[Command], env: dict[str, str] | None = None) -> int:
+    """Each command with bash from the repo root, as a user types it; stop at the first failure."""
+    total = time.monotonic()
+    for c in cmds:
+        print(f"readme: $ {c.text}    (README.md:{c.line})", flush=True)
+        start = time.monotonic()
+        rc = subprocess.run(["bash", "-c", c.text], cwd=ROOT, env={**os.environ, **(env or {})}).returncode
+        print(f"readme: exit {rc} after {time.monotonic() - start:.0f}s", flush=True)
+        if rc:
+            print(f"readme: FAILED: `{c.text}` (README.md:{c.line}) exited {rc}", flush=True)
+            return 1
+    print(f"readme: {len(cmds)} command(s) ran in {time.monotonic() - total:.0f}s", flush=True)
+    return 0
+
+
+def to_run(text: str | None = None) -> list[Command]:
+    """The RUN commands once each, in README order, `make down` and `make demo STOP=1` last (they stop the
+    demo stack the others use)."""
+    seen, picked = set(), []
+    for c in commands(text):
+        if c.where == RUN and c.text not in seen:
+            seen.add(c.text)
+            picked.append(c)
+    stoppers = ("make demo STOP=1", "make down")
+    return [c for c in picked if c.text not in stoppers] + sorted(
+        (c for c in picked if c.text in stoppers), key=lambda c: stoppers.index(c.text))
+
+
+def main(argv: list[str]) -> int:
+    action = argv[0] if argv else "list"
+    if action == "list":
+        for c in commands():
+            print(f"README.md:{c.line}: {c.text}\n    -> {c.where or 'UNCLASSIFIED'}")
+        return 0
+    if action == "quick-start":
+        return run(quick_start())
+    if action == "commands":
+        # the test snippet runs one module of the suite: the whole suite ran through the same stack in make test
+        return run(to_run(), env={"PYTEST_ADDOPTS": os.environ.get("README_PYTEST_ADDOPTS", "-q -k test_gateway_basics")})
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

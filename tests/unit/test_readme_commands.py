@@ -1,0 +1,52 @@
+"""Every command README.md shows is run by CI or says why it cannot run here (tests/docs/readme.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.docs import readme
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_readme_command_is_run_or_says_why_not():
+    unclassified = [f"README.md:{c.line}: {c.text}" for c in readme.commands() if c.where is None]
+    assert not unclassified, "add a rule to tests/docs/readme.py WHERE for:\n" + "\n".join(unclassified)
+
+
+def test_every_rule_still_matches_a_readme_command():
+    texts = [c.text for c in readme.commands()]
+    stale = [pattern for pattern, _ in readme.WHERE if not any(re.search(pattern, t) for t in texts)]
+    assert not stale, f"rules that match no README command (the README changed?): {stale}"
+
+
+def test_ci_runs_the_quick_start_and_the_commands():
+    ci = (ROOT / ".ci/run").read_text()
+    assert "tests/docs/readme.py quick-start" in ci and "tests/docs/readme.py commands" in ci
+    assert [c.text for c in readme.quick_start()][:2] == ["make demo", "make test"]
+    assert {"make demo STOP=1", "make down", "make regenerate", "make check"} <= {c.text for c in readme.to_run()}
+    assert [c.text for c in readme.to_run()][-2:] == ["make demo STOP=1", "make down"]  # they stop the stack
+
+
+def test_make_commands_are_makefile_targets_and_every_user_target_is_in_the_readme():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z0-9-]*):", makefile, re.M))
+    documented = set(re.findall(r"^([a-z][a-z0-9-]*):.*## ", makefile, re.M))
+    shown = {c.text.split()[1] for c in readme.commands() if c.text.startswith("make ")}
+    assert shown <= targets, f"README names make targets that do not exist: {shown - targets}"
+    assert documented <= shown | {"help", "venv", "venv-vllm", "demo-models", "bench-tools"}, \
+        f"make targets with a ## help line that the README never shows: {documented - shown}"
+
+
+@pytest.mark.parametrize("block, expected", [
+    ("make demo    # a comment\n", ["make demo"]),
+    ("A=1 B='x # not a comment' \\\n  cmd --flag   # comment\n", ["A=1 B='x # not a comment' cmd --flag"]),
+    ("# only a comment\n\nmake test\n", ["make test"]),
+    ("curl http://h/#frag\n", ["curl http://h/#frag"]),
+])
+def test_blocks_are_read_as_a_user_types_them(block, expected):
+    (_, commands), = readme.bash_blocks(f"```bash\n{block}```\n")
+    assert [c.text for c in commands] == expected
