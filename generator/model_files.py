@@ -24,6 +24,7 @@ import json
 import os
 import re
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -289,6 +290,9 @@ def why_not(exc: BaseException, model: str, revision: str | None, ep: str, timeo
         answer = status(("HfHubHTTPError",))
         if "401" in answer:  # not a missing or gated repo: the token itself was refused
             return f"the Hub at {ep} refused the token{answer}: check HF_TOKEN (or `hf auth login`)", False
+        if "404" in answer:  # the Hub says which repo, revision or file is missing; this server did not
+            return (f"{ep} answered 404 for {model} without saying what is missing: is HF_ENDPOINT a Hugging Face "
+                    "Hub or a mirror of it?"), False
         return f"the Hub at {ep} refused the request for {model}{answer}", False
     return f"could not read {model}'s metadata from the Hub at {ep} ({_first_line(exc)})", False
 
@@ -336,7 +340,12 @@ def _quiet_hub() -> None:
     """Only the requests the check needs, and only our lines: huggingface_hub's telemetry look-up (its
     agent registry, up to 3 s more on a slow network) is off unless the user asked for it, and its
     progress bars and retry warnings would interleave with the summary."""
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # read when huggingface_hub is first imported
+    if "huggingface_hub" not in sys.modules and "HF_HUB_DISABLE_TELEMETRY" not in os.environ:
+        os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"  # read once, at import; not left for vLLM processes we start
+        try:
+            import huggingface_hub.constants  # noqa: F401
+        finally:
+            del os.environ["HF_HUB_DISABLE_TELEMETRY"]
     from huggingface_hub.utils import disable_progress_bars, logging as hf_logging
 
     disable_progress_bars()

@@ -224,6 +224,14 @@ def test_a_closed_port_is_a_one_line_skip(hub, monkeypatch):
     assert f"; the Hub at http://127.0.0.1:{port} could not be reached (ConnectError: " in v.line
 
 
+def test_an_endpoint_that_is_not_a_hub_is_a_one_line_skip(hub, monkeypatch):
+    server = hub()
+    monkeypatch.setenv("HF_ENDPOINT", server.url + "/not-a-hub")  # plain 404s, without the Hub's X-Error-Code
+    v = verdict("Qwen/Qwen3-8B", "--max-model-len 32K")
+    assert v.fits is None and v.line.endswith(f"; {server.url}/not-a-hub answered 404 for Qwen/Qwen3-8B without saying "
+                                              "what is missing: is HF_ENDPOINT a Hugging Face Hub or a mirror of it?")
+
+
 def test_a_gated_model_without_a_token_is_a_skip_and_hf_token_is_honoured(hub, monkeypatch):
     server = hub()
     v = verdict("meta-llama/Llama-3.1-70B", "--max-model-len 32K -tp 2", gpus=(0, 1))
