@@ -93,22 +93,25 @@ def hub_timeout() -> float:
     return value if value > 0 else DEFAULT_TIMEOUT
 
 
-def _hf_home() -> Path:
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "huggingface"
+def _path(value: str) -> Path:
+    return Path(os.path.expandvars(os.path.expanduser(value)))
+
+
+def _hf_home() -> Path:  # the variables and defaults of huggingface_hub.constants
+    return _path(os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"))
 
 
 def hf_cache_dir() -> Path:
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if os.environ.get(var):
-            return Path(os.environ[var]).expanduser()
+            return _path(os.environ[var])
     return _hf_home() / "hub"
 
 
 def assets_dir() -> Path:
-    if os.environ.get("HF_ASSETS_CACHE"):
-        return Path(os.environ["HF_ASSETS_CACHE"]).expanduser()
+    for var in ("HF_ASSETS_CACHE", "HUGGINGFACE_ASSETS_CACHE"):
+        if os.environ.get(var):
+            return _path(os.environ[var])
     return _hf_home() / "assets"
 
 

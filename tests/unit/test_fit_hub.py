@@ -56,14 +56,13 @@ def repo_files(repo: str) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def hub(monkeypatch, tmp_path):
+def hub(monkeypatch):
     """hub(**FakeHub options) -> a running fake Hub, HF_ENDPOINT pointing at it and HF_HUB_OFFLINE unset.
-    huggingface_hub reads a few settings when first imported (maybe offline, by another test): set here."""
+    huggingface_hub reads a few settings when first imported (conftest.py points its caches at the test's)."""
     import huggingface_hub.constants as hf_constants
 
     monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_TELEMETRY", True)  # no agent-registry request
-    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))  # not the developer's token
     monkeypatch.delenv("HF_HUB_OFFLINE")
     started: list[FakeHub] = []
 
