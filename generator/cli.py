@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)
     try:
-        plan = load_plan(args.models)
+        plan = load_plan(args.models, notify=None if args.quiet else lambda line: err.print(line, soft_wrap=True, markup=False))
         targets = checked_targets(args.target, args.out) if args.check else (args.target,)
         rendered = {target: render_files(plan, (target,)) for target in targets}
     except ConfigError as exc:

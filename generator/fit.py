@@ -1,9 +1,8 @@
-"""Will the model fit? Weights + one full --max-model-len sequence of KV cache, from files on disk only.
+"""Will the model fit? Weights + one full --max-model-len sequence of KV cache, from the model's metadata.
 
-Reads the model's `config.json` and its safetensors *headers* (or `model.safetensors.index.json`): never
-tensor data, never the network. The model is found as a local path (as `vllm serve` takes it) or in the
-Hugging Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`, the
-variables huggingface_hub itself reads). When nothing is on disk, the check says it was skipped.
+The metadata (config.json and safetensors headers, never tensor data) comes from generator/model_files.py:
+from disk, from the cache of an earlier Hub fetch, or from the Hub. Without it the check says it was skipped.
+This module only computes: the estimate and the verdict, and the context vLLM derives from a config.
 
 The estimate is a lower bound of what vLLM needs (activations, CUDA graphs and the sampler come on top),
 so a model it refuses cannot start; one it accepts may still need a larger fraction.
@@ -11,13 +10,10 @@ so a model it refuses cannot start; one it accepts may still need a larger fract
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import struct
 from dataclasses import dataclass
-from pathlib import Path
 
+from .model_files import ModelFiles, Weights
 from .sizes import GIB, fmt_bytes
 from .vllm_command import ServeCommand
 
@@ -27,10 +23,6 @@ from .vllm_command import ServeCommand
 CONTEXT_OVERHEAD = GIB // 2  # per instance; rules.gpu_memory adds it for every model on a GPU
 
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
-SAFETENSORS_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8,
-                           "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
-FLOAT_TENSORS = {"F64", "F32", "F16", "BF16"}  # cast to the serving dtype at load; quantized ints are not
-MAX_HEADER = 100 * 2**20  # a safetensors header larger than this is not one
 ATTENTION_LAYER_TYPES = {"full_attention", "attention", "sliding_attention", "chunked_attention"}
 
 
@@ -52,76 +44,8 @@ def kv_dtype_bytes(kv_cache_dtype: str, serving: float) -> float:
     return 1.0  # fp8*, int8_per_token_head
 
 
-def hf_cache_dir() -> Path:
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]) / "hub"
-    return Path.home() / ".cache" / "huggingface" / "hub"
-
-
-def find_model_dir(model: str, revision: str | None = None, cache: Path | None = None) -> Path | None:
-    """The directory holding the model's config.json: the path itself, or its HF cache snapshot."""
-    local = Path(model).expanduser()
-    if (local / "config.json").is_file():
-        return local
-    if model.count("/") != 1 or local.is_absolute():
-        return None
-    repo = (cache or hf_cache_dir()) / ("models--" + model.replace("/", "--"))
-    ref = repo / "refs" / (revision or "main")
-    rev = ref.read_text().strip() if ref.is_file() else revision
-    if rev and (repo / "snapshots" / rev / "config.json").is_file():
-        return repo / "snapshots" / rev
-    if revision is None:  # no refs/main (e.g. copied caches): the newest snapshot with a config
-        snaps = sorted((p for p in (repo / "snapshots").glob("*") if (p / "config.json").is_file()),
-                       key=lambda p: p.stat().st_mtime)
-        return snaps[-1] if snaps else None
-    return None
-
-
-def safetensors_header(path: Path) -> dict:
-    """The JSON header of a .safetensors file: 8-byte little-endian length, then JSON. No tensor data."""
-    with path.open("rb") as fh:
-        (size,) = struct.unpack("<Q", fh.read(8))
-        if size > MAX_HEADER:
-            raise ValueError(f"{path.name}: header of {size} bytes; not a safetensors file")
-        return json.loads(fh.read(size))
-
-
-@dataclass(frozen=True)
-class Weights:
-    stored: int  # bytes as the checkpoint holds them
-    floating: int  # bytes of floating-point tensors among them (cast to the serving dtype at load); -1 unknown
-    source: str  # "headers of N files" or "index"
-
-
-def weights_on_disk(model_dir: Path) -> Weights | None:
-    """Sum of tensor sizes from the safetensors headers, else the index's total_size."""
-    index = model_dir / "model.safetensors.index.json"
-    index_data = json.loads(index.read_text()) if index.is_file() else None
-    if index_data is not None:
-        files = sorted({model_dir / f for f in index_data.get("weight_map", {}).values()})
-    else:
-        files = sorted(model_dir.glob("*.safetensors"))
-    if files and all(f.is_file() for f in files):
-        stored = floating = 0
-        for f in files:
-            for name, t in safetensors_header(f).items():
-                if name == "__metadata__":
-                    continue
-                begin, end = t["data_offsets"]
-                stored += end - begin
-                floating += (end - begin) if t["dtype"] in FLOAT_TENSORS else 0
-        return Weights(stored, floating, f"safetensors headers of {len(files)} file(s)")
-    total = (index_data or {}).get("metadata", {}).get("total_size")
-    if total:
-        return Weights(int(total), -1, index.name)
-    return None
-
-
 @dataclass(frozen=True)
 class Estimate:
-    model_dir: Path
     weights: int  # bytes once loaded, whole model
     weights_source: str
     kv_per_token: int  # bytes per token of context, whole model (full-attention layers)
@@ -137,24 +61,30 @@ class Estimate:
         return self.weights / (tp * self.layer_split), kv / (self.kv_split * self.layer_split)
 
 
-def _config(model_dir: Path) -> dict:
-    config = json.loads((model_dir / "config.json").read_text())
+def text_config(config: dict) -> dict:
+    """The language model's part of a config (multimodal configs nest it), over the top level."""
     text = config.get("text_config") or config.get("llm_config")
     return {**config, **text} if isinstance(text, dict) else config
 
 
-def estimate(model_dir: Path, cmd: ServeCommand) -> Estimate | str:
+def _quantization(cfg: dict) -> str:
+    """"awq 4-bit", "fp8", ... from quantization_config; "" for a checkpoint that is not quantized."""
+    qc = cfg.get("quantization_config")
+    if not isinstance(qc, dict):
+        return "quantized" if qc else ""
+    bits = qc.get("bits") or qc.get("w_bit") or qc.get("weight_bits") or qc.get("num_bits")
+    return f"{qc.get('quant_method') or 'quantized'}{f' {bits}-bit' if isinstance(bits, int) else ''}"
+
+
+def estimate(config: dict, weights: Weights, cmd: ServeCommand) -> Estimate | str:
     """The estimate, or why there is none (a sentence)."""
-    cfg = _config(model_dir)
-    weights = weights_on_disk(model_dir)
-    if weights is None:
-        return f"no safetensors weights or index in {model_dir}"
+    cfg = text_config(config)
     ckpt_dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16").removeprefix("torch.")
     ckpt = DTYPE_BYTES.get(ckpt_dtype, 2)
     wanted = (cmd.value("--dtype") or "auto").lower()
     serving = (2 if ckpt == 4 else ckpt) if wanted == "auto" else DTYPE_BYTES.get(wanted, 2)  # auto: fp32 -> 16-bit
-    quantized = "quantization_config" in cfg
-    loaded = weights.stored
+    quantized = _quantization(cfg)
+    loaded = weights.stored  # a quantized checkpoint loads as stored: its real tensor sizes (packed ints, scales)
     if not quantized and serving != ckpt:  # vLLM casts floating tensors to the serving dtype
         floating = weights.floating if weights.floating >= 0 else weights.stored
         loaded = weights.stored - floating + floating * serving // ckpt
@@ -164,7 +94,7 @@ def estimate(model_dir: Path, cmd: ServeCommand) -> Estimate | str:
     layers = cfg.get("num_hidden_layers") or cfg.get("n_layer") or cfg.get("num_layers")
     heads = cfg.get("num_attention_heads") or cfg.get("n_head")
     if not layers or not heads:
-        return f"{model_dir / 'config.json'} has no num_hidden_layers/num_attention_heads"
+        return "config.json has no num_hidden_layers/num_attention_heads"
     kv_bytes = kv_dtype_bytes(cmd.value("--kv-cache-dtype") or "auto", serving)
     tp = int(cmd.value("--tensor-parallel-size") or 1)
     pp = int(cmd.value("--pipeline-parallel-size") or 1)
@@ -183,13 +113,57 @@ def estimate(model_dir: Path, cmd: ServeCommand) -> Estimate | str:
         kv_heads = cfg.get("num_key_value_heads") or heads
         per_layer = 2 * kv_heads * head_dim * kv_bytes
         split = min(tp, kv_heads)  # beyond kv_heads GPUs, vLLM replicates heads
-    note = f"{'quantized ' if quantized else ''}{ckpt_dtype} checkpoint"
+    note = f"{quantized} checkpoint" if quantized else f"{ckpt_dtype} checkpoint"
     if windowed:
         note += f", {windowed} sliding-window layers ({window} tokens)"
     if online:
         note += f", --quantization {online}"
-    return Estimate(model_dir, loaded, weights.source, int(layers * per_layer), split, pp, note,
+    return Estimate(loaded, weights.source, int(layers * per_layer), split, pp, note,
                     int(windowed * per_layer), window)
+
+
+# vLLM 0.32 `_get_and_verify_max_len` (vllm/config/model.py) and `derive_max_model_len_and_key`:
+# the smallest of these keys of the text config, `model_max_length` winning when set.
+MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+# RoPE types whose max_position_embeddings is already the scaled length (vLLM does not multiply by `factor`)
+ROPE_ALREADY_SCALED = {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def config_context(config: dict, tokenizer_max: int | None = None) -> tuple[int, str] | None:
+    """(tokens, where from) as vLLM 0.32 derives the context when --max-model-len is absent (or `auto`, as
+    its upper bound): the length keys of the config, capped by the tokenizer's model_max_length, times the
+    RoPE scaling factor. None when the config has no length key (vLLM would assume 2048)."""
+    cfg = text_config(config)
+    lengths = {k: cfg[k] for k in MAX_LEN_KEYS if _number(cfg.get(k))}
+    if not lengths:
+        return None
+    key = "model_max_length" if "model_max_length" in lengths else min(lengths, key=lengths.__getitem__)
+    n, what = lengths[key], f"config.json {key} {int(lengths[key])}"
+    if tokenizer_max and tokenizer_max < n:
+        n, what = tokenizer_max, f"tokenizer_config.json model_max_length {tokenizer_max}"
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+    params = []
+    if isinstance(rope, dict):  # one dict, or one per layer type
+        params = [p for p in rope.values() if isinstance(p, dict) and p] if all(
+            isinstance(v, dict) or v is None for v in rope.values()) else [rope]
+    if params and "gemma3" not in str(cfg.get("model_type", "")):
+        factor, kind = 1.0, ""
+        for p in params:
+            kind = str(p.get("rope_type") or p.get("type") or "default")
+            if kind not in ROPE_ALREADY_SCALED:
+                factor = p.get("factor", factor)
+        if _number(factor) and factor != 1:
+            n, what = n * factor, f"{what} x RoPE scaling factor {factor:g} ({kind})"
+        if any((p.get("rope_type") or p.get("type")) == "longrope" for p in params) and _number(
+                cfg.get("original_max_position_embeddings")):  # vLLM: shorter sequences stay unscaled
+            n, what = cfg["original_max_position_embeddings"], (
+                f"config.json original_max_position_embeddings {cfg['original_max_position_embeddings']} (longrope)")
+    return int(n), what
 
 
 @dataclass(frozen=True)
@@ -199,34 +173,34 @@ class Verdict:
     problem: str = ""  # when it does not fit: numbers and fixes
 
 
-def check(cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
-          gpu_memory: int | None, env: dict[str, str], cache: Path | None = None) -> Verdict:
-    model_dir = find_model_dir(cmd.model, cmd.value("--revision"), cache)
-    if model_dir is None:
-        return Verdict(None, f"skipped: no config.json for {cmd.model} on disk (local path or {cache or hf_cache_dir()})")
-    est = estimate(model_dir, cmd)
+def check(files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
+          gpu_memory: int | None, env: dict[str, str]) -> Verdict:
+    if files.config is None or files.weights is None:
+        return Verdict(None, f"skipped: {files.missing or 'no metadata'}")
+    est = estimate(files.config, files.weights, cmd)
     if isinstance(est, str):
-        return Verdict(None, f"skipped: {est}")
+        return Verdict(None, f"skipped: {est} ({files.label})")
     tp = int(cmd.value("--tensor-parallel-size") or 1)
     weights, seq = est.per_gpu(context, tp)
     what = (f"weights {fmt_bytes(weights)} + KV {fmt_bytes(seq)} for one {context}-token sequence "
             f"({fmt_bytes(est.kv_per_token)}/token, {est.dtype_note})")
     if len(gpus) > 1:
         what += " per GPU"
+    source = f"; {files.label}"
     if not gpus:
         space = env.get("VLLM_CPU_KVCACHE_SPACE")
         if space and float(space) * GIB < seq:
-            return Verdict(False, f"does not fit: {what}", (
+            return Verdict(False, f"does not fit: {what}{source}", (
                 f"one {context}-token sequence needs {fmt_bytes(seq)} of KV cache but VLLM_CPU_KVCACHE_SPACE is "
                 f"{space} GiB; raise it to {math.ceil(seq / GIB)} or lower --max-model-len to "
                 f"{_tokens(float(space) * GIB / seq * context)}"))
-        return Verdict(None, f"{what}; no GPU check (gpus: [])")
+        return Verdict(None, f"{what}; no GPU check (gpus: []){source}")
     if gpu_memory is None:
-        return Verdict(None, f"{what}; not checked: set gpu_memory to compare with the GPU")
+        return Verdict(None, f"{what}; not checked: set gpu_memory to compare with the GPU{source}")
     budget = fraction * gpu_memory
     need = weights + seq
     if need <= budget:
-        return Verdict(True, f"fits: {what} <= {fraction:.2f} x {fmt_bytes(gpu_memory)} = {fmt_bytes(budget)}")
+        return Verdict(True, f"fits: {what} <= {fraction:.2f} x {fmt_bytes(gpu_memory)} = {fmt_bytes(budget)}{source}")
     fixes = []
     if need <= gpu_memory - CONTEXT_OVERHEAD:
         fixes.append(f"raise --gpu-memory-utilization to {math.ceil(need / gpu_memory * 100) / 100:.2f}")
@@ -237,9 +211,9 @@ def check(cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: floa
     more = 2 * tp
     fixes.append(f"spread it over more GPUs (--tensor-parallel-size {more} with {more} gpus)")
     problem = (f"does not fit: --gpu-memory-utilization {fraction:.2f} of {fmt_bytes(gpu_memory)} = {fmt_bytes(budget)}"
-               f"{' per GPU' if len(gpus) > 1 else ''}, but {what} = {fmt_bytes(need)} (from {est.model_dir}, "
+               f"{' per GPU' if len(gpus) > 1 else ''}, but {what} = {fmt_bytes(need)} ({files.label}, "
                f"{est.weights_source}); " + ", or ".join(fixes))
-    return Verdict(False, f"does not fit: {what} > {fmt_bytes(budget)}", problem)
+    return Verdict(False, f"does not fit: {what} > {fmt_bytes(budget)}{source}", problem)
 
 
 def _tokens(n: float) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import struct
 from pathlib import Path
+from typing import Callable
 
 from pydantic import ValidationError
 
-from . import fit, rules
+from . import fit, model_files, rules
 from .errors import ConfigError, Problem
 from .plan import GatewayK8sPlan, GatewayPlan, K8sToleration, ModelK8sPlan, ModelPlan, Plan
 from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, ModelEntry, ModelK8s, ModelsFile
@@ -119,7 +120,8 @@ def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
                         cpu=k.cpu, memory=k.memory)
 
 
-def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
+def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[str], None] | None = None) -> Plan:
+    """`notify` gets a line before anything slow (reading model metadata from the Hub)."""
     catalog = catalog or load_catalog()
     file = _parse(src)
     findings: list[rules.Finding] = []
@@ -143,22 +145,34 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
             findings.append(((name, "port"), f"port {entry.port} disagrees with --port {port_flag}; keep one"))
         if port_flag or entry.port:
             explicit_ports.add(int(port_flag or entry.port))
+    # read before any plan is built: a context left to vLLM comes from the model's config
+    files = model_files.gather(commands, notify)
     auto_port = FIRST_AUTO_PORT
     for name, entry in file.models.items():
         cmd = commands.get(name)
         if cmd is None:
             continue
+        meta = files[name]
+        if meta.problem:
+            findings.append(((name, "command"), meta.problem))
         port = int(cmd.value("--port") or entry.port or 0)
         if not port:
             while auto_port in explicit_ports or auto_port == file.gateway.port:
                 auto_port += 1
             port, auto_port = auto_port, auto_port + 1
-        context, found = rules.context_of(name, cmd, entry.context_length)
+        derived = fit.config_context(meta.config, meta.tokenizer_max) if meta.config is not None else None
+        unknown = meta.missing if meta.config is None else (
+            f"its config.json has none of {', '.join(fit.MAX_LEN_KEYS[:3])}, ...; vLLM would assume 2048")
+        context, context_from, found = rules.context_of(name, cmd, entry.context_length, derived, unknown)
         findings += found
         if context is None:
             continue
+        auto = (cmd.value("--max-model-len") or "").strip().lower() in ("auto", "-1")
+        if context_from:
+            context_from += f"; {meta.label}" + ("; with --max-model-len auto vLLM takes this when it fits, "
+                                                  "else less" if auto else "")
         requested = entry.litellm.max_tokens or file.defaults.litellm.max_tokens
-        max_tokens, derived, found = rules.max_tokens_for(name, requested, context)
+        max_tokens, derived_max, found = rules.max_tokens_for(name, requested, context)
         findings += found
         found, warned = rules.tool_flags(name, cmd)
         findings += found
@@ -166,11 +180,14 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
         findings += rules.gpu_count(name, cmd, entry.gpus)
         fractions[name] = float(cmd.value("--gpu-memory-utilization")
                                 or catalog.flags["--gpu-memory-utilization"]["default"])
-        plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived)
-        verdict = _fit(plan, cmd, fractions[name], file.gpu_memory)
+        plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max)
+        warnings += rules.context_above_model(name, cmd, context, derived, plan.env)
+        verdict = _fit(plan, cmd, meta, fractions[name], file.gpu_memory)
         if verdict.problem:
-            findings.append(((name, "command"), verdict.problem))
-        plan = dataclasses.replace(plan, fit=verdict.line)
+            findings.append(((name, "command"), verdict.problem + (
+                "; with --max-model-len auto vLLM would shorten the context to what fits, but the gateway must "
+                "know it: set --max-model-len" if auto and context_from else "")))
+        plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from)
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")
@@ -205,16 +222,17 @@ def build_plan(src: Source, catalog: Catalog | None = None) -> Plan:
                 gateway=gateway, warnings=tuple(warnings), notes=tuple(notes))
 
 
-def _fit(m: ModelPlan, cmd: ServeCommand, fraction: float, memory: int | dict[int, int] | None) -> fit.Verdict:
-    """The fit check for one model; files that cannot be read make it a skip, never a crash."""
+def _fit(m: ModelPlan, cmd: ServeCommand, meta: model_files.ModelFiles, fraction: float,
+         memory: int | dict[int, int] | None) -> fit.Verdict:
+    """The fit check for one model; a config of another shape makes it a skip, never a crash."""
     sizes = [rules.gpu_memory_of(memory, g) for g in m.gpus]
     smallest = None if None in sizes or not sizes else min(sizes)
     try:
-        return fit.check(cmd, m.gpus, m.context, fraction, smallest, m.env)
+        return fit.check(meta, cmd, m.gpus, m.context, fraction, smallest, m.env)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # a file of another shape
         return fit.Verdict(None, f"skipped: could not read the model's files ({type(exc).__name__}: {exc})")
 
 
-def load_plan(path: Path | str, catalog: Catalog | None = None) -> Plan:
+def load_plan(path: Path | str, catalog: Catalog | None = None, notify: Callable[[str], None] | None = None) -> Plan:
     """The one entry point: read models.yml, validate everything, return the plan or raise ConfigError."""
-    return build_plan(load_source(path), catalog)
+    return build_plan(load_source(path), catalog, notify)

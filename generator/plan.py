@@ -61,7 +61,7 @@ class ModelPlan:
     env: dict[str, str]  # sorted
     gpus: tuple[int, ...]
     port: int  # port vLLM listens on (inside its container, or on 127.0.0.1 locally)
-    context: int  # --max-model-len (or context_length)
+    context: int  # --max-model-len, else context_length, else what vLLM derives from the model's config
     max_tokens: int  # default output budget the gateway applies; always < context
     max_tokens_derived: bool  # True when the generator chose it (half the context)
     tool_parser: str | None
@@ -75,6 +75,7 @@ class ModelPlan:
     # it shares, plus models.yml's `start_after:`; file order, no cycles (compose depends_on, local runtime)
     start_after: tuple[str, ...] = ()
     fit: str = ""  # one line: the fit check's estimate and verdict, or why it was skipped (summary only)
+    context_from: str = ""  # where a context taken from the model's config came from ("": the flag or field)
     volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
 
     @property

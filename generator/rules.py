@@ -23,21 +23,42 @@ def fmt_tokens(n: int) -> str:
     return str(n)
 
 
-def context_of(name: str, cmd: ServeCommand, context_length: int | None) -> tuple[int | None, list[Finding]]:
-    """The model's context: --max-model-len, else `context_length:`; never unknown."""
+def context_of(name: str, cmd: ServeCommand, context_length: int | None, derived: tuple[int, str] | None = None,
+               unknown: str = "") -> tuple[int | None, str, list[Finding]]:
+    """The model's context: --max-model-len, else `context_length:`, else what vLLM derives from the model's
+    config (`derived`: tokens and where from; `unknown`: why there is none). Never unknown.
+    Returns (context, where it came from when derived, else "", problems)."""
     raw = cmd.value("--max-model-len")
     flag_len = None if raw is None or raw.strip().lower() in ("auto", "-1") else parse_size(raw)
     if flag_len is not None and context_length is not None and flag_len != context_length:
-        return None, [((name, "context_length"),
-                       f"context_length {fmt_tokens(context_length)} disagrees with --max-model-len "
-                       f"{fmt_tokens(flag_len)}; keep one of them")]
+        return None, "", [((name, "context_length"),
+                           f"context_length {fmt_tokens(context_length)} disagrees with --max-model-len "
+                           f"{fmt_tokens(flag_len)}; keep one of them")]
     context = flag_len or context_length
-    if context is None:
-        why = "is `auto`" if raw is not None else "is missing"
-        return None, [((name, "command"),
-                       f"--max-model-len {why}, so the context (and a safe max_tokens) is unknown; "
-                       "add `--max-model-len 16K` to the command or `context_length: 16K` to the entry")]
-    return context, []
+    if context is not None:
+        return context, "", []
+    if derived is not None:
+        return derived[0], derived[1], []
+    why = "is `auto`" if raw is not None else "is missing"
+    return None, "", [((name, "command"),
+                       f"--max-model-len {why}, so the context (and a safe max_tokens) is unknown"
+                       + (f", and the model's config gives none ({unknown})" if unknown else "")
+                       + "; add `--max-model-len 16K` to the command or `context_length: 16K` to the entry")]
+
+
+def context_above_model(name: str, cmd: ServeCommand, context: int, derived: tuple[int, str] | None,
+                        env: dict[str, str]) -> list[str]:
+    """Warnings: a context above what the model's config allows (vLLM refuses it, or serves less)."""
+    if derived is None or context <= derived[0]:
+        return []
+    raw = cmd.value("--max-model-len")
+    if raw is not None and raw.strip().lower() not in ("auto", "-1"):
+        if str(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")).lower() in ("1", "true"):
+            return []
+        return [f"{name}: --max-model-len {fmt_tokens(context)} is above the model's {fmt_tokens(derived[0])} "
+                f"({derived[1]}): vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is in its env"]
+    return [f"{name}: context_length {fmt_tokens(context)} is above the model's {fmt_tokens(derived[0])} "
+            f"({derived[1]}), which is all vLLM will serve; lower context_length to it"]
 
 
 def max_tokens_for(name: str, requested: int | None, context: int) -> tuple[int, bool, list[Finding]]:

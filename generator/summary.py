@@ -26,8 +26,11 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
         )
     console.print(table)
     for m in plan.models:
+        if m.context_from:
+            console.print(f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False)
+    for m in plan.models:
         if m.fit:
-            console.print(f"fit {m.name}: {m.fit}", soft_wrap=True)
+            console.print(f"fit {m.name}: {m.fit}", soft_wrap=True, markup=False)
     for note in plan.notes:
         console.print(f"note: {note}", soft_wrap=True)
     g = plan.gateway

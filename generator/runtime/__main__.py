@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"stopped {stopped} process(es)")
         return 0
     try:
-        plan = load_plan(args.models)
+        plan = load_plan(args.models, notify=lambda line: console.print(line, soft_wrap=True, markup=False))
     except ConfigError as exc:
         print_problems(exc, console)
         return 2

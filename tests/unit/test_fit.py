@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import fit
+from generator import fit, model_files
 from generator.sizes import parse_size
 from generator.vllm_command import load_catalog, parse_serve_command
 
@@ -45,34 +45,42 @@ def model_dir(tmp_path):
     return _copy
 
 
+def meta(path: Path | str, flags: str = "") -> model_files.ModelFiles:
+    """What the loader finds for `vllm serve PATH` (disk here: the unit tests are offline)."""
+    return model_files.gather({"m": parse_serve_command(f"vllm serve {path} {flags}", load_catalog())})["m"]
+
+
+def estimate(path: Path, flags: str) -> fit.Estimate:
+    files = meta(path)
+    return fit.estimate(files.config, files.weights, parse_serve_command(f"vllm serve x {flags}", load_catalog()))
+
+
 def verdict(path: Path | str, flags: str, gpus=(0,), util=0.9, memory: int | None = 80 * GIB, env=None):
     cmd = parse_serve_command(f"vllm serve {path} {flags}", load_catalog())
     context = parse_size(cmd.value("--max-model-len"))
-    return fit.check(cmd, tuple(gpus), context, util, memory, env or {})
+    return fit.check(meta(path, flags), cmd, tuple(gpus), context, util, memory, env or {})
 
 
 def test_safetensors_headers_are_summed_without_reading_tensor_data(model_dir):
     d = model_dir("qwen3-8b")
     header_only_shards(d)
-    w = fit.weights_on_disk(d)
+    w = model_files.weights_on_disk(d)
     assert w.stored == 16_381_470_720 and w.floating == w.stored and "headers of 2 file(s)" in w.source
     assert sum(f.stat().st_size for f in d.glob("*.safetensors")) < 4096  # only headers on disk
 
 
 def test_the_index_total_is_used_when_shards_are_not_on_disk(model_dir):
-    w = fit.weights_on_disk(model_dir("llama-3.1-70b"))
+    w = model_files.weights_on_disk(model_dir("llama-3.1-70b"))
     assert (w.stored, w.source) == (141_107_412_992, "model.safetensors.index.json")
 
 
 def test_kv_bytes_per_token_follow_the_config():
-    cmd = parse_serve_command("vllm serve x --max-model-len 8K", load_catalog())
-    fp8 = parse_serve_command("vllm serve x --max-model-len 8K --kv-cache-dtype fp8", load_catalog())
-    qwen = fit.estimate(FIXTURES / "qwen3-8b", cmd)
+    qwen = estimate(FIXTURES / "qwen3-8b", "--max-model-len 8K")
     assert qwen.kv_per_token == 36 * 2 * 8 * 128 * 2  # layers x (K, V) x KV heads x head dim x bf16
-    assert fit.estimate(FIXTURES / "qwen3-8b", fp8).kv_per_token == 36 * 2 * 8 * 128
-    llama = fit.estimate(FIXTURES / "llama-3.1-70b", cmd)
+    assert estimate(FIXTURES / "qwen3-8b", "--max-model-len 8K --kv-cache-dtype fp8").kv_per_token == 36 * 2 * 8 * 128
+    llama = estimate(FIXTURES / "llama-3.1-70b", "--max-model-len 8K")
     assert llama.kv_per_token == 80 * 2 * 8 * (8192 // 64) * 2  # head dim from hidden size / heads
-    glm = fit.estimate(FIXTURES / "glm-4.7-flash", cmd)
+    glm = estimate(FIXTURES / "glm-4.7-flash", "--max-model-len 8K")
     assert glm.kv_per_token == 47 * (512 + 64) * 2 and glm.kv_split == 1  # MLA: one latent, replicated
 
 
@@ -130,7 +138,7 @@ def test_the_hugging_face_cache_is_searched(tmp_path, monkeypatch):
     (snap.parents[1] / "refs").mkdir()
     (snap.parents[1] / "refs" / "main").write_text("0123abc")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    assert fit.find_model_dir("zai-org/GLM-4.7-Flash") == snap
+    assert model_files.find_model_dir("zai-org/GLM-4.7-Flash") == snap
     assert verdict("zai-org/GLM-4.7-Flash", "--max-model-len 16K", util=0.6).fits is False
 
 
@@ -189,7 +197,7 @@ def test_sliding_window_layers_hold_at_most_their_window(tmp_path):
                                                "num_key_value_heads": 8, "sliding_window": 128, "layer_types": layers,
                                                "torch_dtype": "bfloat16"}))
     (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 2**30}, "weight_map": {}}))
-    est = fit.estimate(d, parse_serve_command("vllm serve x --max-model-len 128K", load_catalog()))
+    est = estimate(d, "--max-model-len 128K")
     per_layer = 2 * 8 * 64 * 2
     assert est.kv_per_token == 12 * per_layer and "12 sliding-window layers (128 tokens)" in est.dtype_note
     assert est.per_gpu(131072, 1)[1] == 12 * per_layer * 131072 + 12 * per_layer * 128
