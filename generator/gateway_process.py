@@ -9,6 +9,9 @@ from __future__ import annotations
 from .plan import GatewayPlan
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
+# The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, served by its --prometheus_metrics_port
+# process) on this container port: never published, scraped by Prometheus on the backend network.
+GATEWAY_METRICS_PORT = 4001
 # No outbound fetch of LiteLLM's price map at start (air-gapped boxes, and a faster start).
 BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 

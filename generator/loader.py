@@ -11,8 +11,9 @@ from pydantic import ValidationError
 
 from . import fit, model_files, rules
 from .errors import ConfigError, Problem
-from .plan import GatewayK8sPlan, GatewayPlan, K8sToleration, ModelK8sPlan, ModelPlan, Plan
-from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, ModelEntry, ModelK8s, ModelsFile
+from .plan import (GatewayK8sPlan, GatewayPlan, GrafanaPlan, K8sToleration, MetricsK8sPlan, MetricsPlan, ModelK8sPlan,
+                   ModelPlan, Plan)
+from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Metrics, ModelEntry, ModelK8s, ModelsFile
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
 
@@ -38,13 +39,14 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
 def _field_hint(path: tuple) -> str:
     import difflib
 
-    from .schema import Defaults, Gateway, GatewayK8s, LitellmParams, ModelK8s, Toleration
+    from .schema import Defaults, Gateway, GatewayK8s, Grafana, LitellmParams, MetricsK8s, ModelK8s, Toleration
 
     parent = path[-3] if len(path) > 2 and isinstance(path[-2], int) else path[-2] if len(path) > 1 else ""
-    owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults,
-             "k8s": GatewayK8s if path[0] == "gateway" else ModelK8s, "tolerations": Toleration}.get(str(parent))
+    k8s = {"gateway": GatewayK8s, "metrics": MetricsK8s}.get(str(path[0]), ModelK8s)
+    owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
+             "grafana": Grafana, "k8s": k8s, "tolerations": Toleration}.get(str(parent))
     if owner is None:
-        owner = Gateway if path[0] == "gateway" else ModelEntry
+        owner = {"gateway": Gateway, "metrics": Metrics}.get(str(path[0]), ModelEntry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
 
@@ -187,7 +189,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             findings.append(((name, "command"), verdict.problem + (
                 "; with --max-model-len auto vLLM would shorten the context to what fits, but the gateway must "
                 "know it: set --max-model-len" if auto and context_from else "")))
-        plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from)
+        plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fractions[name])
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")
@@ -198,6 +200,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     findings += rules.gpu_memory(models, fractions, catalog, file.gpu_memory)
     after, found = rules.start_order(models, {n: e.start_after for n, e in file.models.items()}, list(file.models))
     findings += found
+    findings += rules.metrics_ports(file.metrics, file.gateway.port)
     models = [dataclasses.replace(m, start_after=after[m.name]) for m in models]
     if findings or flag_problems:
         raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
@@ -214,12 +217,32 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     if g.bind not in ("127.0.0.1", "::1"):
         warnings.append(f"gateway: published on {g.bind}:{g.port}, reachable beyond this machine; "
                         "Docker-published ports bypass host firewalls")
+    metrics, warned = _metrics_plan(file.metrics, models)
+    warnings += warned
     notes = []
     if file.gpu_memory is None and any(m.gpus for m in models):
         notes.append(f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
                      "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml")
     return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
-                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes))
+                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics)
+
+
+def _metrics_plan(m: Metrics, models: list[ModelPlan]) -> tuple[MetricsPlan, list[str]]:
+    """models.yml `metrics:` -> MetricsPlan (its ports were checked with the other rules)."""
+    warnings = []
+    if m.enabled and m.bind not in ("127.0.0.1", "::1"):
+        warnings.append(f"metrics: Prometheus published on {m.bind}:{m.port}, reachable beyond this machine with no "
+                        "login (it shows every model, target and label); Docker-published ports bypass host firewalls")
+    g = m.grafana
+    plan = MetricsPlan(
+        enabled=m.enabled, port=m.port, bind=m.bind, scrape_interval=m.scrape_interval, retention=m.retention,
+        retention_size=m.retention_size, image=m.image, gpu_exporter=m.gpu_exporter and any(x.gpus for x in models),
+        gpu_exporter_image=m.gpu_exporter_image, grafana=GrafanaPlan(enabled=g.enabled, port=g.port, image=g.image),
+        k8s=MetricsK8sPlan(service_monitor=m.k8s.service_monitor,
+                           service_monitor_labels=dict(sorted(m.k8s.service_monitor_labels.items())),
+                           prometheus_namespace=m.k8s.prometheus_namespace,
+                           prometheus_pod_labels=dict(sorted(m.k8s.prometheus_pod_labels.items()))))
+    return plan, warnings
 
 
 def _fit(m: ModelPlan, cmd: ServeCommand, meta: model_files.ModelFiles, fraction: float,

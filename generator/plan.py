@@ -76,6 +76,7 @@ class ModelPlan:
     start_after: tuple[str, ...] = ()
     fit: str = ""  # one line: the fit check's estimate and verdict, or why it was skipped (summary only)
     context_from: str = ""  # where a context taken from the model's config came from ("": the flag or field)
+    memory_fraction: float = 0.0  # --gpu-memory-utilization (or vLLM's default): its share of each of its GPUs
     volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
 
     @property
@@ -101,6 +102,39 @@ class GatewayPlan:
 
 
 @dataclass(frozen=True)
+class GrafanaPlan:
+    enabled: bool = False
+    port: int = 3000
+    image: str = ""
+    password_env: str = "GRAFANA_ADMIN_PASSWORD"  # in the keys file, like the other secrets
+
+
+@dataclass(frozen=True)
+class MetricsK8sPlan:
+    service_monitor: bool = False
+    service_monitor_labels: dict[str, str] = field(default_factory=dict)  # sorted
+    prometheus_namespace: str = "monitoring"
+    prometheus_pod_labels: dict[str, str] = field(default_factory=dict)  # sorted
+
+
+@dataclass(frozen=True)
+class MetricsPlan:
+    """models.yml `metrics:`: Prometheus (compose), what the Kubernetes target adds for a cluster's Prometheus."""
+
+    enabled: bool = True
+    port: int = 9090  # Prometheus UI/API on the host, on `bind`
+    bind: str = "127.0.0.1"
+    scrape_interval: str = "15s"
+    retention: str = "15d"
+    retention_size: str = "2GB"
+    image: str = ""
+    gpu_exporter: bool = False  # True only when some model has GPUs and models.yml did not turn it off
+    gpu_exporter_image: str = ""
+    grafana: GrafanaPlan = GrafanaPlan()
+    k8s: MetricsK8sPlan = MetricsK8sPlan()
+
+
+@dataclass(frozen=True)
 class Plan:
     source: str  # models.yml path as given; named in every generated header
     source_digest: str  # sha256 of models.yml
@@ -109,7 +143,13 @@ class Plan:
     gateway: GatewayPlan
     warnings: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())  # informational lines for the summary (e.g. assumed GPU memory)
+    metrics: MetricsPlan = MetricsPlan(enabled=False)
+
+    @property
+    def grafana(self) -> bool:
+        return self.metrics.enabled and self.metrics.grafana.enabled
 
     @property
     def secret_envs(self) -> tuple[str, ...]:
-        return (self.gateway.master_key_env, *(m.api_key_env for m in self.models))
+        grafana = (self.metrics.grafana.password_env,) if self.grafana else ()
+        return (self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana)

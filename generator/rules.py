@@ -222,3 +222,17 @@ def merged_volumes(defaults: list[str], own: list[str]) -> tuple[Mount, ...]:
     """defaults.volumes then the model's; a model's entry replaces a default with the same container path."""
     mounts = {m.target: m for m in map(_mount, [*defaults, *own])}
     return tuple(mounts.values())
+
+
+def metrics_ports(metrics, gateway_port: int) -> list[Finding]:
+    """Prometheus's and Grafana's host ports: distinct from each other and from the gateway's."""
+    if not metrics.enabled:
+        return []
+    findings = []
+    if metrics.port == gateway_port:
+        findings.append((("metrics", "port"), f"port {metrics.port} is the gateway's port; pick another (e.g. 9090)"))
+    g = metrics.grafana
+    if g.enabled and g.port in (gateway_port, metrics.port):
+        owner = "the gateway's" if g.port == gateway_port else "Prometheus's (metrics.port)"
+        findings.append((("metrics", "grafana", "port"), f"port {g.port} is {owner} port; pick another (e.g. 3000)"))
+    return findings

@@ -18,12 +18,19 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
 LITELLM_VERSION = "1.103.7"
 LITELLM_IMAGE = f"ghcr.io/berriai/litellm:v{LITELLM_VERSION}"
 AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healthcheck fails
+# Metrics (the `metrics:` block). Prometheus 3.5 is the current long-term-support line; the generated
+# config also passes Debian bookworm's promtool 2.42 (the tests' local image), so any 2.4x/3.x runs it.
+PROMETHEUS_IMAGE = "prom/prometheus:v3.5.0"
+GRAFANA_IMAGE = "grafana/grafana:12.3.1"  # opt-in dashboard; provisioning format unchanged since Grafana 5
+# NVIDIA's GPU exporter (DCGM 4.5.3, exporter 4.8.2); distroless: no shell, so no healthcheck
+DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
 # volumes every backend gets (the vLLM image keeps Hugging Face and vLLM caches under /root/.cache)
 BACKEND_CACHES = {"hf-cache": "/root/.cache/huggingface", "vllm-cache": "/root/.cache/vllm"}
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
-RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "litellm", "autoheal"}
-TOP_LEVEL = ("defaults", "gateway", "gpu_memory")  # the non-model keys of models.yml
+RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "metrics", "litellm", "autoheal", "prometheus", "grafana",
+                  "dcgm-exporter"}
+TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics")  # the non-model keys of models.yml
 
 
 def _size(value: object) -> int:
@@ -195,6 +202,57 @@ class Gateway(_Strict):
     k8s: GatewayK8s = GatewayK8s()
 
 
+Duration = Annotated[str, BeforeValidator(_env_value),
+                     _matching(r"^[1-9][0-9]*(ms|s|m|h|d|w|y)$", "a Prometheus duration such as 15s, 1m or 15d")]
+StorageSize = Annotated[str, BeforeValidator(_env_value),
+                        _matching(r"^[1-9][0-9]*(B|KB|MB|GB|TB|PB)$", "a size such as 512MB or 2GB (Prometheus units)")]
+
+
+def _seconds(duration: str) -> float:
+    number, unit = re.match(r"^([0-9]+)([a-z]+)$", duration.lower()).groups()
+    return int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[unit]
+
+
+class Grafana(_Strict):
+    """The dashboard (opt-in): Grafana with the Prometheus datasource and a dashboard made from models.yml."""
+
+    enabled: StrictBool = False
+    port: int = Field(3000, ge=1, le=65535)  # published on metrics.bind
+    image: str = GRAFANA_IMAGE
+
+
+class MetricsK8s(_Strict):
+    """What the Kubernetes target adds for your cluster's Prometheus (pod annotations are always written)."""
+
+    service_monitor: StrictBool = False  # Prometheus Operator ServiceMonitors in k8s/monitoring.yaml
+    service_monitor_labels: dict[LabelKey, LabelValue] = {}  # e.g. {release: kube-prometheus-stack}
+    # who may scrape the backends (their NetworkPolicy otherwise admits only gateway pods)
+    prometheus_namespace: DnsLabel = "monitoring"
+    prometheus_pod_labels: dict[LabelKey, LabelValue] = {"app.kubernetes.io/name": "prometheus"}
+
+
+class Metrics(_Strict):
+    enabled: StrictBool = True  # Prometheus scraping every backend and the gateway
+    port: int = Field(9090, ge=1, le=65535)  # Prometheus's UI and API on the host
+    bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"  # 0.0.0.0 is an explicit opt-in (no login!)
+    scrape_interval: Duration = "15s"
+    retention: Duration = "15d"  # whichever of retention and retention_size comes first
+    retention_size: StorageSize = "2GB"
+    image: str = PROMETHEUS_IMAGE
+    gpu_exporter: StrictBool = True  # NVIDIA dcgm-exporter when any model has GPUs
+    gpu_exporter_image: str = DCGM_EXPORTER_IMAGE
+    grafana: Grafana = Grafana()
+    k8s: MetricsK8s = MetricsK8s()
+
+    @model_validator(mode="after")
+    def _interval_fits(self):
+        if not 1 <= _seconds(self.scrape_interval) <= 300:
+            raise ValueError(f"scrape_interval {self.scrape_interval} is outside 1s..5m; 15s is the usual value")
+        if _seconds(self.retention) < 3600:
+            raise ValueError(f"retention {self.retention} keeps less than an hour; use e.g. 15d")
+        return self
+
+
 class ModelEntry(_Strict):
     command: str = Field(min_length=1)
     gpus: list[Annotated[int, Field(ge=0)]]
@@ -215,4 +273,5 @@ class ModelsFile(_Strict):
     gateway: Gateway = Gateway()
     # memory of each GPU, for the per-GPU memory rule and the fit check: `80GiB` or `{0: 80GiB, 1: 24GiB}`
     gpu_memory: Annotated[int | dict[int, int] | None, BeforeValidator(_gpu_memory)] = None
+    metrics: Metrics = Metrics()
     models: dict[str, ModelEntry]

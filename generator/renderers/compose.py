@@ -5,6 +5,10 @@ from __future__ import annotations
 from ..gateway_process import CONFIG_DIR, gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
+from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT,
+                        GRAFANA_PROVISIONING)
+from .metrics import (CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR,
+                      PROMETHEUS_PORT)
 
 ENV_HINT = "run make regenerate to create compose/.env"
 
@@ -98,11 +102,87 @@ def autoheal_service() -> dict:
     }
 
 
+def _published(bind: str, host_port: int, container_port: int) -> str:
+    return f"{f'[{bind}]' if ':' in bind else bind}:{host_port}:{container_port}"
+
+
+def _wget(url: str) -> list[str]:
+    # busybox wget is in the Prometheus and Grafana images (no python3 there)
+    return ["CMD", "wget", "-q", "-O", "/dev/null", url]
+
+
+def prometheus_service(plan: Plan) -> dict:
+    """Prometheus on the backend network (it scrapes the backends and the gateway's internal metrics port)
+    and on `frontend`, the only kind of network Docker publishes a port from: its UI on metrics.bind."""
+    m = plan.metrics
+    return {
+        "image": m.image,
+        "command": [f"--config.file={CONTAINER_CONFIG}/prometheus.yml", f"--storage.tsdb.path={CONTAINER_DATA}",
+                    f"--storage.tsdb.retention.time={m.retention}", f"--storage.tsdb.retention.size={m.retention_size}",
+                    f"--web.listen-address=:{PROMETHEUS_PORT}"],
+        "ports": [_published(m.bind, m.port, PROMETHEUS_PORT)],
+        "volumes": [f"../{PROMETHEUS_DIR}:{CONTAINER_CONFIG}:ro", f"{DATA_VOLUME}:{CONTAINER_DATA}"],
+        "networks": ["backends", "frontend"],
+        "healthcheck": {"test": _wget(f"http://127.0.0.1:{PROMETHEUS_PORT}/-/ready"),
+                        "interval": "15s", "timeout": "5s", "retries": 3, "start_period": "60s"},
+        **_hardening(),
+    }
+
+
+def dcgm_service(plan: Plan) -> dict:
+    """NVIDIA's GPU exporter. It sees every GPU (`count: all`), so its `gpu` label is the host's GPU index, the
+    number models.yml's `gpus:` uses. No SYS_ADMIN: the profiling (DCP) metrics need it, memory and use do not."""
+    return {
+        "image": plan.metrics.gpu_exporter_image,
+        "deploy": {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
+        "networks": ["backends"],
+        **_hardening(),
+    }
+
+
+def grafana_service(plan: Plan) -> dict:
+    """Grafana (opt-in) with the Prometheus datasource and the generated dashboard, provisioned read-only.
+    Only on `frontend` (it reaches Prometheus there, never a backend); login admin / the generated password."""
+    m, g = plan.metrics, plan.metrics.grafana
+    return {
+        "image": g.image,
+        "environment": {
+            "GF_SECURITY_ADMIN_USER": "admin",
+            "GF_SECURITY_ADMIN_PASSWORD": secret_ref(g.password_env),  # read at Grafana's first start only
+            "GF_USERS_ALLOW_SIGN_UP": "false",
+            "GF_AUTH_ANONYMOUS_ENABLED": "false",
+            "GF_ANALYTICS_REPORTING_ENABLED": "false",
+            "GF_ANALYTICS_CHECK_FOR_UPDATES": "false",
+            "GF_ANALYTICS_CHECK_FOR_PLUGIN_UPDATES": "false",
+        },
+        "ports": [_published(m.bind, g.port, GRAFANA_PORT)],
+        "volumes": [f"../{GRAFANA_DIR}/provisioning:{GRAFANA_PROVISIONING}:ro",
+                    f"../{GRAFANA_DIR}/dashboards:{GRAFANA_DASHBOARDS}:ro", f"{GRAFANA_DATA}:/var/lib/grafana"],
+        "networks": ["frontend"],
+        "healthcheck": {"test": _wget(f"http://127.0.0.1:{GRAFANA_PORT}/api/health"),
+                        "interval": "15s", "timeout": "5s", "retries": 3, "start_period": "60s"},
+        **_hardening(),
+    }
+
+
+def metrics_services(plan: Plan) -> dict[str, dict]:
+    if not plan.metrics.enabled:
+        return {}
+    services = {PROMETHEUS: prometheus_service(plan)}
+    if plan.metrics.gpu_exporter:
+        services[DCGM] = dcgm_service(plan)
+    if plan.grafana:
+        services[GRAFANA] = grafana_service(plan)
+    return services
+
+
 def render_compose(plan: Plan) -> dict:
     services = {m.name: model_service(m, plan) for m in plan.models}
     services["litellm"] = gateway_service(plan)
     if plan.gateway.autoheal:
         services["autoheal"] = autoheal_service()
+    services.update(metrics_services(plan))
     named = sorted({v.source for m in plan.models for v in m.volumes if v.named})  # from models.yml volumes:
     networks = {"backends": {"internal": True}, "frontend": {}}
     if plan.gateway.backend_internet:
@@ -111,5 +191,12 @@ def render_compose(plan: Plan) -> dict:
         "name": "llm-gateway",
         "services": services,
         "networks": networks,
-        "volumes": {v: {} for v in [*BACKEND_CACHES, *named]},
+        "volumes": {v: {} for v in [*BACKEND_CACHES, *_metrics_volumes(plan), *named]},
     }
+
+
+def _metrics_volumes(plan: Plan) -> list[str]:
+    """Prometheus's TSDB (bounded by metrics.retention / retention_size) and Grafana's database."""
+    if not plan.metrics.enabled:
+        return []
+    return [DATA_VOLUME, *([GRAFANA_DATA] if plan.grafana else [])]

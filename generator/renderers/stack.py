@@ -1,9 +1,12 @@
-"""The default target: compose/docker-compose.yml, litellm/config.yaml and the hook modules beside it."""
+"""The default target: compose/docker-compose.yml, litellm/config.yaml and the hook modules beside it; with
+`metrics:` on (the default) prometheus/ (and grafana/ when it is opted in), which the compose file mounts."""
 
 from __future__ import annotations
 
 from ..plan import Plan
 from .compose import render_compose
+from .dashboard import grafana_files
+from .metrics import PROMETHEUS_FILE, RULES_FILE, gpu_rules, prometheus_config
 from .litellm import gateway_modules, render_litellm
 from .target import Target
 from .text import dump_yaml, header
@@ -19,7 +22,17 @@ def stack_files(plan: Plan) -> dict[str, str]:
         COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
         **gateway_modules(plan),
+        **metrics_files(plan),
     }
+
+
+def metrics_files(plan: Plan) -> dict[str, str]:
+    if not plan.metrics.enabled:
+        return {}
+    files = {PROMETHEUS_FILE: header(plan) + dump_yaml(prometheus_config(plan))}
+    if plan.metrics.gpu_exporter:
+        files[RULES_FILE] = header(plan) + dump_yaml(gpu_rules(plan))
+    return {**files, **grafana_files(plan)}
 
 
 TARGET = Target("stack", stack_files, regenerate="make regenerate", keys_file=(ENV_FILE, ENV_HEADER))

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import openai
 import pytest
 
+from .prometheus import VLLM_JOB, prometheus_of
 from .stack import container_of, docker, events_file, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -162,6 +163,10 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
         _chat(deployed, deployed.served_name(victim), timeout=30)
     assert time.monotonic() - t0 < 30
     assert _chat(deployed, deployed.served_name(other)).choices[0].message is not None
+    if prom := prometheus_of(deployed.doc):  # Prometheus sees it down (up == 0) before it is back
+        up = f'max(up{{job="{VLLM_JOB}",model="{victim}"}})'
+        assert prom.wait_for(up, 0, 4 * prom.interval + 10) == 0, f"Prometheus does not report {victim} down"
+        assert prom.value(f'max(up{{job="{VLLM_JOB}",model="{other}"}})') == 1
     _wait(lambda: inspect(container_of(victim))["RestartCount"] > before["RestartCount"], 60,
           f"the restart policy did not restart {victim}")
     _wait(lambda: (inspect(container_of(victim))["State"].get("Health") or {}).get("Status") == "healthy", 300,

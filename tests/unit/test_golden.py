@@ -59,11 +59,11 @@ def test_every_max_tokens_fits_its_models_context(config):
         assert entry["litellm_params"]["max_tokens"] < entry["model_info"]["max_input_tokens"]
 
 
-def test_only_the_gateway_is_published_and_only_on_loopback(compose):
+def test_only_the_gateway_and_prometheus_are_published_and_only_on_loopback(compose):
     services = compose["services"]
     published = {name for name, s in services.items() if "ports" in s}
-    assert published == {"litellm"}
-    assert all(p.startswith("127.0.0.1:") for p in services["litellm"]["ports"])
+    assert published == {"litellm", "prometheus"}
+    assert all(p.startswith("127.0.0.1:") for name in published for p in services[name]["ports"])
     assert compose["networks"]["backends"]["internal"] is True
     for name, s in services.items():
         assert "backends" in s["networks"]

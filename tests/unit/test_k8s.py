@@ -321,7 +321,10 @@ def test_backends_accept_only_the_gateway_and_nothing_is_exposed(repo_docs):
             continue
         (policy,) = [p["spec"] for p in policies.values()
                      if p["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]]
-        (rule,) = policy["ingress"]
+        rule, scraper = policy["ingress"]  # the gateway; the cluster's Prometheus (metrics.k8s), /metrics only
+        assert scraper == {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                                     "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
+                           "ports": rule["ports"]}
         (source,) = rule["from"]
         assert set(source) == {"podSelector"}  # pods of this namespace only; no namespace or IP block
         assert source["podSelector"]["matchLabels"].items() <= gateway_pods.items()

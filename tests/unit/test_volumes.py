@@ -29,7 +29,7 @@ def test_compose_mounts_them_after_the_caches_and_declares_named_volumes(plan):
     doc = render_compose(p)
     assert doc["services"]["m1"]["volumes"] == ["hf-cache:/root/.cache/huggingface", "vllm-cache:/root/.cache/vllm",
                                                 "weights:/models:ro", "/srv/x:/x"]
-    assert list(doc["volumes"]) == ["hf-cache", "vllm-cache", "weights"]
+    assert list(doc["volumes"]) == ["hf-cache", "vllm-cache", "prometheus-data", "weights"]
 
 
 def test_the_cpu_compose_example_bind_mounts_the_demo_weights_read_only():

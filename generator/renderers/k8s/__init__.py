@@ -5,6 +5,7 @@
     k8s/gateway.yaml         LiteLLM Deployment + Service
     k8s/gateway/*            config.yaml (api_base = each model's Service) and the two hook modules
     k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy
+    k8s/monitoring.yaml      with metrics.k8s.service_monitor: ServiceMonitors (Prometheus Operator) + metrics Service
     k8s/secrets.env          the keys (git-ignored, mode 600, made by the CLI; never in a manifest)
 
 Same Plan as compose and LiteLLM; problems only Kubernetes has (a shared multi-GPU model, a name
@@ -22,6 +23,7 @@ from ..text import dump_yaml, header
 from .backend import backend_objects, backend_problems, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
+from .monitoring import MONITORING_FILE, monitoring_objects
 from .objects import GATEWAY, KEYS_SECRET, PART_OF
 
 K8S_DIR = "k8s"
@@ -70,6 +72,8 @@ def k8s_files(plan: Plan) -> dict[str, str]:
         raise ConfigError(problems)
     config = gateway_config(plan)
     models = {f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, backend_objects(m, plan)) for m in plan.models}
+    if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
+        models[f"{K8S_DIR}/{MONITORING_FILE}"] = documents(plan, monitoring_objects(plan))
     root = len(K8S_DIR) + 1
     return {
         f"{K8S_DIR}/kustomization.yaml": _header(plan) + dump_yaml(
@@ -102,6 +106,10 @@ def k8s_warnings(plan: Plan) -> list[str]:
         if not m.gpus and m.image.startswith(CUDA_IMAGE + ":"):
             warnings.append(f"{m.name}: no GPU, but {m.image} is vLLM's CUDA build; set `image:` to a CPU build "
                             "of vLLM that your nodes can pull")
+    if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
+        warnings.append("metrics.k8s.service_monitor: k8s/monitoring.yaml holds ServiceMonitors, which need the "
+                        "Prometheus Operator's CRDs (kube-prometheus-stack); its Prometheus selects them by label "
+                        "(metrics.k8s.service_monitor_labels, e.g. {release: kube-prometheus-stack})")
     if plan.gateway.k8s.expose != "none":
         warnings.append(f"gateway.k8s.expose: {plan.gateway.k8s.expose}: the gateway is reachable from outside the "
                         "cluster (its master key still guards every request); use TLS in front of it")

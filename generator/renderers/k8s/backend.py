@@ -9,7 +9,7 @@ from ...plan import K8sToleration, ModelPlan, Plan
 from ...schema import BACKEND_CACHES
 from .gpus import gpu_limits
 from .objects import (GATEWAY, HF_TOKEN_SECRET, container_security, http_probe, key_ref, labels,
-                      pod_defaults, selector)
+                      pod_defaults, scrape_annotations, selector)
 
 WORKDIR = "/workspace"  # the backend's working directory: relative model paths resolve under it
 # where the vLLM image keeps downloads, and torch.compile / CUDA graph caches (as in compose)
@@ -135,9 +135,16 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
             # the old pod must free its GPUs (and its ReadWriteOnce cache) before the new one starts
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector("backend", m.name)},
-            "template": {"metadata": {"labels": labels("backend", m.name)}, "spec": pod},
+            "template": {"metadata": _pod_metadata(m, plan), "spec": pod},
         },
     }
+
+
+def _pod_metadata(m: ModelPlan, plan: Plan) -> dict:
+    meta: dict = {"labels": labels("backend", m.name)}
+    if annotations := scrape_annotations(m.port, plan.metrics.enabled):  # vLLM serves /metrics without a key
+        meta["annotations"] = annotations
+    return meta
 
 
 def _toleration(t: K8sToleration) -> dict:
@@ -158,12 +165,20 @@ def service(m: ModelPlan) -> dict:
 
 
 def network_policy(m: ModelPlan, plan: Plan) -> dict:
-    """Only gateway pods may connect to the backend (kubelet probes from the node stay allowed)."""
+    """Only gateway pods may connect to the backend (kubelet probes from the node stay allowed); with metrics on,
+    also the cluster's Prometheus pods (metrics.k8s: their namespace and labels), for /metrics. They reach the same
+    port as the gateway, but vLLM's API (/v1, ...) still needs the backend's key, which only the gateway holds."""
+    port = [{"protocol": "TCP", "port": m.port}]
+    ingress = [{"from": [{"podSelector": {"matchLabels": selector("gateway", GATEWAY)}}], "ports": port}]
+    if plan.metrics.enabled:
+        k = plan.metrics.k8s
+        ingress.append({"from": [{
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": k.prometheus_namespace}},
+            "podSelector": {"matchLabels": dict(k.prometheus_pod_labels)}}], "ports": port})
     spec: dict = {
         "podSelector": {"matchLabels": selector("backend", m.name)},
         "policyTypes": ["Ingress"],
-        "ingress": [{"from": [{"podSelector": {"matchLabels": selector("gateway", GATEWAY)}}],
-                     "ports": [{"protocol": "TCP", "port": m.port}]}],
+        "ingress": ingress,
     }
     if not plan.gateway.backend_internet:
         spec["policyTypes"].append("Egress")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ...gateway_process import CONFIG_DIR, gateway_args, gateway_env
+from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_env
 from ...plan import Plan
 from ..litellm import compose_api_base
-from .objects import GATEWAY, container_security, http_probe, key_ref, labels, pod_defaults, selector
+from .objects import (GATEWAY, container_security, http_probe, key_ref, labels, pod_defaults, scrape_annotations,
+                      selector)
 
 CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s/gateway/
 SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
@@ -47,12 +48,17 @@ def deployment(plan: Plan) -> dict:
             "replicas": g.k8s.replicas,  # the config is stateless (no database, no cache): any number works
             "selector": {"matchLabels": selector("gateway", GATEWAY)},
             "template": {
-                "metadata": {"labels": labels("gateway", GATEWAY)},
+                "metadata": {"labels": labels("gateway", GATEWAY),
+                             **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled))},
                 "spec": {**pod_defaults(), "containers": [container],
                          "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}]},
             },
         },
     }
+
+
+def _annotations(annotations: dict[str, str]) -> dict:
+    return {"annotations": annotations} if annotations else {}
 
 
 def service(plan: Plan) -> dict:

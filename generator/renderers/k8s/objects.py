@@ -47,3 +47,10 @@ def pod_defaults() -> dict:
 
 def container_security() -> dict:
     return {"allowPrivilegeEscalation": False}  # compose's no-new-privileges
+
+
+def scrape_annotations(port: int, enabled: bool) -> dict[str, str]:
+    """The prometheus.io/* pod annotations most cluster Prometheus setups discover targets by."""
+    if not enabled:
+        return {}
+    return {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
