@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..plan import Plan
 from .compose import render_compose
-from .litellm import gateway_modules, render_litellm
+from .litellm import gateway_modules, render_litellm, supervisor_file
 from .target import Target
 from .text import dump_yaml, header
 
@@ -19,6 +19,7 @@ def stack_files(plan: Plan) -> dict[str, str]:
         COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
         **gateway_modules(plan),
+        **supervisor_file(plan),
     }
 
 
