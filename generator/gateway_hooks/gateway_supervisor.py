@@ -103,6 +103,7 @@ class Supervisor:
         self.applied = digest(self.folder)
         self.rolling: tuple[str, set[int], int, float] | None = None  # (digest, old workers, n, since)
         self.short_since: float | None = None
+        self.left: set[int] = set()  # old workers not yet exited
 
     def start(self) -> None:
         self.child = subprocess.Popen(self.cmd)
@@ -125,6 +126,7 @@ class Supervisor:
             say(f"config {self.applied} -> {new}: rolling restart of {len(old_workers)} workers (SIGHUP); "
                 f"each old worker finishes its requests before it exits")
             self.rolling = (new, old_workers, len(old_workers), time.monotonic())
+            self.left = set(old_workers)
             self.short_since = None
             self.child.send_signal(signal.SIGHUP)
         else:
@@ -144,6 +146,9 @@ class Supervisor:
     def check_rolling(self) -> None:
         new, old, n, since = self.rolling
         now = workers_of(self.child.pid)
+        for pid in sorted(self.left - now):  # it exits once its last request (a stream too) is answered
+            say(f"old worker {pid} exited after {time.monotonic() - since:.1f}s")
+        self.left &= now
         if not now & old:
             if len(now) >= n:
                 say(f"reloaded {new} in {time.monotonic() - since:.1f}s ({len(now)} new workers)")

@@ -11,7 +11,7 @@ from .text import header
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
 # every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", HOOK_MODULE)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "graceful_shutdown", HOOK_MODULE)
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
