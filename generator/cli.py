@@ -42,6 +42,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["apply"]:  # not a target: it changes a running stack (generator/apply.py)
+        from .apply import main as apply_main
+        return apply_main(argv[1:])
     args = parse_args(argv)
     out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)
     try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from .plan import GatewayPlan
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
+IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
+WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
 # The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, served by its --prometheus_metrics_port
 # process) on this container port: never published, scraped by Prometheus on the backend network.
 GATEWAY_METRICS_PORT = 4001
@@ -29,4 +31,9 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
 
 def gateway_args(g: GatewayPlan, config_path: str) -> list[str]:
     """Arguments to LiteLLM's proxy CLI (the image's entrypoint, or `python -m litellm.proxy.proxy_cli`)."""
-    return ["--config", config_path, "--port", str(g.port), "--num_workers", str(g.workers)]
+    # uvicorn's default 5 s: a worker must answer its parent's ping within it (else it is killed and
+    # restarted) and a replacement must be serving within it on a rolling reload (else the reload is
+    # dropped). A LiteLLM worker imports for 5-60 s before it can answer (measured, 2 busy cores): with
+    # 5 s, two workers on a loaded box were killed and restarted in a loop, and every reload was dropped.
+    return ["--config", config_path, "--port", str(g.port), "--num_workers", str(g.workers),
+            "--timeout_worker_healthcheck", str(WORKER_START_TIMEOUT)]

@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import count_tokens  # noqa: E402
+import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from ..gateway_process import CONFIG_DIR, gateway_args, gateway_env
+import hashlib
+
+from ..gateway_process import CONFIG_DIR, IMAGE_ENTRYPOINT, gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT,
                         GRAFANA_PROVISIONING)
+from .litellm import SUPERVISOR_MODULE, supervisor_source
 from .metrics import (CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR,
                       PROMETHEUS_PORT)
 
@@ -74,6 +77,9 @@ def gateway_service(plan: Plan) -> dict:
     bind = f"[{g.bind}]" if ":" in g.bind else g.bind
     return {
         "image": g.image,
+        # the supervisor runs the image's own entrypoint and reloads it when ../litellm changes (a folder
+        # mount: files renamed into it are seen); a new supervisor changes the label: compose recreates
+        "entrypoint": ["python3", f"{CONFIG_DIR}/{SUPERVISOR_MODULE}.py", IMAGE_ENTRYPOINT],
         "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],
@@ -86,6 +92,7 @@ def gateway_service(plan: Plan) -> dict:
             "retries": 3,
             "start_period": "60s",
         },
+        "labels": {"org.llm-gateway.supervisor": hashlib.sha256(supervisor_source().encode()).hexdigest()[:16]},
         **_hardening(),
     }
 

@@ -11,8 +11,11 @@ from .text import header
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
 # every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", HOOK_MODULE)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "graceful_shutdown", HOOK_MODULE)
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
+# the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
+# Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
+SUPERVISOR_MODULE = "gateway_supervisor"
 
 
 def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
@@ -20,6 +23,14 @@ def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make
     where LiteLLM loads them by path; they find each other through their own folder."""
     return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
             for mod in GATEWAY_MODULES}
+
+
+def supervisor_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
+    return {f"{folder}/{SUPERVISOR_MODULE}.py": header(plan, regenerate=regenerate) + supervisor_source()}
+
+
+def supervisor_source() -> str:
+    return (HOOKS_DIR / f"{SUPERVISOR_MODULE}.py").read_text()
 
 
 def compose_api_base(m: ModelPlan) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from ..plan import Plan
 from .compose import render_compose
 from .dashboard import grafana_files
+from .litellm import gateway_modules, render_litellm, supervisor_file
 from .metrics import PROMETHEUS_FILE, RULES_FILE, gpu_rules, prometheus_config
-from .litellm import gateway_modules, render_litellm
 from .target import Target
 from .text import dump_yaml, header
 
@@ -23,6 +23,7 @@ def stack_files(plan: Plan) -> dict[str, str]:
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
         **gateway_modules(plan),
         **metrics_files(plan),
+        **supervisor_file(plan),
     }
 
 

@@ -33,6 +33,7 @@ from rich.table import Table
 
 from ..output import ensure_env_file, read_env_file
 from ..renderers import LITELLM_FILE, gateway_modules
+from ..renderers.litellm import SUPERVISOR_MODULE, supervisor_file
 from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
 from ..gateway_process import gateway_args, gateway_env
@@ -103,7 +104,7 @@ class LocalStack:
     def gateway_files(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> dict[str, str]:
         """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
         return {LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
-                **gateway_modules(self.plan)}
+                **gateway_modules(self.plan), **supervisor_file(self.plan)}
 
     def write_gateway_config(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> Path:
         for rel, text in self.gateway_files(api_base).items():
@@ -159,8 +160,9 @@ class LocalStack:
 
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
-        cmd = [self.gateway_python, "-m", "litellm.proxy.proxy_cli", *gateway_args(g, str(config)),
-               "--host", "127.0.0.1"]
+        # the supervisor (beside the config) runs LiteLLM and reloads it when the files there change
+        cmd = [self.gateway_python, str(config.parent / f"{SUPERVISOR_MODULE}.py"),
+               self.gateway_python, "-m", "litellm.proxy.proxy_cli", *gateway_args(g, str(config)), "--host", "127.0.0.1"]
         if self.gateway_cpus:
             cmd = ["taskset", "-c", ",".join(map(str, sorted(self.gateway_cpus))), *cmd]
         return Proc("gateway", cmd, self.state_dir / "logs" / "gateway.log", f"{self.gateway_url}/health/liveliness")

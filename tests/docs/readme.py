@@ -37,6 +37,8 @@ WHERE: list[tuple[str, str]] = [
     (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
      RUN),  # the tests against the running demo, as a user copies them
     (r"^make compose-test$", CI + "its own phase (a real Docker engine)"),
+    (r"^make apply( DRY_RUN=1)?$", CI + "inside make compose-test (tests/compose/test_apply.py applies changed copies of the "
+                                       "CPU compose example to its running stack)"),
     (r"^make (images|engine-down)$", CI + "inside make compose-test (docker/compose-test.sh builds the images, stops the engine)"),
     (r"^make agents$", CI + "its own phase (agents-install)"),
     (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),

@@ -1,0 +1,212 @@
+# GENERATED from models.yml (sha256 53953d209ab85bf9) by `python -m generator`;
+# vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make regenerate`.
+"""The gateway's first process: runs LiteLLM and moves it onto its config whenever its files change.
+
+    python3 gateway_supervisor.py <the gateway's own command: litellm --config DIR/config.yaml ...>
+
+LiteLLM reads config.yaml and imports its hook modules once per worker process, at the worker's start,
+and has no reload route. This process watches what the gateway reads (config.yaml and the *.py modules
+beside it, generated headers left out) and, once a change has been stable for a poll, applies it:
+
+- several workers (uvicorn's multiprocess mode): SIGHUP to uvicorn's parent. uvicorn then replaces its
+  workers one at a time: it starts the new worker (which reads the new config), waits until it serves,
+  then sends the old one SIGTERM and waits for it: an old worker stops accepting, finishes every request
+  it holds (a stream runs to its end), then exits. Connections keep being accepted throughout. If a new
+  worker does not start (a broken config), uvicorn keeps the old one and the previous config stays in
+  service ("reload failed" below).
+- one worker (no multiprocess parent to roll): the gateway is restarted, which cuts requests in
+  flight; `gateway.workers: 2` or more avoids that.
+
+Lines it prints (`make apply` waits for them): `gateway-supervisor: reloaded <digest>` /
+`gateway-supervisor: reload failed <digest>: ...`. SIGTERM/SIGINT go to the gateway (the container's
+stop); SIGHUP to this process forces a reload. Standard library only (it runs in the gateway image).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLL = float(os.environ.get("GATEWAY_RELOAD_POLL", "1"))  # seconds between looks at the files
+HEADER = "# GENERATED from "  # the generator's header names models.yml's digest: not something LiteLLM reads
+NAME = "gateway-supervisor"
+
+
+def watched(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                  and (p.name == "config.yaml" or p.suffix == ".py"))
+
+
+def content(text: str) -> str:
+    """A file as the gateway reads it: the generator's two header lines (they change with any models.yml
+    edit) are comments, left out so a change elsewhere does not reload the gateway."""
+    return text.split("\n", 2)[2] if text.startswith(HEADER) and text.count("\n") >= 2 else text
+
+
+def digest(folder: Path) -> str:
+    """sha256 (first 16 hex) of config.yaml and the modules beside it, as the gateway reads them."""
+    h = hashlib.sha256()
+    for p in watched(folder):
+        try:
+            text = p.read_text()
+        except OSError:  # renamed away between listing and reading: the next poll sees the new state
+            text = ""
+        h.update(f"{p.name}\0{content(text)}\0".encode())
+    return h.hexdigest()[:16]
+
+
+def config_folder(cmd: list[str]) -> Path:
+    if "--config" in cmd and cmd.index("--config") + 1 < len(cmd):
+        return Path(cmd[cmd.index("--config") + 1]).parent
+    return Path(__file__).resolve().parent
+
+
+def expected_workers(cmd: list[str]) -> int:
+    """The gateway's worker count: `--num_workers N` (LiteLLM's default 1; a value that is not a number
+    counts as the CPUs here)."""
+    value = cmd[cmd.index("--num_workers") + 1] if "--num_workers" in cmd[:-1] else os.environ.get("NUM_WORKERS", "1")
+    return int(value) if value.isdigit() else (os.cpu_count() or 1)
+
+
+def say(msg: str) -> None:
+    print(f"{NAME}: {msg}", flush=True)
+
+
+def workers_of(pid: int) -> set[int]:
+    """uvicorn's worker processes: children of `pid` started by multiprocessing's spawn (empty when the
+    gateway runs a single process)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid and b"spawn_main" in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+class Supervisor:
+    def __init__(self, cmd: list[str]):
+        self.cmd = cmd
+        self.folder = config_folder(cmd)
+        self.workers = expected_workers(cmd)
+        self.child: subprocess.Popen | None = None
+        self.stopping = False
+        self.force = False
+        self.applied = digest(self.folder)
+        self.rolling: tuple[str, set[int], int, float] | None = None  # (digest, old workers, n, since)
+        self.short_since: float | None = None
+        self.left: set[int] = set()  # old workers not yet exited
+
+    def start(self) -> None:
+        self.child = subprocess.Popen(self.cmd)
+        say(f"started the gateway (pid {self.child.pid}), config {self.applied} in {self.folder}")
+
+    def on_stop(self, signum, frame) -> None:
+        self.stopping = True
+        if self.child and self.child.poll() is None:
+            self.child.send_signal(signum)
+
+    def on_hup(self, signum, frame) -> None:
+        self.force = True
+
+    def reload(self, new: str) -> bool:
+        """Move the gateway onto `new`; False when it cannot start yet (workers still starting)."""
+        old_workers = workers_of(self.child.pid)
+        if self.workers > 1 and len(old_workers) < self.workers:
+            return False  # uvicorn is starting (or replacing a dead) worker: it reads the files as they are now
+        if self.workers > 1:
+            say(f"config {self.applied} -> {new}: rolling restart of {len(old_workers)} workers (SIGHUP); "
+                f"each old worker finishes its requests before it exits")
+            self.rolling = (new, old_workers, len(old_workers), time.monotonic())
+            self.left = set(old_workers)
+            self.short_since = None
+            self.child.send_signal(signal.SIGHUP)
+        else:
+            say(f"config {self.applied} -> {new}: one worker, restarting the gateway "
+                f"(requests in flight are cut; gateway.workers >= 2 reloads without a cut)")
+            self.child.terminate()
+            try:
+                self.child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.child.kill()
+                self.child.wait()
+            self.child = subprocess.Popen(self.cmd)
+            say(f"reloaded {new} (restarted, pid {self.child.pid})")
+        self.applied = new
+        return True
+
+    def check_rolling(self) -> None:
+        new, old, n, since = self.rolling
+        now = workers_of(self.child.pid)
+        for pid in sorted(self.left - now):  # it exits once its last request (a stream too) is answered
+            say(f"old worker {pid} exited after {time.monotonic() - since:.1f}s")
+        self.left &= now
+        if not now & old:
+            if len(now) >= n:
+                say(f"reloaded {new} in {time.monotonic() - since:.1f}s ({len(now)} new workers)")
+                self.rolling = None
+            return
+        # uvicorn gave up (a new worker did not start): old workers left and no replacement on the way
+        if len(now) <= n:
+            self.short_since = self.short_since or time.monotonic()
+            if time.monotonic() - self.short_since > 10:
+                say(f"reload failed {new}: a new worker did not start; {len(now & old)} of {n} workers "
+                    f"keep the previous config (see the errors above)")
+                self.rolling = None
+        else:
+            self.short_since = None
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_stop)
+        signal.signal(signal.SIGHUP, self.on_hup)
+        self.start()
+        seen = self.applied
+        while True:
+            code = self.child.poll()
+            if code is not None:
+                if not self.stopping:
+                    say(f"the gateway exited with code {code}")
+                return code
+            if os.getpid() == 1:  # as a container's first process, reap orphans handed to us
+                try:
+                    while (reaped := os.waitpid(-1, os.WNOHANG))[0] > 0:
+                        if reaped[0] == self.child.pid:
+                            self.child.returncode = os.waitstatus_to_exitcode(reaped[1])
+                            break
+                except ChildProcessError:
+                    pass
+                if self.child.returncode is not None:
+                    continue
+            time.sleep(POLL)
+            if self.stopping:
+                continue
+            if self.rolling:
+                self.check_rolling()
+                continue
+            now = digest(self.folder)
+            if (now != self.applied and now == seen) or self.force:  # stable for one poll: all files renamed in
+                if self.reload(now):
+                    self.force = False
+            seen = now
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return Supervisor(argv).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

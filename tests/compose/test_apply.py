@@ -1,0 +1,213 @@
+"""`make apply` on the running compose stack (docker/compose-test.sh runs this file last: it changes the stack).
+
+In order, each step applying a changed copy of the example to the stack the earlier steps left:
+1. a litellm default only: no container recreated, the gateway reloads (rolling, 2 workers) while streams
+   and plain requests run: every one is answered, the streams that started before the reload end with
+   [DONE], and the clamp header shows the new default;
+2. one model's flag: only that container is recreated, the others keep their ids;
+3. a model renamed (one removed, one added): the new one served and listed, the old one gone with its container.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .stack import container_of, docker
+
+EXAMPLE = Path(os.environ.get("GATEWAY_MODELS", "examples/cpu-compose/models.yml"))
+UNIT = "The quick brown fox jumps over the lazy dog near the river bank. "
+TIMES: dict[str, float] = {}  # what each apply took, printed at the end (README: Changing a running stack)
+
+
+@pytest.fixture(scope="module")
+def stack(deployed, tmp_path_factory):
+    if "--num_workers" not in deployed.doc["services"]["litellm"]["command"] or \
+            deployed.doc["services"]["litellm"]["command"][deployed.doc["services"]["litellm"]["command"].index("--num_workers") + 1] == "1":
+        pytest.skip("the example's gateway runs one worker: a reload would cut (set gateway.workers: 2)")
+    folder = tmp_path_factory.mktemp("apply")
+    yield deployed, folder
+    print("\napply times: " + ", ".join(f"{k} {v:.0f}s" for k, v in TIMES.items()))
+
+
+def apply(deployed, folder: Path, name: str, text: str, dry_run: bool = False) -> str:
+    models = folder / f"{name}.yml"
+    models.write_text(text)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "generator", "apply", "--models", str(models), "--out", str(deployed.root),
+                           *(["--dry-run"] if dry_run else [])], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "COLUMNS": "200"})
+    if not dry_run:
+        TIMES[name] = time.monotonic() - t0
+    print(proc.stdout, proc.stderr)
+    assert proc.returncode == 0, f"apply {name} failed:\n{proc.stdout}\n{proc.stderr}"
+    deployed.doc.clear()
+    deployed.doc.update(__import__("yaml").safe_load((deployed.root / "compose/docker-compose.yml").read_text()))
+    return proc.stdout
+
+
+def ids() -> dict[str, str]:
+    out = docker("ps", "-a", "--filter", f"label=com.docker.compose.project={os.environ['COMPOSE_PROJECT_NAME']}",
+                 "--format", '{{.ID}} {{.Label "com.docker.compose.service"}}')
+    return {svc: cid for cid, svc in (line.split() for line in out.splitlines() if line.strip())}
+
+
+def headers(deployed) -> dict[str, str]:
+    return {"Authorization": f"Bearer {deployed.env['LITELLM_MASTER_KEY']}"}
+
+
+def chat(deployed, model: str, content: str = "Say hello.", timeout: float = 120, **extra) -> httpx.Response:
+    return httpx.post(f"{deployed.url}/chat/completions", headers=headers(deployed), timeout=timeout,
+                      json={"model": model, "messages": [{"role": "user", "content": content}], **extra})
+
+
+def stream(deployed, model: str, **extra) -> tuple[float, float, bool]:
+    """(start, end, ended with [DONE]) of one streamed chat completion through the gateway."""
+    start, last = time.time(), ""
+    body = {"model": model, "messages": [{"role": "user", "content": "Say hello."}], "stream": True, **extra}
+    with httpx.stream("POST", f"{deployed.url}/chat/completions", headers=headers(deployed), json=body, timeout=300) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if line.strip():
+                last = line.strip()
+    return start, time.time(), last == "data: [DONE]"
+
+
+class Load:
+    """Streams and plain requests in loops until stopped; every outcome recorded (an exception counts as failed)."""
+
+    def __init__(self, deployed, model: str):
+        self.deployed, self.model, self.stop = deployed, model, threading.Event()
+        self.streams: list[tuple[float, float, bool]] = []
+        tokenizer = json.loads(Path(os.environ["DEMO_MODELS_DIR"], "reasoner", "tokenizer.json").read_text())
+        self.no_end = {str(t["id"]): -100 for t in tokenizer["added_tokens"] if t["content"] in ("<|im_end|>", "<|endoftext|>")}
+        self.plain: list[int] = []
+        self.errors: list[str] = []
+        self.threads = [threading.Thread(target=self._streams, daemon=True) for _ in range(2)] + \
+                       [threading.Thread(target=self._plain, daemon=True)]
+
+    def _streams(self):
+        while not self.stop.is_set():
+            try:  # a long answer (~10-30 s): past its script, end tokens banned (LiteLLM stops a stream repeating one chunk)
+                self.streams.append(stream(self.deployed, self.model, max_tokens=1200, ignore_eos=True,
+                                           logit_bias=self.no_end))
+            except Exception as exc:  # noqa: BLE001 - any failure is what the test counts
+                self.errors.append(f"stream: {type(exc).__name__}: {exc}")
+
+    def _plain(self):
+        while not self.stop.is_set():
+            try:
+                self.plain.append(chat(self.deployed, self.model, max_tokens=8).status_code)
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"request: {type(exc).__name__}: {exc}")
+            time.sleep(0.3)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=320)
+
+
+def supervisor_lines(since: float) -> list[tuple[float, str]]:
+    out = subprocess.run(["docker", "logs", "-t", "--since", str(int(since) - 1), container_of("litellm")],
+                         capture_output=True, text=True, timeout=60)
+    found = []
+    for line in (out.stdout + out.stderr).splitlines():
+        stamp, _, text = line.partition(" ")
+        if text.startswith("gateway-supervisor:"):
+            found.append((datetime.fromisoformat(stamp[:26].rstrip("Z") + "+00:00").timestamp(), text))
+    return found
+
+
+def prompt_of(deployed, model: str, tokens: int) -> str:
+    """A user message of about `tokens` prompt tokens (sized with the backend's own usage counts)."""
+    count = lambda text: chat(deployed, model, text, max_tokens=1).json()["usage"]["prompt_tokens"]  # noqa: E731
+    one, more = count(UNIT), count(UNIT * 11)
+    return UNIT * max(1, round(1 + (tokens - one) / ((more - one) / 10)))
+
+
+def test_a_litellm_default_reloads_the_gateway_without_losing_a_request(stack):
+    deployed, folder = stack
+    before = ids()
+    text = EXAMPLE.read_text()
+    assert text.count("litellm: {max_tokens: 256}") == 2
+    new = text.replace("litellm: {max_tokens: 256}", "litellm: {max_tokens: 100}", 2)  # both models
+    plan = apply(deployed, folder, "max-tokens-dry-run", new, dry_run=True)
+    assert "reload gateway: reasoner max_tokens 256 -> 100" in plan and "unchanged: reasoner" in plan
+    assert ids() == before  # a dry run changes nothing
+    reasoner = deployed.served_name("reasoner")
+    t0 = time.time()
+    with Load(deployed, reasoner) as load:
+        time.sleep(3)  # streams in flight before the change
+        out = apply(deployed, folder, "litellm default", new)
+        time.sleep(2)
+    assert "reload gateway" in out and "recreate" not in out
+    assert ids() == before, "a container was recreated for a gateway-only change"
+    lines = supervisor_lines(t0)
+    hup = [t for t, text in lines if "rolling restart" in text]
+    done = [t for t, text in lines if "reloaded" in text]
+    assert hup and done, f"no rolling reload in the gateway's log: {lines}"
+    assert not load.errors, f"{len(load.errors)} request(s) failed during the reload: {load.errors[:5]}"
+    assert load.plain and set(load.plain) == {200}, f"plain requests during the reload: {load.plain}"
+    assert all(ok for _, _, ok in load.streams), "a stream did not end with [DONE]"
+    # an old worker exits only once the streams it holds are done: a stream accepted before the reload
+    # (by an old worker) that ended after the first old worker exited was in flight while it was stopped
+    exited = [t for t, text in lines if "old worker" in text]
+    spanning = [s for s in load.streams if s[0] < hup[0] and s[1] > exited[0] - 1.5]
+    assert spanning, f"no stream was in flight while an old worker stopped (streams: {load.streams}, log: {lines})"
+    print(f"reload: {len(load.plain)} requests and {len(load.streams)} streams during it, {len(spanning)} "
+          f"started before it and still running when an old worker stopped; rolled in {done[-1] - hup[0]:.1f}s")
+    # the new default: a prompt that leaves ~60 tokens gets the clamp header with 100 as the asked budget
+    context = 2048
+    r = chat(deployed, reasoner, prompt_of(deployed, reasoner, context - 60))
+    assert r.status_code == 200, r.text
+    asked, given = map(int, r.headers["x-gateway-max-tokens-clamped"].split("->"))
+    assert asked == 100 and 0 < given < 100
+
+
+def test_a_flag_recreates_only_that_model(stack):
+    deployed, folder = stack
+    before = ids()
+    text = (folder / "litellm default.yml").read_text()
+    new = text.replace("vllm serve /models/reasoner --max-model-len 2048", "vllm serve /models/reasoner --max-model-len 1536")
+    assert new != text
+    out = apply(deployed, folder, "model flag", new)
+    assert "recreate reasoner: --max-model-len 2048 -> 1536" in out and "unchanged: tool-caller" in out
+    after = ids()
+    assert after["reasoner"] != before["reasoner"]
+    assert {k: v for k, v in after.items() if k != "reasoner"} == {k: v for k, v in before.items() if k != "reasoner"}
+    r = chat(deployed, deployed.served_name("reasoner"), max_tokens=16)
+    assert r.status_code == 200, r.text
+
+
+def test_a_renamed_model_is_added_and_the_old_one_removed(stack):
+    deployed, folder = stack
+    text = (folder / "model flag.yml").read_text()
+    new = re.sub(r"^tool-caller:", "caller-b:", text, flags=re.M)
+    out = apply(deployed, folder, "rename", new)
+    assert "remove tool-caller" in out and "add caller-b" in out and "recreate litellm" in out
+    assert "keys kept" in out
+    after = ids()
+    assert "tool-caller" not in after and "caller-b" in after
+    listed = {m["id"] for m in httpx.get(f"{deployed.url}/models", headers=headers(deployed), timeout=30).json()["data"]}
+    assert listed == {deployed.served_name("reasoner"), deployed.served_name("caller-b")}
+    r = chat(deployed, deployed.served_name("caller-b"), "What is the weather in Paris? Use the tool.", max_tokens=64,
+             tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {
+                 "type": "object", "properties": {"city": {"type": "string"}}}}}])
+    assert r.status_code == 200, r.text
+    assert json.loads(r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
