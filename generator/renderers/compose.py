@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..gateway_process import CONFIG_DIR, gateway_args, gateway_env
+from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 
@@ -73,6 +73,8 @@ def gateway_service(plan: Plan) -> dict:
         "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],
+        # LiteLLM's metrics process (no key check): for containers of the stack only, never published
+        "expose": [str(GATEWAY_METRICS_PORT)],
         "volumes": [f"../litellm:{CONFIG_DIR}:ro"],
         "networks": ["backends", "frontend"],
         "healthcheck": {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...gateway_process import CONFIG_DIR, gateway_args, gateway_env
+from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_env
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import GATEWAY, container_security, http_probe, key_ref, labels, pod_defaults, selector
@@ -27,7 +27,10 @@ def deployment(plan: Plan) -> dict:
         "name": "litellm",
         "image": g.image,
         "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),  # the image's entrypoint is LiteLLM's CLI
-        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"}],
+        # metrics: LiteLLM's metrics process (no key check): declared for scrapers, deliberately not in the
+        # Service (with expose: loadbalancer every Service port would face the outside)
+        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
+                  {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
         "env": env,
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
         "resources": {
