@@ -72,7 +72,14 @@ def samples(text: str):
 
 
 def histogram(buckets: dict[float, float], count: float, total: float) -> dict:
-    return {"buckets": sorted([le, n] for le, n in buckets.items()), "count": count, "sum": total}
+    """Cumulative buckets as [upper bound as Prometheus writes it ("0.5", "+Inf": JSON has no
+    infinity), count], lowest first."""
+    return {"buckets": [[_le(le), n] for le, n in sorted(buckets.items())],
+            "count": count, "sum": total}
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
 
 
 def backend_metrics(text: str) -> dict:
