@@ -39,6 +39,7 @@ class Variant:
     model_info: bool = False  # the generated model_info (context sizes) in each model entry
     packages: tuple[str, ...] = ()  # installed for this variant only (pip --target, on PYTHONPATH)
     generated: bool = False  # the config + flags + env the generator emits
+    without_prometheus: bool = False  # generated, minus the prometheus callback and its metrics process
 
 
 def merge(base: dict, patch: dict) -> dict:
@@ -72,6 +73,15 @@ VARIANTS = (
     Variant("+ max_tokens clamp hook", config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
             model_info=True),  # the hook reads the context from model_info (else it asks the backend)
     Variant("generated", generated=True),
+    # the gateway's metrics (issue 17): LiteLLM's prometheus callback served by its metrics process
+    # (PROMETHEUS_METRICS_PORT: LocalStack gives the variant a free port and a folder of its own)
+    Variant("prometheus callback", config={"litellm_settings": {"callbacks": ["prometheus"]}},
+            env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"}),
+    Variant("prometheus, 2 metrics, 3 labels", env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"},
+            config={"litellm_settings": {"callbacks": ["prometheus"], "prometheus_metrics_config": [
+                {"group": "gateway", "metrics": ["litellm_proxy_total_requests_metric", "litellm_proxy_failed_requests_metric"],
+                 "include_labels": ["requested_model", "status_code", "exception_status"]}]}}),
+    Variant("generated without prometheus", generated=True, without_prometheus=True),
 )
 
 
@@ -147,8 +157,11 @@ def main(argv=None) -> int:
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
                               gateway_cpus=gateway_cpus, console=console)
                 if v.generated:
-                    gw = VariantGateway(**common, config=render_litellm(vplan, local_api_base),
-                                        workers=vplan.gateway.workers, env_overrides=gateway_env(vplan.gateway))
+                    config, env = render_litellm(vplan, local_api_base), gateway_env(vplan.gateway)
+                    if v.without_prometheus:
+                        config["litellm_settings"]["callbacks"].remove("prometheus")
+                        env.pop("PROMETHEUS_METRICS_PORT")
+                    gw = VariantGateway(**common, config=config, workers=vplan.gateway.workers, env_overrides=env)
                 else:
                     gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
                                                                v.config),

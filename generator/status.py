@@ -198,8 +198,11 @@ def render(rep: dict) -> Group:
                     f"{_num(g['requests_total'])} requests, {_num(g['errors_total'])} errors since start")
         if g["interval_s"]:
             head.append(f"  (rates over {g['interval_s']:.1f}s)", style="dim")
-    table = Table("model", "state", "gpus", "running", "waiting", "KV cache", "prompt tok/s", "gen tok/s",
-                  "TTFT p50", "errors", box=None, header_style="bold")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("model", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    for name in ("gpus", "run", "wait", "KV", "prompt/s", "gen/s", "TTFT p50", "errors"):
+        table.add_column(name, justify="right", no_wrap=True)
     for m in rep["models"]:
         table.add_row(
             m["name"], Text(m["state"], STATE_STYLE.get(m["state"], "red")),
