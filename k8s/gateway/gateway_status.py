@@ -74,7 +74,14 @@ def samples(text: str):
 
 
 def histogram(buckets: dict[float, float], count: float, total: float) -> dict:
-    return {"buckets": sorted([le, n] for le, n in buckets.items()), "count": count, "sum": total}
+    """Cumulative buckets as [upper bound as Prometheus writes it ("0.5", "+Inf": JSON has no
+    infinity), count], lowest first."""
+    return {"buckets": [[_le(le), n] for le, n in sorted(buckets.items())],
+            "count": count, "sum": total}
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
 
 
 def backend_metrics(text: str) -> dict:
@@ -142,9 +149,9 @@ def http() -> httpx.AsyncClient:
     return _client
 
 
-async def fetch(url: str, headers: dict | None = None) -> httpx.Response | Exception:
+async def fetch(url: str, headers: dict | None = None, redirects: bool = False) -> httpx.Response | Exception:
     try:
-        return await http().get(url, headers=headers or {})
+        return await http().get(url, headers=headers or {}, follow_redirects=redirects)
     except Exception as exc:  # noqa: BLE001  every failure is an answer here
         return exc
 
@@ -171,7 +178,7 @@ async def gateway() -> dict:
     if not port:
         out["metrics_error"] = f"{METRICS_PORT_ENV} is not set: the gateway serves no metrics"
         return out
-    resp = await fetch(f"http://127.0.0.1:{port}/metrics")
+    resp = await fetch(f"http://127.0.0.1:{port}/metrics", redirects=True)  # LiteLLM's mount: 307 to /metrics/
     if isinstance(resp, Exception) or resp.status_code != 200:
         out["metrics_error"] = f"its metrics port {port} did not answer: " + (
             f"{type(resp).__name__}" if isinstance(resp, Exception) else f"HTTP {resp.status_code}")
