@@ -4,6 +4,9 @@ Every variant runs as its own gateway (pinned to the gateway CPUs, all started f
 measured in adjacent pairs with the defaults gateway: sequential p50 of a small request, capacity
 (the rate it completes with --concurrency requests always in flight) and the gateway's CPU time
 per request. The table gives the median over the pairs of the difference or ratio. The table in bench/README.md comes from this.
+`--baseline NAME` pairs every variant with another one instead (e.g. the generated gateway without
+its prometheus callback, for what the gateway's metrics cost); `--models` takes another bench
+models.yml (other ports: variants listen on gateway.port + 10 + i).
 """
 
 from __future__ import annotations
@@ -77,11 +80,15 @@ VARIANTS = (
     # (PROMETHEUS_METRICS_PORT: LocalStack gives the variant a free port and a folder of its own)
     Variant("prometheus callback", config={"litellm_settings": {"callbacks": ["prometheus"]}},
             env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"}),
-    Variant("prometheus, 2 metrics, 3 labels", env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"},
-            config={"litellm_settings": {"callbacks": ["prometheus"], "prometheus_metrics_config": [
-                {"group": "gateway", "metrics": ["litellm_proxy_total_requests_metric", "litellm_proxy_failed_requests_metric"],
-                 "include_labels": ["requested_model", "status_code", "exception_status"]}]}}),
     Variant("generated without prometheus", generated=True, without_prometheus=True),
+    Variant("generated without prometheus, again (noise floor)", generated=True, without_prometheus=True),
+    # only the two counters status and the dashboard read, with only the labels they group by
+    Variant("generated, prometheus with 2 metrics", generated=True, config={"litellm_settings": {
+        "prometheus_metrics_config": [
+            {"group": "requests", "metrics": ["litellm_proxy_total_requests_metric"],
+             "include_labels": ["requested_model", "status_code"]},
+            {"group": "errors", "metrics": ["litellm_proxy_failed_requests_metric"],
+             "include_labels": ["requested_model", "exception_status"]}]}}),
 )
 
 
@@ -139,14 +146,17 @@ def parse_args(argv):
     ap.add_argument("--concurrency", type=int, default=16, help="requests in flight for the capacity test")
     ap.add_argument("--duration", type=float, default=1.5, help="seconds of each capacity test")
     ap.add_argument("--scenario", default="small", choices=[s.name for s in SCENARIOS])
-    ap.add_argument("--only", nargs="*", help="variant names to run (defaults always runs)")
+    ap.add_argument("--only", nargs="*", help="variant names to run (the baseline always runs)")
+    ap.add_argument("--baseline", default="defaults", help="the variant every other one is paired with "
+                    "(e.g. 'generated without prometheus' for the metrics callback's cost)")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     console = Console(stderr=True, highlight=False)
-    variants = [v for v in VARIANTS if not args.only or v.name == "defaults" or v.name in args.only]
+    variants = [v for v in VARIANTS if not args.only or v.name == args.baseline or v.name in args.only]
+    variants.sort(key=lambda v: v.name != args.baseline)  # the baseline first: measure() pairs with it
     scenario = next(s for s in SCENARIOS if s.name == args.scenario)
     results: dict[str, dict[str, list[float]]] = {}
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
@@ -157,7 +167,7 @@ def main(argv=None) -> int:
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
                               gateway_cpus=gateway_cpus, console=console)
                 if v.generated:
-                    config, env = render_litellm(vplan, local_api_base), gateway_env(vplan.gateway)
+                    config, env = merge(render_litellm(vplan, local_api_base), v.config), gateway_env(vplan.gateway)
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
                         env.pop("PROMETHEUS_METRICS_PORT")
@@ -174,7 +184,8 @@ def main(argv=None) -> int:
         finally:
             for _, gw in gateways:
                 gw.stop()
-    table = Table("setting (alone, on LiteLLM defaults)", "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
+    table = Table("setting (alone, on LiteLLM defaults)" if args.baseline == "defaults" else f"vs {args.baseline}",
+                  "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
                   "CPU ms/req", box=None)
     summary = {}
     for v in variants[1:]:
@@ -185,7 +196,8 @@ def main(argv=None) -> int:
                       f"{med['cpu_ratio'] - 1:+.1%}", f"{med['cpu_ms']:.2f}")
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"scenario": scenario.name, "variants": summary}, indent=1) + "\n")
+    args.out.write_text(json.dumps({"scenario": scenario.name, "baseline": args.baseline, "variants": summary},
+                                   indent=1) + "\n")
     return 0
 
 

@@ -36,7 +36,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .errors import ConfigError, print_problems
+from .errors import ConfigError, Problem, print_problems
 from .loader import load_plan
 from .output import read_env_file
 from .plan import Plan
@@ -81,7 +81,8 @@ def find_target(args: argparse.Namespace, env: dict[str, str]) -> Target:
     keys = args.keys or Path("k8s/secrets.env" if args.k8s else "compose/.env")
     if url is None:
         if plan is None:
-            raise ConfigError([f"{models}: not found; give --models, or --url and --key"])
+            raise ConfigError([Problem(str(models), "", "not found: give --models, or --url and --key "
+                                       "(or start the demo stack: make demo)")])
         host = plan.gateway.bind if plan.gateway.bind not in ("0.0.0.0", "::") else "127.0.0.1"
         url = f"http://{f'[{host}]' if ':' in host else host}:{plan.gateway.port}"
     return Target(url.rstrip("/").removesuffix("/v1"), key or _key_from(keys, plan), plan,

@@ -297,3 +297,52 @@ def test_no_key_is_exit_2_with_where_it_looked(tmp_path, monkeypatch, capsys):
 
 def test_nan_free_math():
     assert not math.isnan(status.quantile(0.5, None, _hist({"1": 1, "+Inf": 1})))
+
+
+# --- the gateway's metrics in every target ---------------------------------------------------------------
+def test_gateway_port_4001_is_refused_it_is_the_metrics_port(tmp_path):
+    from generator.errors import ConfigError
+
+    (tmp_path / "models.yml").write_text("gateway: {port: 4001}\nm: {gpus: [], command: vllm serve a/b --max-model-len 4096}\n")
+    with pytest.raises(ConfigError) as err:
+        load_plan(tmp_path / "models.yml")
+    assert "gateway.port" in str(err.value.problems[0]) and "metrics port" in str(err.value.problems[0])
+
+
+def _demo_plan():
+    return load_plan(Path(__file__).resolve().parents[2] / "examples/cpu-demo/models.yml")
+
+
+def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
+    from generator.gateway_process import GATEWAY_METRICS_PORT
+    from generator.renderers.compose import render_compose
+    from generator.renderers.k8s.gateway import gateway_objects
+    from generator.renderers.litellm import render_litellm
+
+    plan = _demo_plan()
+    assert "prometheus" in render_litellm(plan)["litellm_settings"]["callbacks"]
+    gw = render_compose(plan)["services"]["litellm"]
+    assert gw["environment"]["PROMETHEUS_METRICS_PORT"] == str(GATEWAY_METRICS_PORT)
+    assert gw["ports"] == [f"127.0.0.1:{plan.gateway.port}:{plan.gateway.port}"]  # 4001 is not published
+    deployment, service = gateway_objects(plan)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"} in container["ports"]
+    assert GATEWAY_METRICS_PORT not in [p["port"] for p in service["spec"]["ports"]]
+
+
+def test_the_local_runtime_gives_each_stack_its_own_metrics_port_and_folder(tmp_path):
+    from generator.runtime.local import LocalStack
+
+    a = LocalStack(_demo_plan(), tmp_path / "a", vllm_python=sys.executable)
+    b = LocalStack(_demo_plan(), tmp_path / "b", vllm_python=sys.executable)
+    ea, eb = a.local_metrics_env(), b.local_metrics_env()
+    assert ea["PROMETHEUS_MULTIPROC_DIR"] != eb["PROMETHEUS_MULTIPROC_DIR"]
+    assert Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_dir() and Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_absolute()
+    assert int(ea["PROMETHEUS_METRICS_PORT"]) == a.metrics_port != 4001
+
+
+def test_no_models_yml_and_no_stack_is_exit_2_naming_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GATEWAY_URL", raising=False)
+    assert status.main(["--state-dir", str(tmp_path / "none")]) == 2
+    assert "models.yml: not found" in capsys.readouterr().err
