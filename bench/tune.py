@@ -4,6 +4,9 @@ Every variant runs as its own gateway (pinned to the gateway CPUs, all started f
 measured in adjacent pairs with the defaults gateway: sequential p50 of a small request, capacity
 (the rate it completes with --concurrency requests always in flight) and the gateway's CPU time
 per request. The table gives the median over the pairs of the difference or ratio. The table in bench/README.md comes from this.
+`--baseline NAME` pairs every variant with another one instead (e.g. the generated gateway without
+its prometheus callback, for what the gateway's metrics cost); `--models` takes another bench
+models.yml (other ports: variants listen on gateway.port + 10 + i).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Variant:
     model_info: bool = False  # the generated model_info (context sizes) in each model entry
     packages: tuple[str, ...] = ()  # installed for this variant only (pip --target, on PYTHONPATH)
     generated: bool = False  # the config + flags + env the generator emits
+    without_prometheus: bool = False  # generated, minus the prometheus callback and its metrics process
 
 
 def merge(base: dict, patch: dict) -> dict:
@@ -72,6 +76,19 @@ VARIANTS = (
     Variant("+ max_tokens clamp hook", config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
             model_info=True),  # the hook reads the context from model_info (else it asks the backend)
     Variant("generated", generated=True),
+    # the gateway's metrics (issue 17): LiteLLM's prometheus callback served by its metrics process
+    # (PROMETHEUS_METRICS_PORT: LocalStack gives the variant a free port and a folder of its own)
+    Variant("prometheus callback", config={"litellm_settings": {"callbacks": ["prometheus"]}},
+            env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"}),
+    Variant("generated without prometheus", generated=True, without_prometheus=True),
+    Variant("generated without prometheus, again (noise floor)", generated=True, without_prometheus=True),
+    # only the two counters status and the dashboard read, with only the labels they group by
+    Variant("generated, prometheus with 2 metrics", generated=True, config={"litellm_settings": {
+        "prometheus_metrics_config": [
+            {"group": "requests", "metrics": ["litellm_proxy_total_requests_metric"],
+             "include_labels": ["requested_model", "status_code"]},
+            {"group": "errors", "metrics": ["litellm_proxy_failed_requests_metric"],
+             "include_labels": ["requested_model", "exception_status"]}]}}),
 )
 
 
@@ -129,14 +146,17 @@ def parse_args(argv):
     ap.add_argument("--concurrency", type=int, default=16, help="requests in flight for the capacity test")
     ap.add_argument("--duration", type=float, default=1.5, help="seconds of each capacity test")
     ap.add_argument("--scenario", default="small", choices=[s.name for s in SCENARIOS])
-    ap.add_argument("--only", nargs="*", help="variant names to run (defaults always runs)")
+    ap.add_argument("--only", nargs="*", help="variant names to run (the baseline always runs)")
+    ap.add_argument("--baseline", default="defaults", help="the variant every other one is paired with "
+                    "(e.g. 'generated without prometheus' for the metrics callback's cost)")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     console = Console(stderr=True, highlight=False)
-    variants = [v for v in VARIANTS if not args.only or v.name == "defaults" or v.name in args.only]
+    variants = [v for v in VARIANTS if not args.only or v.name == args.baseline or v.name in args.only]
+    variants.sort(key=lambda v: v.name != args.baseline)  # the baseline first: measure() pairs with it
     scenario = next(s for s in SCENARIOS if s.name == args.scenario)
     results: dict[str, dict[str, list[float]]] = {}
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
@@ -147,8 +167,11 @@ def main(argv=None) -> int:
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
                               gateway_cpus=gateway_cpus, console=console)
                 if v.generated:
-                    gw = VariantGateway(**common, config=render_litellm(vplan, local_api_base),
-                                        workers=vplan.gateway.workers, env_overrides=gateway_env(vplan.gateway))
+                    config, env = merge(render_litellm(vplan, local_api_base), v.config), gateway_env(vplan.gateway)
+                    if v.without_prometheus:
+                        config["litellm_settings"]["callbacks"].remove("prometheus")
+                        env.pop("PROMETHEUS_METRICS_PORT")
+                    gw = VariantGateway(**common, config=config, workers=vplan.gateway.workers, env_overrides=env)
                 else:
                     gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
                                                                v.config),
@@ -161,7 +184,8 @@ def main(argv=None) -> int:
         finally:
             for _, gw in gateways:
                 gw.stop()
-    table = Table("setting (alone, on LiteLLM defaults)", "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
+    table = Table("setting (alone, on LiteLLM defaults)" if args.baseline == "defaults" else f"vs {args.baseline}",
+                  "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
                   "CPU ms/req", box=None)
     summary = {}
     for v in variants[1:]:
@@ -172,7 +196,8 @@ def main(argv=None) -> int:
                       f"{med['cpu_ratio'] - 1:+.1%}", f"{med['cpu_ms']:.2f}")
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"scenario": scenario.name, "variants": summary}, indent=1) + "\n")
+    args.out.write_text(json.dumps({"scenario": scenario.name, "baseline": args.baseline, "variants": summary},
+                                   indent=1) + "\n")
     return 0
 
 

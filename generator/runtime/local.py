@@ -2,6 +2,9 @@
 holds the OS side: sessions, stopping, logs, ports).
 
 Everything binds to 127.0.0.1. Keys are made per stack and kept in STATE_DIR/.env (mode 600).
+The gateway's metrics process (LiteLLM's --prometheus_metrics_port) gets a free loopback port of its
+own per start and a PROMETHEUS_MULTIPROC_DIR in STATE_DIR (LiteLLM wipes that folder at start: a
+shared /tmp default would let two local stacks erase each other's metrics); both are in state.json.
 
 Start-up: ports are checked first (a taken port is refused, naming its process); the gateway starts at
 once; each backend starts when the models in its `start_after` are healthy (or have failed: a dead
@@ -19,6 +22,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -36,7 +40,7 @@ from ..renderers import LITELLM_FILE, gateway_modules
 from ..renderers.litellm import SUPERVISOR_MODULE, supervisor_file
 from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
-from ..gateway_process import gateway_args, gateway_env
+from ..gateway_process import gateway_args, gateway_env, metrics_env
 from ..renderers.litellm import local_api_base, render_litellm
 from .processes import Proc, port_problem, signal_group, started_at, stop_processes, tail
 
@@ -51,6 +55,13 @@ class StackError(RuntimeError):
     def __init__(self, message: str, failures: tuple["Failure", ...] = ()):
         super().__init__(message)
         self.failures = failures
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (the kernel's pick from its ephemeral range)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,7 @@ class LocalStack:
     gateway_cpus: frozenset[int] | None = None  # pin the gateway (taskset), e.g. away from a load generator
     console: Console = field(default_factory=lambda: Console(stderr=True))
     procs: list[Proc] = field(default_factory=list)
+    metrics_port: int | None = None  # the gateway's metrics process, chosen when the gateway starts
 
     def __post_init__(self) -> None:
         # absolute, so the same stack has the same command lines whoever starts or attaches to it
@@ -133,6 +145,8 @@ class LocalStack:
             return None
         if state.get("digest") != stack.digest():
             return None
+        if metrics_url := state.get("metrics_url"):  # kept when the fault tests restart a backend through us
+            stack.metrics_port = int(metrics_url.rsplit(":", 1)[1].split("/")[0])
         expected = {"gateway", *(m.name for m in plan.models)}
         health = {"gateway": f"{stack.gateway_url}/health/liveliness",
                   **{m.name: f"http://127.0.0.1:{m.port}/health" for m in plan.models}}
@@ -179,7 +193,8 @@ class LocalStack:
 
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
-        state = {"gateway_url": self.gateway_url, "models": str(self.plan.source), "digest": self.digest(),
+        state = {"gateway_url": self.gateway_url, "models": str(Path(self.plan.source).resolve()), "digest": self.digest(),
+                 "metrics_url": f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None,
                  "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
                            for p in self.procs]}
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
@@ -219,13 +234,23 @@ class LocalStack:
         if problem := port_problem(self.plan.gateway.port, "gateway"):
             raise StackError(problem)
         proc = self._gateway(self.write_gateway_config(api_base))
-        self._spawn(proc, {**self.keys(), **self.gateway_env()})
+        env = {**self.keys(), **self.gateway_env()}
+        if "PROMETHEUS_METRICS_PORT" in env:  # the generated gateway (a bench variant may have none)
+            env.update(self.local_metrics_env())
+        self._spawn(proc, env)
         if wait:
             self._wait([proc], 180)
         return proc
 
     def gateway_env(self) -> dict[str, str]:
         return gateway_env(self.plan.gateway)
+
+    def local_metrics_env(self) -> dict[str, str]:
+        """This stack's own metrics port and folder instead of the container's fixed ones."""
+        self.metrics_port = free_port()
+        folder = (self.state_dir / "prometheus").resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        return {**metrics_env(self.metrics_port), "PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
     def kill(self, name: str) -> None:
         """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""

@@ -7,7 +7,8 @@
    teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
 3. a malformed chat request is a 400 naming the field, before LiteLLM touches it;
 4. at import, it puts count_tokens.py's ``/v1/messages/count_tokens`` route (answered from the
-   model's own backend, never forwarded elsewhere) in front of LiteLLM's.
+   model's own backend, never forwarded elsewhere) and gateway_status.py's ``/gateway/status``
+   (backends' health and metrics, for `make status`; the key only) in front of LiteLLM's.
 
 Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
 
@@ -36,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import count_tokens  # noqa: E402
+import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
@@ -106,11 +108,16 @@ def problem(data: dict) -> str | None:
     return None
 
 
-async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
+async def check_key(api_key: str) -> None:
+    """A 401 unless `api_key` (with or without "Bearer ") is the master key; constant-time."""
     expected = os.environ.get(MASTER_KEY_ENV, "")
     given = (api_key or "").removeprefix("Bearer ").strip()
     if not (expected and given and secrets.compare_digest(given.encode(), expected.encode())):
         raise HTTPException(status_code=401, detail="missing or invalid API key: send `Authorization: Bearer <key>`")
+
+
+async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
+    await check_key(api_key)
     path = request.url.path
     if not ADMIN_ROUTES and not path.startswith(OPENAI_PREFIXES):
         raise HTTPException(status_code=403, detail=f"{path} is an admin route, off in this gateway (gateway.admin_ui)")
@@ -125,5 +132,6 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
 
 try:
     count_tokens.install(user_api_key_auth)
+    gateway_status.install(check_key)
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass

@@ -36,6 +36,13 @@ class Prometheus:
         selector = ",".join([f'job="{job}"', *(f'{k}="{v}"' for k, v in labels.items())])
         return self.value(f"max(up{{{selector}}})")
 
+    def fresh(self, job: str) -> None:
+        """Wait until every target of `job` was scraped after now: counters read next are not older than
+        what already happened (a request that ended just before would otherwise count as sent later)."""
+        now = time.time()
+        got = self.wait_for(f'min(timestamp(up{{job="{job}"}}))', lambda v: v is not None and v > now, 4 * self.interval)
+        assert got is not None and got > now, f"no scrape of {job} after {now:.0f} within {4 * self.interval}s"
+
     def wait_for(self, expr: str, want, seconds: float) -> float | None:
         """Poll until `expr` has the value `want` (a number, or a predicate), else the last value seen."""
         ok = want if callable(want) else (lambda v: v is not None and math.isclose(v, want))

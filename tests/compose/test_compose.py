@@ -10,6 +10,7 @@ import time
 import json
 from datetime import datetime, timezone
 
+import httpx
 import openai
 import pytest
 
@@ -157,8 +158,13 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
     victim, other = deployed.backends[-1], deployed.backends[0]
     gateway_started = inspect(container_of("litellm"))["State"]["StartedAt"]
     before = inspect(container_of(victim))
+    assert _status_of(deployed)[deployed.served_name(victim)] == "healthy"
     os.kill(before["State"]["Pid"], signal.SIGKILL)
     t0 = time.monotonic()
+    # `make status` (the gateway's /gateway/status route) reads it down within 15 s, the other healthy
+    states = _wait(lambda: (st := _status_of(deployed))[deployed.served_name(victim)] == "down" and st, 15,
+                   f"{victim} read down in status", every=0.5)
+    assert states[deployed.served_name(other)] == "healthy", states
     with pytest.raises(openai.APIError):  # fails (fast, not at the request timeout) while it is down
         _chat(deployed, deployed.served_name(victim), timeout=30)
     assert time.monotonic() - t0 < 30
@@ -174,3 +180,27 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
     reply = _chat(deployed, deployed.served_name(victim), timeout=120)
     assert reply.choices[0].message is not None
     assert inspect(container_of("litellm"))["State"]["StartedAt"] == gateway_started, "the gateway was restarted"
+
+
+def _status_of(deployed) -> dict[str, str]:
+    r = httpx.get(deployed.url.removesuffix("/v1") + "/gateway/status", timeout=30,
+                  headers={"Authorization": f"Bearer {deployed.env['LITELLM_MASTER_KEY']}"})
+    r.raise_for_status()
+    return {m["name"]: m["state"] for m in r.json()["models"]}
+
+
+def test_the_gateway_metrics_port_answers_inside_the_stack_only(deployed):
+    """LiteLLM's metrics process (no key check) listens on GATEWAY_METRICS_PORT in the gateway's
+    container: not published, not on any host address; a backend (on the backend network) reaches it."""
+    from generator.gateway_process import GATEWAY_METRICS_PORT
+
+    c = inspect(container_of("litellm"))
+    assert f"{GATEWAY_METRICS_PORT}/tcp" not in {p for p, b in c["NetworkSettings"]["Ports"].items() if b}
+    reachable = [a for a in _host_addresses() if _connects(a, GATEWAY_METRICS_PORT)]
+    assert not reachable, f"the gateway's metrics port answers on host addresses {reachable}"
+    inside = subprocess.run(["docker", "exec", container_of(deployed.backends[0]), "python3", "-c",
+                             "import urllib.request; print(urllib.request.urlopen("
+                             f"'http://litellm:{GATEWAY_METRICS_PORT}/metrics/', timeout=10).read().decode())"],
+                            capture_output=True, text=True, timeout=60)
+    assert inside.returncode == 0, inside.stderr
+    assert "litellm_proxy_total_requests_metric_total" in inside.stdout

@@ -105,6 +105,7 @@ def test_vllm_counters_equal_what_was_sent_through_the_gateway(deployed, prom):
     """Requests, prompt and generated tokens per model in Prometheus grow by exactly what the responses report."""
     names = {"requests": "vllm:request_success_total", "prompt": "vllm:prompt_tokens_total",
              "generated": "vllm:generation_tokens_total"}
+    prom.fresh(VLLM_JOB)  # the tests before (a restarted backend's first request) are all counted
     before = {s: {k: _sum(prom, metric, s) for k, metric in names.items()} for s in deployed.backends}
     sent = _send(deployed)
     for s, replies in sent.items():
@@ -129,6 +130,7 @@ def test_gateway_counters_equal_what_was_sent(deployed, prom, gateway_metrics):
         return prom.value(f'sum({metric}{{job="{GATEWAY_JOB}",requested_model="{model}"{extra}}})') or 0.0
 
     served = {s: deployed.served_name(s) for s in deployed.backends}
+    prom.fresh(GATEWAY_JOB)
     before = {s: count(total, m, ',status_code="200"') for s, m in served.items()}
     sent = _send(deployed)
     for s, m in served.items():
@@ -136,6 +138,7 @@ def test_gateway_counters_equal_what_was_sent(deployed, prom, gateway_metrics):
         want = before[s] + len(sent[s])
         assert prom.wait_for(expr, want, 6 * prom.interval) == want, f"{m}: {before[s]} + {len(sent[s])} sent"
     model = _refused_model(deployed)
+    prom.fresh(GATEWAY_JOB)
     failed_before = count(failed, model, ',exception_status="400"')
     _refused(deployed)
     expr = f'sum({failed}{{job="{GATEWAY_JOB}",requested_model="{model}",exception_status="400"}})'

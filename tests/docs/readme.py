@@ -33,6 +33,9 @@ WHERE: list[tuple[str, str]] = [
     (r"^make test$", CI + "quick start; make test shares the stack make demo left running"),
     (r"^make demo STOP=1$", RUN),
     (r"^make (regenerate|check|k8s|clients|down)$", RUN),
+    (r"^make status( JSON=1)?$", RUN),  # against the demo stack make test left running
+    (r"^make status WATCH=1$", NOT_HERE + "refreshes until Ctrl-C, for a person; it draws the table make status prints"),
+    (r"^make status MODELS=path/to/", NOT_HERE + "a placeholder path; make status MODELS=... is run by tests/integration/test_status.py"),
     (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
     (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
      RUN),  # the tests against the running demo, as a user copies them

@@ -178,8 +178,14 @@ def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
         except openai.APIStatusError as exc:
             return exc.status_code, time.monotonic() - start
 
+    assert _states(gateway) == {m.served_name: "healthy" for m in gateway.plan.models}
     gateway.stack.kill(victim.name)
+    killed = time.monotonic()
     try:
+        # `make status` (the gateway's /gateway/status route) reads it down within 15 s; the other stays healthy
+        while (states := _states(gateway))[victim.served_name] != "down" and time.monotonic() - killed < 15:
+            time.sleep(0.5)
+        assert states == {victim.served_name: "down", other.served_name: "healthy"}, states
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             dead = list(pool.map(ask, [victim] * 8))
             alive = list(pool.map(ask, [other] * 8))
@@ -187,5 +193,31 @@ def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
         assert all(isinstance(r, int) and 500 <= r < 600 for r, _ in dead), dead
         assert max(t for _, t in dead) < 10, f"dead backend took {max(t for _, t in dead):.1f}s to fail"
     finally:
-        gateway.stack.start_backend(victim.name)
+        gateway.stack.start_backend(victim.name, wait=False)
+        loading = _states_while_loading(gateway, victim)
+    # while it loads, status never calls it healthy before vLLM's own /health does
+    assert loading[-1] == "healthy" and set(loading[:-1]) <= {"down"}, loading
     assert ask(victim)[0] == "ok", "the gateway did not serve the backend again after it came back"
+
+
+def _states(gateway) -> dict[str, str]:
+    r = httpx.get(gateway.url.removesuffix("/v1") + "/gateway/status", timeout=30,
+                  headers={"Authorization": f"Bearer {gateway.key}"})
+    r.raise_for_status()
+    return {m["name"]: m["state"] for m in r.json()["models"]}
+
+
+def _states_while_loading(gateway, model, timeout: float = 600) -> list[str]:
+    """The route's state for `model` every second until it reads healthy; each `healthy` is checked
+    against the backend's own /health at that moment."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = _states(gateway)[model.served_name]
+        if not seen or seen[-1] != state:
+            seen.append(state)
+        if state == "healthy":
+            assert httpx.get(f"http://127.0.0.1:{model.port}/health", timeout=5).status_code == 200
+            return seen
+        time.sleep(1)
+    raise AssertionError(f"{model.name} not healthy after {timeout:.0f}s; states seen: {seen}")

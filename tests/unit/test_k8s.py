@@ -139,7 +139,7 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     assert env["HF_HUB_OFFLINE"] == "1"
     # clamp off: the hook module still ships (tools/prompt checks and defaults), without the clamp
     assert yaml.safe_load(files["k8s/gateway/config.yaml"])["litellm_settings"]["callbacks"] == [
-        "max_tokens_clamp.checks_only_instance"]
+        "max_tokens_clamp.checks_only_instance", "prometheus"]
     warnings = " ".join(k8s_warnings(load_plan(write(EVERYTHING))))
     assert "ReadWriteMany" in warnings and "reachable from outside the cluster" in warnings
 
@@ -341,7 +341,7 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
     assert gen["files"] == ["gateway/config.yaml", *(f"gateway/{mod}.py" for mod in GATEWAY_MODULES)]
     config = yaml.safe_load(repo["k8s/gateway/config.yaml"])
     assert config["general_settings"]["custom_auth"] == "gateway_guard.user_api_key_auth"
-    assert config["litellm_settings"]["callbacks"] == ["max_tokens_clamp.proxy_handler_instance"]
+    assert config["litellm_settings"]["callbacks"] == ["max_tokens_clamp.proxy_handler_instance", "prometheus"]
     services = by_kind(repo_docs, "Service")
     for entry in config["model_list"]:
         name = entry["model_name"]

@@ -28,7 +28,10 @@ def deployment(plan: Plan) -> dict:
         "name": "litellm",
         "image": g.image,
         "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),  # the image's entrypoint is LiteLLM's CLI
-        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"}],
+        # metrics: LiteLLM's metrics process (no key check): declared for scrapers, deliberately not in the
+        # Service (with expose: loadbalancer every Service port would face the outside)
+        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
+                  {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
         "env": env,
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
         "resources": {

@@ -1,0 +1,92 @@
+"""`make status` against the real stack: the /gateway/status route and `python -m generator.status
+--json` through the gateway, the gateway's metrics (summed over its workers), and the public /metrics
+closed. The killed-backend case is in test_faults.py (it shares the backend kill)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HELLO = [{"role": "user", "content": "Say hello."}]
+
+
+def route(gateway, key: str | None = None) -> httpx.Response:
+    return httpx.get(gateway.url.removesuffix("/v1") + "/gateway/status", timeout=30,
+                     headers={"Authorization": f"Bearer {key or gateway.key}"})
+
+
+def status_json(gateway, *extra: str) -> tuple[int, dict]:
+    """`python -m generator.status --json` as a user runs it, pointed at this gateway."""
+    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
+    out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1",
+                          "--models", gateway.plan.source, *extra],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert out.stdout, out.stderr
+    return out.returncode, json.loads(out.stdout)
+
+
+def test_status_json_shows_every_model_healthy_with_its_numbers(gateway):
+    code, rep = status_json(gateway)
+    assert rep["gateway"]["state"] == "healthy", rep["gateway"]
+    assert rep["gateway"]["workers"] == gateway.plan.gateway.workers
+    assert rep["gateway"]["requests_total"] is not None, rep["gateway"]["error"]
+    names = [m["name"] for m in rep["models"]]
+    assert names == [m.served_name for m in gateway.plan.models]
+    for m, planned in zip(rep["models"], gateway.plan.models):
+        assert m["state"] == "healthy", m
+        assert m["gpus"] == list(planned.gpus)
+        assert m["requests_running"] is not None and m["requests_waiting"] is not None
+        assert 0 <= m["kv_cache_usage"] <= 1
+        assert m["prompt_tokens_per_s"] is not None and m["generation_tokens_per_s"] is not None
+    assert code == 0
+
+
+def test_the_route_needs_the_master_key(gateway):
+    assert route(gateway).status_code == 200
+    assert route(gateway, key="wrong").status_code == 401
+    assert httpx.get(gateway.url.removesuffix("/v1") + "/gateway/status", timeout=30).status_code == 401
+
+
+def test_the_public_metrics_route_is_closed_with_or_without_the_key(gateway):
+    """The gateway's metrics are served only on its internal metrics port; LiteLLM's /metrics on the
+    public port asks our guard, which refuses it (401 without the key, admin route with it)."""
+    base = gateway.url.removesuffix("/v1")
+    for headers in ({}, {"Authorization": f"Bearer {gateway.key}"}):
+        r = httpx.get(base + "/metrics", headers=headers, timeout=30)
+        assert r.status_code in (401, 403), r.text[:200]
+        assert "# TYPE" not in r.text and "_total{" not in r.text  # no Prometheus text at all
+
+
+def _counters(gateway) -> tuple[float, dict[str, float]]:
+    body = route(gateway).json()
+    metrics = body["gateway"]["metrics"]
+    assert metrics is not None, body["gateway"]["metrics_error"]
+    return metrics["requests_total"], {m["name"]: (m["metrics"] or {}).get("generation_tokens_total") for m in body["models"]}
+
+
+def test_the_gateway_counts_every_request_once_summed_over_its_workers(gateway):
+    """N requests through the gateway add exactly N to its request counter, whichever worker took each
+    (the route reads LiteLLM's metrics process, which sums the workers' files), and tokens to the
+    model's vLLM counter."""
+    model = gateway.plan.models[0].served_name
+    n = 6
+    before, tokens_before = _counters(gateway)
+    client = gateway.client(timeout=60)
+    for _ in range(n):
+        client.chat.completions.create(model=model, messages=HELLO, max_tokens=8)
+    deadline = time.monotonic() + 20  # LiteLLM records a request in its success callback, after the answer
+    while True:
+        after, tokens_after = _counters(gateway)
+        if after - before >= n or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert after - before == n, f"{after - before} counted for {n} requests ({gateway.plan.gateway.workers} workers)"
+    assert tokens_after[model] > tokens_before[model]

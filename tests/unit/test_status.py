@@ -1,0 +1,348 @@
+"""`make status`: the route's parsing and state mapping (generator/gateway_hooks/gateway_status.py),
+the CLI's rate and quantile math, its JSON shape, and where it finds the gateway and its key."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from generator import status
+from generator.loader import load_plan
+
+HOOKS = Path(__file__).resolve().parents[2] / "generator/gateway_hooks"
+sys.path.insert(0, str(HOOKS))
+import gateway_status as route  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures/status"
+VLLM_TEXT = (FIXTURES / "vllm-0.32.0-metrics.txt").read_text()  # a real vLLM 0.32.0 (CPU) /metrics
+LITELLM_TEXT = """\
+# HELP litellm_proxy_total_requests_metric_total Total number of requests made to the proxy server
+# TYPE litellm_proxy_total_requests_metric_total counter
+litellm_proxy_total_requests_metric_total{api_key_alias="None",requested_model="reasoner",route="/v1/chat/completions",status_code="200"} 5.0
+litellm_proxy_total_requests_metric_total{api_key_alias="None",requested_model="reasoner",route="/v1/chat/completions",status_code="400"} 1.0
+litellm_proxy_total_requests_metric_total{api_key_alias="None",requested_model="tool-caller",route="/v1/chat/completions",status_code="200"} 2.0
+# HELP litellm_proxy_failed_requests_metric_total Total number of failed responses from proxy
+# TYPE litellm_proxy_failed_requests_metric_total counter
+litellm_proxy_failed_requests_metric_total{exception_class="BadRequestError",exception_status="400",requested_model="reasoner"} 1.0
+"""
+
+
+# --- the route: parsing ----------------------------------------------------------------------------
+def test_backend_metrics_are_read_from_real_vllm_text():
+    m = route.backend_metrics(VLLM_TEXT)
+    assert m["prompt_tokens_total"] == 86105 and m["generation_tokens_total"] == 113
+    assert m["requests_running"] == 1 and m["requests_waiting"] == 0 and m["kv_cache_usage"] == pytest.approx(1.5259e-05, rel=1e-3)
+    assert m["requests_finished_total"] == 18  # stop 18, every other reason 0: summed over label sets
+    ttft = m["ttft_seconds"]
+    assert ttft["count"] == 19 and ttft["buckets"][-1] == ["+Inf", 19.0]
+    assert [float(le) for le, _ in ttft["buckets"]] == sorted(float(le) for le, _ in ttft["buckets"])
+    json.dumps(m, allow_nan=False)  # JSON has no infinity: the route answered 500 when a bound was float inf
+
+
+def test_gauges_and_counters_add_up_over_engines_and_kv_cache_is_the_fullest_engine():
+    text = """\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 2.0
+vllm:num_requests_running{engine="1",model_name="m"} 3.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.75
+# TYPE vllm:generation_tokens counter
+vllm:generation_tokens_total{engine="0",model_name="m"} 10.0
+vllm:generation_tokens_total{engine="1",model_name="m"} 5.0
+"""
+    m = route.backend_metrics(text)
+    assert (m["requests_running"], m["kv_cache_usage"], m["generation_tokens_total"]) == (5, 0.75, 15)
+    assert m["requests_waiting"] == 0 and m["ttft_seconds"]["buckets"] == []
+
+
+def test_text_that_is_not_prometheus_is_refused_by_the_parser():
+    with pytest.raises(ValueError):
+        route.backend_metrics("<html>not metrics</html>\n")
+
+
+def test_gateway_counters_by_model():
+    g = route.gateway_metrics(LITELLM_TEXT)
+    assert g == {"requests_total": 8, "errors_total": 1, "requests_by_model": {"reasoner": 6, "tool-caller": 2},
+                 "errors_by_model": {"reasoner": 1}}
+
+
+# --- the route: state mapping ------------------------------------------------------------------------
+@pytest.mark.parametrize("outcome,state", [
+    (200, "healthy"),
+    (503, "unhealthy"),  # vLLM: the engine died under a live API server
+    (500, "unhealthy"),
+    (httpx.ReadTimeout("timed out"), "unhealthy"),  # accepted, never answered: hung
+    (httpx.ConnectError("[Errno 111] Connection refused"), "down"),
+    (httpx.ConnectError("[Errno -2] Name or service not known"), "down"),
+    (httpx.ConnectTimeout("timed out"), "down"),
+])
+def test_health_outcomes_map_to_states(outcome, state):
+    got, reason = route.state_of(outcome)
+    assert got == state and reason
+
+
+def test_refused_and_unresolvable_say_why():
+    assert "loading" in route.state_of(httpx.ConnectError("[Errno 111] Connection refused"))[1]
+    assert "resolve" in route.state_of(httpx.ConnectError("[Errno -3] Temporary failure in name resolution"))[1]
+
+
+class _Backend:
+    """A real HTTP server on a loopback port answering /health with `health` (or not listening at all)."""
+
+    def __init__(self, health: int, metrics: str = VLLM_TEXT):
+        import http.server
+        import threading
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = (metrics if self.path == "/metrics" else "").encode()
+                self.send_response(200 if self.path == "/metrics" else outer.health)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.health = health
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _probe(port: int) -> dict:
+    dep = {"litellm_params": {"api_base": f"http://127.0.0.1:{port}/v1"}}
+
+    async def go():
+        route._client = None  # a client per event loop
+        return await route.backend("m", dep)
+    return asyncio.run(go())
+
+
+def test_a_real_probe_healthy_unhealthy_and_refused():
+    ok, dead_engine = _Backend(200), _Backend(503)
+    try:
+        healthy = _probe(ok.port)
+        assert healthy["state"] == "healthy" and healthy["metrics"]["prompt_tokens_total"] == 86105
+        assert _probe(dead_engine.port)["state"] == "unhealthy"
+    finally:
+        ok.close()
+        dead_engine.close()
+    gone = _probe(ok.port)  # closed: nothing listens there any more
+    assert gone["state"] == "down" and "refused" in gone["reason"] and gone["metrics"] is None
+
+
+def test_a_bound_but_not_listening_port_reads_down_like_a_loading_vllm():
+    """vLLM 0.32 binds its port before loading and listens only when ready: measured as refused."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        got = _probe(sock.getsockname()[1])
+    assert got["state"] == "down" and "refused" in got["reason"]
+
+
+def test_a_port_that_accepts_but_never_answers_is_unhealthy_within_the_probe_timeout(monkeypatch):
+    import socket
+    import time
+
+    monkeypatch.setattr(route, "PROBE_READ_TIMEOUT", 0.5)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)  # the kernel accepts; nobody reads
+        t0 = time.monotonic()
+        got = _probe(sock.getsockname()[1])
+    assert got["state"] == "unhealthy" and time.monotonic() - t0 < 5
+
+
+# --- the CLI: rates, quantiles, report ---------------------------------------------------------------
+def test_rate_is_per_second_and_a_reset_counter_counts_from_zero():
+    assert status.rate(100, 160, 2.0) == 30
+    assert status.rate(100, 40, 2.0) == 20  # the backend restarted: 40 new since
+    assert status.rate(None, 5, 2.0) is None and status.rate(1, 5, 0) is None
+
+
+def _hist(counts: dict[str, float]) -> dict:
+    return {"buckets": [[le, n] for le, n in counts.items()], "count": counts["+Inf"], "sum": 0.0}
+
+
+def test_ttft_p50_over_the_interval_only():
+    before = _hist({"0.1": 10, "0.5": 10, "1.0": 10, "+Inf": 10})  # 10 fast ones before the interval
+    after = _hist({"0.1": 10, "0.5": 12, "1.0": 14, "+Inf": 14})  # then 2 in (0.1, 0.5], 2 in (0.5, 1.0]
+    assert status.quantile(0.5, before, after) == pytest.approx(0.5)
+    assert status.quantile(0.25, before, after) == pytest.approx(0.3)  # halfway through (0.1, 0.5]
+    assert status.quantile(0.5, after, after) is None  # no request in the interval
+    assert status.quantile(0.5, None, after) == pytest.approx(0.07)  # no earlier reading: all 14, rank 7 of 10 in [0, 0.1]
+
+
+def test_quantile_in_the_open_bucket_is_the_largest_finite_bound():
+    after = _hist({"0.1": 0, "1.0": 0, "+Inf": 3})
+    assert status.quantile(0.5, None, after) == 1.0
+
+
+def _sample(t: float, prompt: float, gen: float, requests: float, state: str = "healthy", ttft=None) -> dict:
+    metrics = {"requests_running": 1.0, "requests_waiting": 2.0, "kv_cache_usage": 0.125,
+               "prompt_tokens_total": prompt, "generation_tokens_total": gen, "preemptions_total": 0.0,
+               "requests_finished_total": 0.0, "ttft_seconds": ttft or _hist({"0.1": 0, "+Inf": 0})}
+    return {"time": t,
+            "gateway": {"state": "healthy", "pid": 1, "workers": 2, "metrics_error": None,
+                        "metrics": {"requests_total": requests, "errors_total": 1.0,
+                                    "requests_by_model": {"reasoner": requests}, "errors_by_model": {"reasoner": 1.0}}},
+            "models": [{"name": "reasoner", "backend": "http://reasoner:8001", "state": state, "reason": "r",
+                        "metrics": metrics if state == "healthy" else None}]}
+
+
+@pytest.fixture
+def demo_target() -> status.Target:
+    plan = load_plan(Path(__file__).resolve().parents[2] / "examples/cpu-demo/models.yml")
+    return status.Target("http://127.0.0.1:4000", "k", plan, "test")
+
+
+def test_report_json_shape_and_rates_from_two_samples(demo_target):
+    rep = status.report(_sample(100.0, 1000, 50, 10), _sample(104.0, 1400, 90, 14), demo_target)
+    assert set(rep) == {"gateway", "models"}
+    g = rep["gateway"]
+    assert g["state"] == "healthy" and g["workers"] == 2 and g["requests_per_s"] == 1.0 and g["interval_s"] == 4.0
+    by_name = {m["name"]: m for m in rep["models"]}
+    assert list(by_name) == ["reasoner", "tool-caller"]  # models.yml order; a model the gateway lacks is listed too
+    r = by_name["reasoner"]
+    assert {"name", "state", "requests_running", "requests_waiting", "kv_cache_usage", "gpus", "prompt_tokens_per_s",
+            "generation_tokens_per_s", "ttft_p50_s", "gateway_errors_total"} <= set(r)
+    assert (r["prompt_tokens_per_s"], r["generation_tokens_per_s"]) == (100.0, 10.0)
+    assert (r["requests_running"], r["requests_waiting"], r["kv_cache_usage"], r["gpus"]) == (1, 2, 0.125, [])
+    assert r["gateway_errors_total"] == 1.0 and r["ttft_p50_s"] is None
+    assert by_name["tool-caller"]["state"] == "down" and "config" in by_name["tool-caller"]["reason"]
+    json.dumps(rep, allow_nan=False)
+    assert not status.healthy(rep)
+
+
+def test_a_first_sample_has_no_rates_and_a_down_model_no_numbers(demo_target):
+    rep = status.report(None, _sample(1.0, 10, 1, 1, state="down"), demo_target)
+    r = rep["models"][0]
+    assert r["state"] == "down" and r["prompt_tokens_per_s"] is None and r["requests_running"] is None
+    assert rep["gateway"]["requests_per_s"] is None
+
+
+def test_an_unreachable_gateway_is_down_and_its_models_unknown(demo_target):
+    rep = status.report(None, {"state": "down", "error": "refused"}, demo_target)
+    assert rep["gateway"]["state"] == "down" and {m["state"] for m in rep["models"]} == {"unknown"}
+
+
+def test_the_table_renders_every_state(demo_target):
+    from rich.console import Console
+
+    rep = status.report(_sample(0, 0, 0, 0), _sample(2, 10, 4, 2), demo_target)
+    console = Console(width=140, record=True)
+    console.print(status.render(rep))
+    text = console.export_text()
+    assert "reasoner" in text and "healthy" in text and "12.5%" in text and "tool-caller" in text and "down" in text
+
+
+# --- the CLI: where the gateway is ---------------------------------------------------------------------
+def _args(tmp_path: Path, *argv: str) -> argparse.Namespace:
+    return status.parse_args(["--state-dir", str(tmp_path / "state"), *argv])
+
+
+def test_flags_and_environment_win(tmp_path):
+    t = status.find_target(_args(tmp_path, "--url", "http://h:1/v1", "--key", "k1"), {})
+    assert (t.url, t.key) == ("http://h:1", "k1")
+    t = status.find_target(_args(tmp_path), {"GATEWAY_URL": "http://h:2", "GATEWAY_KEY": "k2"})
+    assert (t.url, t.key) == ("http://h:2", "k2")
+
+
+def test_the_running_local_stack_is_found_without_arguments(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    models = Path(__file__).resolve().parents[2] / "examples/cpu-demo/models.yml"
+    (state / "state.json").write_text(json.dumps({"gateway_url": "http://127.0.0.1:4000", "models": str(models), "procs": []}))
+    (state / ".env").write_text("LITELLM_MASTER_KEY=local-key\n")
+    t = status.find_target(_args(tmp_path), {})
+    assert (t.url, t.key) == ("http://127.0.0.1:4000", "local-key") and [m.name for m in t.plan.models] == ["reasoner", "tool-caller"]
+
+
+def test_models_yml_and_its_keys_file_compose_or_k8s(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models.yml").write_text("gateway: {port: 4321}\nm: {gpus: [0], command: vllm serve a/b --max-model-len 4096}\n")
+    (tmp_path / "compose").mkdir()
+    (tmp_path / "compose/.env").write_text("LITELLM_MASTER_KEY=compose-key\n")
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s/secrets.env").write_text("LITELLM_MASTER_KEY=k8s-key\n")
+    t = status.find_target(_args(tmp_path), {})
+    assert (t.url, t.key, t.plan.models[0].gpus) == ("http://127.0.0.1:4321", "compose-key", (0,))
+    assert status.find_target(_args(tmp_path, "--k8s"), {}).key == "k8s-key"
+
+
+def test_no_key_is_exit_2_with_where_it_looked(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GATEWAY_URL", raising=False)
+    monkeypatch.delenv("GATEWAY_KEY", raising=False)
+    (tmp_path / "models.yml").write_text("m: {gpus: [], command: vllm serve a/b --max-model-len 4096}\n")
+    assert status.main(["--state-dir", str(tmp_path / "none")]) == 2
+    assert "compose/.env" in capsys.readouterr().err
+
+
+def test_nan_free_math():
+    assert not math.isnan(status.quantile(0.5, None, _hist({"1": 1, "+Inf": 1})))
+
+
+# --- the gateway's metrics in every target ---------------------------------------------------------------
+def test_gateway_port_4001_is_refused_it_is_the_metrics_port(tmp_path):
+    from generator.errors import ConfigError
+
+    (tmp_path / "models.yml").write_text("gateway: {port: 4001}\nm: {gpus: [], command: vllm serve a/b --max-model-len 4096}\n")
+    with pytest.raises(ConfigError) as err:
+        load_plan(tmp_path / "models.yml")
+    assert "gateway.port" in str(err.value.problems[0]) and "metrics port" in str(err.value.problems[0])
+
+
+def _demo_plan():
+    return load_plan(Path(__file__).resolve().parents[2] / "examples/cpu-demo/models.yml")
+
+
+def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
+    from generator.gateway_process import GATEWAY_METRICS_PORT
+    from generator.renderers.compose import render_compose
+    from generator.renderers.k8s.gateway import gateway_objects
+    from generator.renderers.litellm import render_litellm
+
+    plan = _demo_plan()
+    assert "prometheus" in render_litellm(plan)["litellm_settings"]["callbacks"]
+    gw = render_compose(plan)["services"]["litellm"]
+    assert gw["environment"]["PROMETHEUS_METRICS_PORT"] == str(GATEWAY_METRICS_PORT)
+    assert gw["ports"] == [f"127.0.0.1:{plan.gateway.port}:{plan.gateway.port}"]  # 4001 is not published
+    deployment, service = gateway_objects(plan)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"} in container["ports"]
+    assert GATEWAY_METRICS_PORT not in [p["port"] for p in service["spec"]["ports"]]
+
+
+def test_the_local_runtime_gives_each_stack_its_own_metrics_port_and_folder(tmp_path):
+    from generator.runtime.local import LocalStack
+
+    a = LocalStack(_demo_plan(), tmp_path / "a", vllm_python=sys.executable)
+    b = LocalStack(_demo_plan(), tmp_path / "b", vllm_python=sys.executable)
+    ea, eb = a.local_metrics_env(), b.local_metrics_env()
+    assert ea["PROMETHEUS_MULTIPROC_DIR"] != eb["PROMETHEUS_MULTIPROC_DIR"]
+    assert Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_dir() and Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_absolute()
+    assert int(ea["PROMETHEUS_METRICS_PORT"]) == a.metrics_port != 4001
+
+
+def test_no_models_yml_and_no_stack_is_exit_2_naming_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GATEWAY_URL", raising=False)
+    assert status.main(["--state-dir", str(tmp_path / "none")]) == 2
+    assert "models.yml: not found" in capsys.readouterr().err
