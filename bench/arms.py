@@ -13,6 +13,7 @@ from rich.console import Console
 
 from generator.gateway_process import BASE_ENV
 from generator.renderers import gateway_modules
+from generator.renderers.litellm import supervisor_file
 from generator.renderers.text import dump_yaml
 from generator.plan import Plan
 from generator.renderers.litellm import model_entry
@@ -68,7 +69,8 @@ class VariantGateway(LocalStack):
         path = self.state_dir / "litellm" / "config.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(dump_yaml(self.config if self.config is not None else default_config(self.plan, api_base)))
-        for rel, text in gateway_modules(self.plan).items():  # hooks a variant may name
+        # hooks a variant may name, and the supervisor every local gateway runs under
+        for rel, text in {**gateway_modules(self.plan), **supervisor_file(self.plan)}.items():
             (self.state_dir / rel).write_text(text)
         return path
 

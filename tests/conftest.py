@@ -1,4 +1,7 @@
 import os
+from pathlib import Path
+
+import pytest
 
 from hypothesis import settings
 
@@ -10,3 +13,28 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# Every test process (unit, k8s, integration, ...): the generator run in-process by any test must not
+# reach the real Hub, and huggingface_hub must first be imported under these settings (a k8s test that
+# ran the CLI first left the Hub tests timing out).
+@pytest.fixture(autouse=True)
+def no_hub(monkeypatch, tmp_path_factory):
+    """Unit tests never reach the Hugging Face Hub (CI has no internet): offline, a Hugging Face home of
+    their own (not the user's caches or token) and a closed local endpoint, also for what huggingface_hub
+    read when first imported. tests/unit/fake_hub.py stands in for the Hub where a test needs one."""
+    home = tmp_path_factory.mktemp("hf-home")
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_ASSETS_CACHE",
+                "HUGGINGFACE_ASSETS_CACHE", "TRANSFORMERS_OFFLINE", "FIT_HUB_TIMEOUT", "XDG_CACHE_HOME",
+                "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    # what huggingface_hub read from the environment when this process first imported it
+    import huggingface_hub.constants as hf
+
+    for name, value in (("HF_HUB_CACHE", home / "hub"), ("HF_ASSETS_CACHE", home / "assets"),
+                        ("HF_TOKEN_PATH", home / "token"), ("HF_STORED_TOKENS_PATH", home / "stored_tokens"),
+                        ("ENDPOINT", "http://127.0.0.1:9"), ("HF_HUB_OFFLINE", True)):
+        monkeypatch.setattr(hf, name, str(value) if isinstance(value, Path) else value)

@@ -13,28 +13,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "::"}
 
 
-@pytest.fixture(autouse=True)
-def no_hub(monkeypatch, tmp_path_factory):
-    """Unit tests never reach the Hugging Face Hub (CI has no internet): offline, a Hugging Face home of
-    their own (not the user's caches or token) and a closed local endpoint, also for what huggingface_hub
-    read when first imported. tests/unit/fake_hub.py stands in for the Hub where a test needs one."""
-    home = tmp_path_factory.mktemp("hf-home")
-    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_ASSETS_CACHE",
-                "HUGGINGFACE_ASSETS_CACHE", "TRANSFORMERS_OFFLINE", "FIT_HUB_TIMEOUT", "XDG_CACHE_HOME",
-                "HF_OIDC_RESOURCE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
-    # what huggingface_hub read from the environment when this process first imported it
-    import huggingface_hub.constants as hf
-
-    for name, value in (("HF_HUB_CACHE", home / "hub"), ("HF_ASSETS_CACHE", home / "assets"),
-                        ("HF_TOKEN_PATH", home / "token"), ("HF_STORED_TOKENS_PATH", home / "stored_tokens"),
-                        ("ENDPOINT", "http://127.0.0.1:9"), ("HF_HUB_OFFLINE", True)):
-        monkeypatch.setattr(hf, name, str(value) if isinstance(value, Path) else value)
-
-
 @pytest.fixture(autouse=True, scope="session")
 def local_network_only():
     """Any name lookup other than this machine fails at once: a test that would reach the internet fails
