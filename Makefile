@@ -60,7 +60,7 @@ demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves
 
 demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call and a reasoning request
 	@rc=0; $(PY) -m generator.runtime up --models $(DEMO_MODELS) && \
-	  $(PY) -m generator.demo.client --models $(DEMO_MODELS) || rc=$$?; \
+	  $(PY) -m generator.demo.client --models $(DEMO_MODELS) $(if $(STOP),--stopping) || rc=$$?; \
 	if [ -n "$(STOP)" ]; then $(PY) -m generator.runtime down; else \
 	  echo "The stack keeps running (make demo again reuses it); stop it with: make down"; fi; exit $$rc
 

@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path("examples/cpu-demo/models.yml"))
     ap.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
+    ap.add_argument("--stopping", action="store_true", help="the stack is stopped next (make demo STOP=1): no usage hint")
     args = ap.parse_args(argv)
     console = Console(width=max(100, Console().width))
     err = Console(stderr=True, highlight=False)
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         status = getattr(exc, "status_code", None)
         err.print(f"[red]demo failed:[/] {base_url}: {f'HTTP {status}: ' if status else ''}{exc.message}", soft_wrap=True)
         return 1
+    if args.stopping:
+        return 0
     console.print(f"\nGateway: {base_url}. Use it from any OpenAI client:\n"
                   f"  export OPENAI_BASE_URL={base_url}\n"
                   f"  export OPENAI_API_KEY=$(sed -n 's/^{plan.gateway.master_key_env}=//p' {env})")
