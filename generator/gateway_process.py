@@ -27,6 +27,22 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
     return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui)}
 
 
+START_MODULE = "gateway_start"  # generator/gateway_hooks/gateway_start.py, shipped beside the hooks
+# uvicorn (>= 0.37) kills a worker that does not answer its supervisor's ping within this many seconds
+# and starts another. Its default, 5 s, is shorter than a spawned LiteLLM worker takes to import on a
+# busy small host (measured 10-20 s here): with --num_workers > 1 the workers were killed and restarted
+# forever. It is also how long a SIGHUP-restarted worker may take to become ready.
+WORKER_HEALTHCHECK_S = 120
+
+
+def gateway_command(config_dir: str, python: str = "python3") -> list[str]:
+    """What runs instead of the image's entrypoint: gateway_start.py resolves `--num_workers auto` in the
+    container (its CPUs and memory), prints the count, then execs LiteLLM's CLI with the same arguments.
+    python3 is in the official image (its health check uses it too) and in ours."""
+    return [python, f"{config_dir}/{START_MODULE}.py"]
+
+
 def gateway_args(g: GatewayPlan, config_path: str) -> list[str]:
-    """Arguments to LiteLLM's proxy CLI (the image's entrypoint, or `python -m litellm.proxy.proxy_cli`)."""
-    return ["--config", config_path, "--port", str(g.port), "--num_workers", str(g.workers)]
+    """Arguments to LiteLLM's proxy CLI, passed through gateway_start.py (which resolves `auto`)."""
+    return ["--config", config_path, "--port", str(g.port), "--num_workers", str(g.workers),
+            "--timeout_worker_healthcheck", str(WORKER_HEALTHCHECK_S)]

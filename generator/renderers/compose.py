@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..gateway_process import CONFIG_DIR, gateway_args, gateway_env
+from ..gateway_process import CONFIG_DIR, gateway_args, gateway_command, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT,
@@ -74,6 +74,7 @@ def gateway_service(plan: Plan) -> dict:
     bind = f"[{g.bind}]" if ":" in g.bind else g.bind
     return {
         "image": g.image,
+        "entrypoint": gateway_command(CONFIG_DIR),  # resolves `--num_workers auto` in the container
         "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],

@@ -10,8 +10,9 @@ from .text import header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
-# every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", HOOK_MODULE)
+# every module of generator/gateway_hooks/ the gateway needs (the two above import the others; the
+# container runs gateway_start, which resolves the worker count and starts LiteLLM)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", HOOK_MODULE)
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 
 

@@ -35,7 +35,7 @@ from ..output import ensure_env_file, read_env_file
 from ..renderers import LITELLM_FILE, gateway_modules
 from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
-from ..gateway_process import gateway_args, gateway_env
+from ..gateway_process import gateway_args, gateway_command, gateway_env
 from ..renderers.litellm import local_api_base, render_litellm
 from .processes import Proc, port_problem, signal_group, started_at, stop_processes, tail
 
@@ -159,7 +159,9 @@ class LocalStack:
 
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
-        cmd = [self.gateway_python, "-m", "litellm.proxy.proxy_cli", *gateway_args(g, str(config)),
+        # gateway_start.py beside the config resolves `auto` for this process (its affinity, e.g. taskset
+        # below, and cgroup), as in the container, then execs LiteLLM's CLI with this same python
+        cmd = [*gateway_command(str(config.parent), self.gateway_python), *gateway_args(g, str(config)),
                "--host", "127.0.0.1"]
         if self.gateway_cpus:
             cmd = ["taskset", "-c", ",".join(map(str, sorted(self.gateway_cpus))), *cmd]
