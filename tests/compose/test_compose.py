@@ -174,3 +174,16 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
     reply = _chat(deployed, deployed.served_name(victim), timeout=120)
     assert reply.choices[0].message is not None
     assert inspect(container_of("litellm"))["State"]["StartedAt"] == gateway_started, "the gateway was restarted"
+
+
+def test_the_gateway_container_resolves_its_worker_count_from_its_own_cpus(deployed):
+    """`--num_workers auto` is resolved inside the container (gateway_start.py, mounted read-only with the
+    hooks): the start log names the count, which is the CPUs the container may use (here: the whole VM)."""
+    assert deployed.doc["services"]["litellm"]["entrypoint"] == ["python3", "/etc/litellm/gateway_start.py"]
+    import re
+
+    logs = subprocess.run(["docker", "logs", container_of("litellm")], capture_output=True, text=True, timeout=60)
+    line = next((x for x in (logs.stdout + logs.stderr).splitlines() if x.startswith("gateway: ")), "")
+    cpus = int(docker("exec", container_of("litellm"), "python3", "-c",
+                      "import os; print(len(os.sched_getaffinity(0)))").strip())
+    assert re.match(rf"gateway: {cpus} worker\(s\) \(gateway.workers: auto: {cpus} CPUs in its affinity", line), line
