@@ -26,7 +26,7 @@ from generator.renderers.litellm import local_api_base, render_litellm
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen
 from .run import SCENARIOS, request_body
-from .session import MODELS, bench_session
+from .session import ALL_CPUS, MODELS, bench_session
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Variant:
     model_info: bool = False  # the generated model_info (context sizes) in each model entry
     packages: tuple[str, ...] = ()  # installed for this variant only (pip --target, on PYTHONPATH)
     generated: bool = False  # the config + flags + env the generator emits
+    all_cpus: bool = False  # not pinned to the gateway CPUs: every CPU, beside the load generator
 
 
 def merge(base: dict, patch: dict) -> dict:
@@ -72,6 +73,9 @@ VARIANTS = (
     Variant("+ max_tokens clamp hook", config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
             model_info=True),  # the hook reads the context from model_info (else it asks the backend)
     Variant("generated", generated=True),
+    # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
+    Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
+    Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
 )
 
 
@@ -145,10 +149,11 @@ def main(argv=None) -> int:
             for i, v in enumerate(variants):
                 vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i))
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
-                              gateway_cpus=gateway_cpus, console=console)
+                              gateway_cpus=ALL_CPUS if v.all_cpus else gateway_cpus, console=console)
                 if v.generated:
                     gw = VariantGateway(**common, config=render_litellm(vplan, local_api_base),
-                                        workers=vplan.gateway.workers, env_overrides=gateway_env(vplan.gateway))
+                                        workers=v.workers or vplan.gateway.workers,
+                                        env_overrides=gateway_env(vplan.gateway))
                 else:
                     gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
                                                                v.config),
