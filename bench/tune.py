@@ -73,6 +73,8 @@ VARIANTS = (
     Variant("+ max_tokens clamp hook", config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
             model_info=True),  # the hook reads the context from model_info (else it asks the backend)
     Variant("generated", generated=True),
+    # the same with LiteLLM's failing per-request OTel import left in place (gateway_guard.skip_failing_otel_seed)
+    Variant("generated, OTel import kept", generated=True, env={"GATEWAY_LITELLM_OTEL_SEED": "keep"}),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
     Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
@@ -153,7 +155,7 @@ def main(argv=None) -> int:
                 if v.generated:
                     gw = VariantGateway(**common, config=render_litellm(vplan, local_api_base),
                                         workers=v.workers or vplan.gateway.workers,
-                                        env_overrides=gateway_env(vplan.gateway))
+                                        env_overrides={**gateway_env(vplan.gateway), **v.env})
                 else:
                     gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
                                                                v.config),
