@@ -9,12 +9,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import yaml
+
+
+def connects(host: str, port: int) -> bool:
+    """A TCP connection to host:port succeeds within 2 s."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def host_addresses() -> list[str]:
+    """Every IP address of this host (ip -o addr)."""
+    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    return [f.split()[3].split("/")[0] for f in out.splitlines() if " inet" in f]
 
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> str:

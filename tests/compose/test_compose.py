@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 import json
@@ -15,23 +14,10 @@ import openai
 import pytest
 
 from .prometheus import VLLM_JOB, prometheus_of
-from .stack import container_of, docker, events_file, inspect
+from .stack import connects, container_of, docker, events_file, host_addresses, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 PROBE = "import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5)\nexcept Exception as e:\n    sys.exit(f'{type(e).__name__}: {e}')"
-
-
-def _connects(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
-def _host_addresses() -> list[str]:
-    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
-    return [f.split()[3].split("/")[0] for f in out.splitlines() if " inet" in f]
 
 
 def _backend_port(deployed, service: str) -> int:
@@ -45,12 +31,12 @@ def _network(deployed, name: str) -> str:
 
 def test_no_backend_port_is_published_or_reachable_from_the_host(deployed):
     assert deployed.backends, "no backend services in the compose file"
-    addresses = _host_addresses()
+    addresses = host_addresses()
     for service in deployed.backends:
         c = inspect(container_of(service))
         assert not any(c["NetworkSettings"]["Ports"].values()), f"{service} publishes {c['NetworkSettings']['Ports']}"
         port = _backend_port(deployed, service)
-        reachable = [a for a in addresses if _connects(a, port)]
+        reachable = [a for a in addresses if connects(a, port)]
         assert not reachable, f"{service}'s port {port} answers on host addresses {reachable}"
 
 
@@ -73,9 +59,9 @@ def test_a_container_on_a_non_internal_network_cannot_reach_a_backend(deployed):
 
 def test_the_gateway_answers_on_127_0_0_1_and_on_no_other_host_address(deployed):
     port = int(deployed.url.rsplit(":", 1)[1].split("/")[0])
-    assert _connects("127.0.0.1", port)
+    assert connects("127.0.0.1", port)
     assert len(deployed.client().models.list().data) == len(deployed.backends)
-    others = [a for a in _host_addresses() if a != "127.0.0.1" and _connects(a, port)]
+    others = [a for a in host_addresses() if a != "127.0.0.1" and connects(a, port)]
     assert not others, f"the gateway's port {port} also answers on {others}"
     bindings = inspect(container_of("litellm"))["NetworkSettings"]["Ports"]
     assert {b["HostIp"] for bs in bindings.values() if bs for b in bs} == {"127.0.0.1"}
@@ -196,7 +182,7 @@ def test_the_gateway_metrics_port_answers_inside_the_stack_only(deployed):
 
     c = inspect(container_of("litellm"))
     assert f"{GATEWAY_METRICS_PORT}/tcp" not in {p for p, b in c["NetworkSettings"]["Ports"].items() if b}
-    reachable = [a for a in _host_addresses() if _connects(a, GATEWAY_METRICS_PORT)]
+    reachable = [a for a in host_addresses() if connects(a, GATEWAY_METRICS_PORT)]
     assert not reachable, f"the gateway's metrics port answers on host addresses {reachable}"
     inside = subprocess.run(["docker", "exec", container_of(deployed.backends[0]), "python3", "-c",
                              "import urllib.request; print(urllib.request.urlopen("

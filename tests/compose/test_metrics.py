@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import socket
-import subprocess
 
 import openai
 import pytest
@@ -19,7 +17,7 @@ from generator.loader import load_plan
 from generator.renderers.dashboard import RATE, dashboard, rows
 
 from .prometheus import GATEWAY_JOB, VLLM_JOB, gateway_metrics_on, prometheus_of
-from .stack import container_of, inspect
+from .stack import connects, container_of, host_addresses, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 N = 3  # requests per model per test
@@ -79,23 +77,10 @@ def test_every_target_is_up_and_labelled_with_its_model_and_gpus(deployed, prom)
         assert prom.wait_for(f'max(up{{job="{GATEWAY_JOB}"}})', 1, 10 * prom.interval) == 1, "the gateway's metrics are not up"
 
 
-def _host_addresses() -> list[str]:
-    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
-    return [f.split()[3].split("/")[0] for f in out.splitlines() if " inet" in f]
-
-
-def _connects(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
 def test_prometheus_answers_on_127_0_0_1_and_on_no_other_host_address(deployed, prom):
     port = int(prom.url.rsplit(":", 1)[1])
     assert prom.query("up"), "no answer from Prometheus on 127.0.0.1"
-    others = [a for a in _host_addresses() if a != "127.0.0.1" and _connects(a, port)]
+    others = [a for a in host_addresses() if a != "127.0.0.1" and connects(a, port)]
     assert not others, f"Prometheus's port {port} also answers on {others}"
     bindings = inspect(container_of("prometheus"))["NetworkSettings"]["Ports"]
     assert {b["HostIp"] for bs in bindings.values() if bs for b in bs} == {"127.0.0.1"}
