@@ -18,6 +18,7 @@ that execs python included), and skips a pid that was reused by someone else.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -124,6 +125,7 @@ class LocalStack:
             (self.state_dir / rel).write_text(text)
         return self.state_dir / LITELLM_FILE
 
+    @functools.cached_property  # the plan and paths are fixed per stack: rendered once, not at every spawn
     def digest(self) -> str:
         """What the running processes were started from: every command line, the gateway's files and
         environment. Equal digests = `up` would start exactly what runs (so it reuses it)."""
@@ -143,7 +145,7 @@ class LocalStack:
             state = json.loads((state_dir / "state.json").read_text())
         except (OSError, ValueError):
             return None
-        if state.get("digest") != stack.digest():
+        if state.get("digest") != stack.digest:
             return None
         if metrics_url := state.get("metrics_url"):  # kept when the fault tests restart a backend through us
             stack.metrics_port = int(metrics_url.rsplit(":", 1)[1].split("/")[0])
@@ -193,7 +195,7 @@ class LocalStack:
 
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
-        state = {"gateway_url": self.gateway_url, "models": str(Path(self.plan.source).resolve()), "digest": self.digest(),
+        state = {"gateway_url": self.gateway_url, "models": str(Path(self.plan.source).resolve()), "digest": self.digest,
                  "metrics_url": f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None,
                  "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
                            for p in self.procs]}
