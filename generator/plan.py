@@ -51,6 +51,29 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class OnDemandPlan:
+    """models.yml `on_demand:` of one model: loaded when a request asks for it, unloaded when idle or when
+    another model of its group must load. The on-demand controller (generator/on_demand/) is the only one
+    that starts and stops such a model; the gateway reaches it through the controller."""
+
+    group: str  # models of one group take turns: at most one of them loaded at a time (default: the model's name)
+    idle_timeout: float  # seconds without a request (none in flight) before it unloads; 0: only when its group needs room
+    unload: str  # "stop": the backend process/container stops (everywhere); "sleep": vLLM sleep level 1 (GPU only)
+
+
+@dataclass(frozen=True)
+class ControllerPlan:
+    """The on-demand controller's settings (models.yml `on_demand:` top-level block); present in the plan only
+    when some model is on demand."""
+
+    port: int = 4002  # internal: the gateway's api_base for on-demand models (never published)
+    queue: int = 64  # requests waiting per model while it loads; past that: 503 + Retry-After
+    load_timeout: float = 900  # seconds a waiting request (and a load) may take; past that: 503 + Retry-After
+    drain_timeout: float = 300  # seconds an unload waits for requests in flight to finish before it cuts them
+    docker_socket: bool = False  # compose: the controller may start/stop backend containers (opt-in, SECURITY.md)
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     name: str  # models.yml key: compose service, host name on the backend network
     served_name: str  # what clients put in "model"
@@ -78,6 +101,7 @@ class ModelPlan:
     context_from: str = ""  # where a context taken from the model's config came from ("": the flag or field)
     memory_fraction: float = 0.0  # --gpu-memory-utilization (or vLLM's default): its share of each of its GPUs
     volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
+    on_demand: OnDemandPlan | None = None  # None: always on (started with the stack)
 
     @property
     def serve_args(self) -> tuple[str, ...]:
@@ -144,6 +168,11 @@ class Plan:
     warnings: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())  # informational lines for the summary (e.g. assumed GPU memory)
     metrics: MetricsPlan = MetricsPlan(enabled=False)
+    controller: ControllerPlan | None = None  # set when some model is on demand
+
+    @property
+    def on_demand(self) -> tuple[ModelPlan, ...]:
+        return tuple(m for m in self.models if m.on_demand is not None)
 
     @property
     def grafana(self) -> bool:
