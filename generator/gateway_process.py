@@ -38,6 +38,17 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
     return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui), **metrics_env()}
 
 
+START_MODULE = "gateway_start"  # generator/gateway_hooks/gateway_start.py, shipped beside the hooks
+
+
+def gateway_command(config_dir: str, python: str = "python3") -> list[str]:
+    """Where no supervisor runs (Kubernetes pods): gateway_start.py resolves `--num_workers auto` in the
+    container (its CPUs and memory), prints the count, then execs LiteLLM's CLI with the same arguments.
+    (Compose and the local runtime start gateway_supervisor.py, which resolves it the same way.)
+    python3 is in the official image (its health check uses it too) and in ours."""
+    return [python, f"{config_dir}/{START_MODULE}.py"]
+
+
 def gateway_args(g: GatewayPlan, config_path: str) -> list[str]:
     """Arguments to LiteLLM's proxy CLI (the image's entrypoint, or `python -m litellm.proxy.proxy_cli`)."""
     # uvicorn's default 5 s: a worker must answer its parent's ping within it (else it is killed and

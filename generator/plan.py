@@ -113,7 +113,7 @@ class GatewayPlan:
     port: int
     bind: str
     image: str
-    workers: int
+    workers: int | str  # a number, or "auto" (resolved where the gateway runs: gateway_start.py)
     log_level: str  # LITELLM_LOG
     clamp_max_tokens: bool
     request_timeout: int

@@ -63,6 +63,12 @@ def _gpu_memory(value: object) -> object:
     return parse_bytes(value)
 
 
+def _workers(value: object) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64):
+        return value
+    raise ValueError(f"{value!r} is not a worker count: use auto (one per CPU the gateway may use) or 1..64")
+
+
 def _ip(value: str) -> str:
     ipaddress.ip_address(value)
     return value
@@ -196,8 +202,10 @@ class Gateway(_Strict):
     port: Annotated[int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
     bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
     image: str = LITELLM_IMAGE
-    # one uvicorn worker per CPU core the gateway may use; more workers than cores costs (bench/README.md)
-    workers: int = Field(1, ge=1, le=64)
+    # uvicorn workers. auto: one per CPU the gateway process may use, found in its container at start
+    # (affinity + cgroup quota), at most what its memory holds (gateway_start.py); more workers than
+    # cores costs CPU per request (bench/README.md)
+    workers: Annotated[int | str, BeforeValidator(_workers)] = "auto"
     # LiteLLM's own log level; below "error" it logs every request (about 9% more CPU per request)
     log_level: Literal["debug", "info", "warning", "error"] = "error"
     clamp_max_tokens: StrictBool = True

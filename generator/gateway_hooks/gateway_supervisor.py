@@ -18,6 +18,9 @@ beside it, generated headers left out) and, once a change has been stable for a 
 Lines it prints (`make apply` waits for them): `gateway-supervisor: reloaded <digest>` /
 `gateway-supervisor: reload failed <digest>: ...`. SIGTERM/SIGINT go to the gateway (the container's
 stop); SIGHUP to this process forces a reload. Standard library only (it runs in the gateway image).
+
+`--num_workers auto` is resolved once, here, at start, by gateway_start.py beside this file (the CPUs and
+memory of this container or process): the gateway runs that number, and the rolling reload counts on it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ from pathlib import Path
 POLL = float(os.environ.get("GATEWAY_RELOAD_POLL", "1"))  # seconds between looks at the files
 HEADER = "# GENERATED from "  # the generator's header names models.yml's digest: not something LiteLLM reads
 NAME = "gateway-supervisor"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # run as a script or imported as a package module: gateway_start is beside it
+    sys.path.insert(0, HERE)
+import gateway_start  # noqa: E402
 
 
 def watched(folder: Path) -> list[Path]:
@@ -94,6 +102,8 @@ def workers_of(pid: int) -> set[int]:
 
 class Supervisor:
     def __init__(self, cmd: list[str]):
+        cmd, line = gateway_start.resolve(cmd)  # `--num_workers auto` -> a number, said once
+        say(line)
         self.cmd = cmd
         self.folder = config_folder(cmd)
         self.workers = expected_workers(cmd)

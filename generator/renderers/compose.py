@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT,
                         GRAFANA_PROVISIONING)
-from .litellm import SUPERVISOR_MODULE, supervisor_source
+from .litellm import SUPERVISOR_MODULE, supervisor_digest
 from .metrics import (CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR,
                       PROMETHEUS_PORT)
 
@@ -94,7 +92,7 @@ def gateway_service(plan: Plan) -> dict:
             "retries": 3,
             "start_period": "60s",
         },
-        "labels": {"org.llm-gateway.supervisor": hashlib.sha256(supervisor_source().encode()).hexdigest()[:16]},
+        "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
         **_hardening(),
     }
 

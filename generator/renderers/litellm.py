@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Callable
 
+from ..gateway_process import START_MODULE
 from ..plan import ModelPlan, Plan
 from .text import header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
-# every module of generator/gateway_hooks/ the gateway needs (the two above import the others)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_status", "graceful_shutdown", HOOK_MODULE)
+# every module of generator/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
+# resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", "gateway_status",
+                   "graceful_shutdown", HOOK_MODULE)
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -31,6 +35,13 @@ def supervisor_file(plan: Plan, folder: str = "litellm", regenerate: str = "make
 
 def supervisor_source() -> str:
     return (HOOKS_DIR / f"{SUPERVISOR_MODULE}.py").read_text()
+
+
+def supervisor_digest() -> str:
+    """What the gateway's first process runs at start and never reloads: the supervisor and the worker-count
+    resolver it imports (a change to either must restart the gateway, not reload it)."""
+    sources = [(HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE)]
+    return hashlib.sha256("".join(sources).encode()).hexdigest()[:16]
 
 
 def compose_api_base(m: ModelPlan) -> str:

@@ -192,3 +192,11 @@ def test_the_repo_models_yml_is_valid():
 
     p = load_plan(Path(__file__).resolve().parents[2] / "models.yml")
     assert len(p.models) >= 3 and all(m.max_tokens < m.context for m in p.models)
+
+
+def test_gateway_workers_default_to_auto_and_take_a_number_or_auto_only(problems, plan):
+    assert plan(one("vllm serve o/m --max-model-len 8K")).gateway.workers == "auto"
+    assert plan("gateway: {workers: 3}\n" + one("vllm serve o/m --max-model-len 8K")).gateway.workers == 3
+    for bad in ("0", "65", "many"):
+        (msg,) = problems(f"gateway: {{workers: {bad}}}\n" + one("vllm serve o/m --max-model-len 8K"))
+        assert "gateway.workers" in msg, msg

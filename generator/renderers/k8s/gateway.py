@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_env
+from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (GATEWAY, container_security, http_probe, key_ref, labels, pod_defaults, scrape_annotations,
@@ -12,6 +12,17 @@ CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s
 SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
 # bench/README.md: one worker's RSS was 323 MB at start and 362 MB at peak over a 10-minute soak
 MEMORY_REQUEST_MI, MEMORY_LIMIT_MI = 512, 1024
+# workers: auto in a pod: one per CPU of the node the pod may use (no CPU limit is set), at most what
+# this memory limit holds (gateway_start.py: (4096 - 350) / 400 = 9 workers)
+AUTO_MEMORY_LIMIT_MI = 4096
+
+
+def resources(workers: int | str) -> dict:
+    if workers == "auto":
+        return {"requests": {"cpu": "1", "memory": f"{MEMORY_REQUEST_MI}Mi"},
+                "limits": {"memory": f"{AUTO_MEMORY_LIMIT_MI}Mi"}}
+    return {"requests": {"cpu": str(workers), "memory": f"{MEMORY_REQUEST_MI * workers}Mi"},
+            "limits": {"memory": f"{MEMORY_LIMIT_MI * workers}Mi"}}
 
 
 # The model's Service by its short DNS name (resolves in whatever namespace the stack is applied to):
@@ -27,17 +38,15 @@ def deployment(plan: Plan) -> dict:
     container = {
         "name": "litellm",
         "image": g.image,
-        "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),  # the image's entrypoint is LiteLLM's CLI
+        "command": gateway_command(CONFIG_DIR),  # resolves `--num_workers auto` in the pod, then runs LiteLLM
+        "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         # metrics: LiteLLM's metrics process (no key check): declared for scrapers, deliberately not in the
         # Service (with expose: loadbalancer every Service port would face the outside)
         "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
                   {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
         "env": env,
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
-        "resources": {
-            "requests": {"cpu": str(g.workers), "memory": f"{MEMORY_REQUEST_MI * g.workers}Mi"},
-            "limits": {"memory": f"{MEMORY_LIMIT_MI * g.workers}Mi"},
-        },
+        "resources": resources(g.workers),
         "startupProbe": http_probe("/health/liveliness", 5, 5, 36),  # up to 3 minutes to import LiteLLM
         "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
         "readinessProbe": http_probe("/health/readiness", 10, 5, 3),

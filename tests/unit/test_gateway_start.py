@@ -1,0 +1,103 @@
+"""gateway_start.py (shipped beside the hooks, run by the gateway container and the local runtime):
+`--num_workers auto` resolved from the CPUs and memory the process may use, read from a fake /proc and
+/sys/fs/cgroup tree (cgroup v2 and v1), and every other argument passed through unchanged."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def start():
+    """The generated copy, loaded by path as the container runs it (no package, standard library only)."""
+    spec = importlib.util.spec_from_file_location("gateway_start", ROOT / "litellm" / "gateway_start.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tree(tmp_path: Path, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return str(tmp_path)
+
+
+MEMINFO = {"proc/meminfo": "MemTotal: 25000000 kB\nMemAvailable: 20971520 kB\n"}  # 20 GiB available
+
+
+def test_cgroup_v2_quota_in_a_container_rounds_up(tmp_path, start):
+    root = tree(tmp_path, {"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/cpu.max": "150000 100000\n",
+                           "sys/fs/cgroup/memory.max": "max\n", **MEMINFO})
+    assert start.cpu_quota(root) == 1.5 and start.memory_limit(root) is None
+    n, why = start.auto_workers(8, start.cpu_quota(root), start.memory_limit(root), start.available_memory(root))
+    assert n == 2 and "cgroup CPU quota 1.5" in why and "available memory 20.0 GiB" in why
+
+
+def test_cgroup_v2_the_tightest_of_the_process_cgroup_and_its_parents_wins(tmp_path, start):
+    root = tree(tmp_path, {"proc/self/cgroup": "0::/kubepods/pod1/ctr\n",
+                           "sys/fs/cgroup/kubepods/cpu.max": "400000 100000\n",
+                           "sys/fs/cgroup/kubepods/pod1/cpu.max": "300000 100000\n",
+                           "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max": "max 100000\n",
+                           "sys/fs/cgroup/kubepods/pod1/ctr/memory.max": str(2 * GIB)})
+    assert start.cpu_quota(root) == 3.0
+    assert start.memory_limit(root) == 2 * GIB
+
+
+def test_cgroup_v1_quota_and_memory_limit(tmp_path, start):
+    root = tree(tmp_path, {"proc/self/cgroup": "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n",
+                           "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "200000",
+                           "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000",
+                           "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": str(1536 * 2**20),
+                           "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712"})
+    assert start.cpu_quota(root) == 2.0
+    assert start.memory_limit(root) == 1536 * 2**20
+
+
+def test_no_cgroup_limits_means_the_affinity(tmp_path, start):
+    root = tree(tmp_path, {"proc/self/cgroup": "0::/user.slice\n", "sys/fs/cgroup/user.slice/cpu.max": "max 100000\n",
+                           **MEMINFO})
+    assert start.cpu_quota(root) is None
+    assert start.auto_workers(6, None, None, start.available_memory(root))[0] == 6
+
+
+def test_memory_caps_the_count_at_the_measured_size_per_worker(start):
+    # 2 GiB: (2048 - 350 parent) // 400 per worker = 4, on 16 CPUs
+    n, why = start.auto_workers(16, None, 2 * GIB, None)
+    assert n == 4 and "cgroup memory limit 2.0 GiB holds 4" in why
+    assert start.auto_workers(16, None, 256 * 2**20, None)[0] == 1  # never below one
+
+
+def test_only_auto_is_replaced_and_every_other_argument_passes_through(start):
+    args = ["--config", "/etc/litellm/config.yaml", "--port", "4000", "--num_workers", "3", "--host", "0.0.0.0"]
+    assert start.resolve(args)[0] == args
+    assert "3 worker(s) (gateway.workers: 3" in start.resolve(args)[1]
+    auto = [*args[:5], "auto", *args[6:]]
+    resolved, line = start.resolve(auto)
+    n = int(resolved[5])
+    assert resolved[:5] + resolved[6:] == args[:5] + args[6:]
+    assert 1 <= n <= len(os.sched_getaffinity(0)) and line.startswith(f"gateway: {n} worker(s) (gateway.workers: auto: ")
+
+
+def test_the_supervisor_runs_and_rolls_the_worker_count_it_resolved(monkeypatch, capsys):
+    """Compose and the local runtime start gateway_supervisor.py (generated copy, beside gateway_start.py):
+    it resolves `auto` once, says so, runs that number and expects that many workers in a rolling reload."""
+    spec = importlib.util.spec_from_file_location("gateway_supervisor", ROOT / "litellm" / "gateway_supervisor.py")
+    supervisor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(supervisor)
+    monkeypatch.setattr(supervisor.gateway_start, "affinity", lambda: 3)
+    monkeypatch.setattr(supervisor.gateway_start, "cpu_quota", lambda root="": None)
+    monkeypatch.setattr(supervisor.gateway_start, "memory_limit", lambda root="": None)
+    monkeypatch.setattr(supervisor.gateway_start, "available_memory", lambda root="": 20 * GIB)
+    s = supervisor.Supervisor(["litellm", "--config", str(ROOT / "litellm" / "config.yaml"), "--num_workers", "auto"])
+    assert s.cmd[-2:] == ["--num_workers", "3"] and s.workers == 3
+    assert "gateway: 3 worker(s) (gateway.workers: auto: 3 CPUs in its affinity" in capsys.readouterr().out
+    fixed = supervisor.Supervisor(["litellm", "--num_workers", "2"])
+    assert fixed.cmd[-1] == "2" and fixed.workers == 2
