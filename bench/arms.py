@@ -89,17 +89,25 @@ class VariantGateway(LocalStack):
         return proc
 
 
-def start_gateways(plan: Plan, state: Path, default_port: int, cpus: frozenset[int] | None,
-                   console: Console) -> tuple[LocalStack, LocalStack]:
-    """(generated, default), both running. The caller stops them."""
-    generated = LocalStack(plan, state / "generated", vllm_python="", gateway_cpus=cpus, console=console)
-    default_plan = replace(plan, gateway=replace(plan.gateway, port=default_port))
-    default = VariantGateway(default_plan, state / "default", vllm_python="", gateway_cpus=cpus, console=console)
+def start_gateways(plan: Plan, state: Path, cpus: frozenset[int] | None,
+                   console: Console) -> dict[str, LocalStack]:
+    """{arm: gateway}, all running; the caller stops them. `generated` (1 worker) and `default` run on the
+    gateway CPUs; `generated-2w` (2 workers) on every CPU, beside the load generator, as a host's
+    gateway shares its cores. Ports: the bench plan's gateway port, +1, +2."""
+    def on(port_offset: int, workers) -> Plan:
+        return replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + port_offset, workers=workers))
+
+    common = dict(vllm_python="", console=console)
+    gateways = {
+        "default": VariantGateway(on(1, 1), state / "default", gateway_cpus=cpus, **common),
+        "generated": LocalStack(on(0, 1), state / "generated", gateway_cpus=cpus, **common),
+        "generated-2w": LocalStack(on(2, 2), state / "generated-2w", **common),
+    }
     try:
-        for stack in (generated, default):
+        for stack in gateways.values():
             stack.start_gateway()
     except BaseException:
-        for stack in (generated, default):
+        for stack in gateways.values():
             stack.stop()  # ends exactly what each started, also one that never became ready
         raise
-    return generated, default
+    return gateways

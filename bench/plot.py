@@ -18,6 +18,8 @@ def plot(report: dict, path: Path) -> None:
     for col, (name, per_arm) in enumerate(scenarios.items()):
         lat, rate = axes[0][col], axes[1][col]
         for arm, r in per_arm.items():
+            if not r["sweep"]:
+                continue  # capacity-only arm (generated-2w)
             xs = [p["offered"] for p in r["sweep"]]
             lat.plot(xs, [p["p50_ms"] for p in r["sweep"]], "o-", color=COLORS.get(arm), label=f"{arm} p50")
             lat.plot(xs, [p["p99_ms"] for p in r["sweep"]], "--", color=COLORS.get(arm), alpha=0.6, label=f"{arm} p99")
@@ -37,7 +39,7 @@ def plot(report: dict, path: Path) -> None:
             lat.legend(fontsize=7)
             rate.legend(fontsize=7)
     m = report.get("machine", {})
-    fig.suptitle(f"{report['summary']}\n{m.get('cpu', '')}, {m.get('cpus', '?')} CPUs, LiteLLM {m.get('litellm', '?')}",
+    fig.suptitle(f"{report['summary'].replace('; ', chr(10), 1)}\n{m.get('cpu', '')}, {m.get('cpus', '?')} CPUs, LiteLLM {m.get('litellm', '?')}",
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

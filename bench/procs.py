@@ -5,10 +5,10 @@ from __future__ import annotations
 import psutil
 
 
-def _tree(pid: int) -> list[psutil.Process]:
+def _tree(pid: int, children: bool = True) -> list[psutil.Process]:
     try:
         root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
+        return [root, *(root.children(recursive=True) if children else [])]
     except psutil.NoSuchProcess:
         return []
 
@@ -23,10 +23,10 @@ def tree_rss_mb(pid: int) -> float:
     return total / 2**20
 
 
-def tree_cpu_s(pid: int) -> float:
-    """User + system CPU seconds used so far by the process and its live children."""
+def tree_cpu_s(pid: int, children: bool = True) -> float:
+    """User + system CPU seconds used so far by the process and its live children (children=False: its own)."""
     total = 0.0
-    for p in _tree(pid):
+    for p in _tree(pid, children):
         try:
             t = p.cpu_times()
             total += t.user + t.system

@@ -29,13 +29,15 @@ from generator.errors import ConfigError, print_problems
 
 from .arms import Arm, start_gateways
 from .loadgen import LoadGen, Target
+from .procs import tree_cpu_s
 from .mock import MockError
-from .session import bench_session, model_port
-from .stats import PointStats, max_rate, median_point, next_rate, point_stats, summary_line
+from .session import MODELS, bench_session, model_port
+from .stats import PointStats, max_rate, median_point, next_rate, point_stats, summary_line, workers_for
 
-ARMS = ("direct", "default", "generated")
+ARMS = ("direct", "default", "generated", "generated-2w")
+GATEWAYS = ARMS[1:]
+SWEEP_ARMS = ARMS[:3]  # the 2-worker gateway shares the CPUs with the load generator: its sweep would say little
 SLICE = 20  # sequential requests per arm before the next arm's turn
-DEFAULT_GATEWAY_PORT = 4302
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class Bench:
             port = model_port(plan, s.model)
             body = request_body(s)
             out[(s.name, "direct")] = arms["direct"].target(body, s.stream, direct_port=port)
-            for a in ("default", "generated"):
+            for a in GATEWAYS:
                 out[(s.name, a)] = arms[a].target(body, s.stream)
         return out
 
@@ -91,13 +93,13 @@ class Bench:
             for t in targets.values():
                 await gen.warm_up(t, a.warmup)
             for rep in range(a.repeats):
-                order = ARMS[rep % 3:] + ARMS[: rep % 3]  # rotate which arm goes first
+                order = ARMS[rep % len(ARMS):] + ARMS[: rep % len(ARMS)]  # rotate which arm goes first
                 for s in SCENARIOS:
                     for arm, p in (await self.sequential(gen, targets, s, order)).items():
                         self.raw[s.name][arm]["sequential"].append(p)
                         self._show(rep, s, arm, p)
-                    rate, active = a.start_rate, list(order)
-                    sweep = {arm: [] for arm in order}
+                    rate, active = a.start_rate, [arm for arm in order if arm in SWEEP_ARMS]
+                    sweep = {arm: [] for arm in active}
                     while active and rate <= a.max_rate:
                         for arm in list(active):
                             p = await gen.open_loop(targets[(s.name, arm)], rate, a.duration)
@@ -107,11 +109,13 @@ class Bench:
                                 active.remove(arm)
                             await asyncio.sleep(a.pause)
                         rate = next_rate(rate, a.factor)
-                    for arm in order:
+                    for arm in sweep:
                         self.raw[s.name][arm]["sweep"].append(sweep[arm])
                     for arm, c in (await self.capacity(gen, targets, s, order)).items():
                         self.raw[s.name][arm]["capacity"].append(c)
-                        cpu = f"  gateway CPU {c['cpu_ms']:.2f} ms/request" if c["cpu_ms"] is not None else ""
+                        cpu = (f"  gateway CPU {c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores"
+                               if c["cpu_ms"] is not None else "")
+                        cpu += f"  load generator + mock {c['client_cores']:.2f} cores"
                         self.console.print(f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'capacity':>10}  "
                                            f"{c['rate']:7.1f} req/s with {a.concurrency} in flight{cpu}",
                                            highlight=False, soft_wrap=True)
@@ -131,9 +135,10 @@ class Bench:
     async def capacity(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, dict]:
         """Max rate: completed req/s with --concurrency requests always in flight (closed loop), the arms
         taking turns in slices; plus the gateway's CPU time per request over the same requests."""
-        done = {arm: {"ok": 0, "errors": 0, "seconds": 0.0, "cpu_s": 0.0} for arm in order}
+        done = {arm: {"ok": 0, "errors": 0, "seconds": 0.0, "cpu_s": 0.0, "client_s": 0.0} for arm in order}
         for _ in range(self.args.capacity_slices):
             for arm in order:
+                client_before = client_cpu_s(self.args.state_dir)
                 p, cpu_s = await gen.closed_loop_cpu(targets[(s.name, arm)], self.args.concurrency,
                                                      self.args.capacity_seconds, self.pids.get(arm))
                 d = done[arm]
@@ -141,8 +146,10 @@ class Bench:
                 d["errors"] += p.errors
                 d["seconds"] += p.ok / p.achieved if p.achieved else self.args.capacity_seconds
                 d["cpu_s"] += cpu_s
+                d["client_s"] += client_cpu_s(self.args.state_dir) - client_before
         return {arm: {"rate": d["ok"] / d["seconds"], "errors": d["errors"],
-                      "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None}
+                      "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None,
+                      "gateway_cores": d["cpu_s"] / d["seconds"], "client_cores": d["client_s"] / d["seconds"]}
                 for arm, d in done.items()}
 
     def _show(self, rep: int, s: Scenario, arm: str, p: PointStats) -> None:
@@ -162,47 +169,79 @@ class Bench:
                 rates = sorted({p.offered for rep in raw["sweep"] for p in rep})
                 sweep = [median_point([p for rep in raw["sweep"] for p in rep if p.offered == r]) for r in rates]
                 cpu = [c["cpu_ms"] for c in raw["capacity"] if c["cpu_ms"] is not None]
+                cores = {k: statistics.median(c[k] for c in raw["capacity"]) for k in ("gateway_cores", "client_cores")}
                 per_arm[arm] = {
                     "sequential": seq.to_dict(),
                     "sweep": [p.to_dict() for p in sweep],
                     "max_rate": statistics.median(c["rate"] for c in raw["capacity"]),
                     "cpu_ms_per_request": statistics.median(cpu) if cpu else None,
-                    "sweep_max_rate": statistics.median(max_rate(rep) for rep in raw["sweep"]),
+                    # a gateway core's worth of requests: 1000 / CPU ms per request
+                    "req_per_gateway_core": 1000 / statistics.median(cpu) if cpu else None,
+                    **cores,
+                    "sweep_max_rate": (statistics.median(max_rate(rep) for rep in raw["sweep"])
+                                       if raw["sweep"] else None),
                     "repeats": {"sequential": [p.to_dict() for p in raw["sequential"]],
                                 "sweep": [[p.to_dict() for p in rep] for rep in raw["sweep"]],
                                 "capacity": raw["capacity"]},
                 }
             direct = per_arm["direct"]
-            for arm in ("default", "generated"):
+            for arm in GATEWAYS:
                 per_arm[arm]["added_p50_ms"] = per_arm[arm]["sequential"]["p50_ms"] - direct["sequential"]["p50_ms"]
                 per_arm[arm]["added_p99_ms"] = per_arm[arm]["sequential"]["p99_ms"] - direct["sequential"]["p99_ms"]
                 per_arm[arm]["max_rate_ratio"] = (per_arm[arm]["max_rate"] / direct["max_rate"]
                                                   if direct["max_rate"] else 0.0)
             scenarios[s.name] = per_arm
         head = scenarios["small"]
+        workers = scaling(head["generated"], head["generated-2w"], self.args.sizing_rate)
         line = summary_line(head["generated"]["added_p50_ms"], head["default"]["added_p50_ms"],
-                            head["generated"]["max_rate_ratio"], head["default"]["max_rate_ratio"])
-        return {"summary": line, "scenarios": scenarios}
+                            head["generated"]["max_rate_ratio"], head["default"]["max_rate_ratio"], workers)
+        return {"summary": line, "workers": workers, "scenarios": scenarios}
+
+
+def client_cpu_s(state_dir: Path) -> float:
+    """CPU seconds of the load generator (this process) and the nginx mock so far."""
+    total = tree_cpu_s(os.getpid(), children=False)
+    try:
+        total += tree_cpu_s(int((state_dir / "nginx" / "nginx.pid").read_text()))
+    except (OSError, ValueError):
+        pass
+    return total
+
+
+def scaling(one: dict, two: dict, backend_rate: float) -> dict:
+    """1 vs 2 workers (the `small` scenario) and the worker count a backend's rate needs. The 2-worker
+    gateway shares this machine's cores with the load generator, so its raw rate understates it:
+    `projected_ratio` is its rate on 2 free cores (2 x its req/s per gateway core) over 1 worker's on one."""
+    cpu1, cpu2 = one["cpu_ms_per_request"], two["cpu_ms_per_request"]
+    return {"cpu_ms_1w": cpu1, "cpu_ms_2w": cpu2, "cpu_change": cpu2 / cpu1 - 1,
+            "req_per_core_1w": 1000 / cpu1, "req_per_core_2w": 1000 / cpu2,
+            "rate_1w": one["max_rate"], "rate_2w": two["max_rate"], "rate_ratio": two["max_rate"] / one["max_rate"],
+            "cores_1w": one["gateway_cores"], "cores_2w": two["gateway_cores"],
+            "client_cores_2w": two["client_cores"],
+            "projected_ratio": 2 * cpu1 / cpu2,
+            "sizing_rate": backend_rate, "workers_for_rate": workers_for(backend_rate, max(cpu1, cpu2))}
 
 
 def print_table(console: Console, report: dict) -> None:
     from rich.table import Table
 
     table = Table("scenario", "arm", "seq p50 ms", "seq p99 ms", "added p50 ms", "max req/s", "ratio",
-                  "CPU ms/req", "sweep max req/s", box=None)
+                  "CPU ms/req", "req/s per core", "gateway cores", "client cores", "sweep max req/s", box=None)
     for name, per_arm in report["scenarios"].items():
         for arm, r in per_arm.items():
             table.add_row(name, arm, f"{r['sequential']['p50_ms']:.2f}", f"{r['sequential']['p99_ms']:.2f}",
                           f"{r.get('added_p50_ms', 0):.2f}", f"{r['max_rate']:.0f}",
                           f"{r.get('max_rate_ratio', 1):.3f}",
                           f"{r['cpu_ms_per_request']:.2f}" if r["cpu_ms_per_request"] else "-",
-                          f"{r['sweep_max_rate']:.0f}")
+                          f"{r['req_per_gateway_core']:.0f}" if r["req_per_gateway_core"] else "-",
+                          f"{r['gateway_cores']:.2f}", f"{r['client_cores']:.2f}",
+                          f"{r['sweep_max_rate']:.0f}" if r["sweep_max_rate"] is not None else "-")
     console.print(table)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    ap.add_argument("--models", type=Path, default=Path(__file__).with_name("models.yml"))
+    ap.add_argument("--models", type=Path, default=MODELS, help="default: $BENCH_MODELS or bench/models.yml")
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
     ap.add_argument("--state-dir", type=Path, default=Path(".cache/bench"))
     ap.add_argument("--repeats", type=int, default=3)
@@ -217,6 +256,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--concurrency", type=int, default=16, help="requests in flight in the capacity phase")
     ap.add_argument("--capacity-slices", type=int, default=4, help="turns per arm in the capacity phase")
     ap.add_argument("--capacity-seconds", type=float, default=1.0, help="seconds per capacity turn")
+    ap.add_argument("--sizing-rate", type=float, default=600.0,
+                    help="backend req/s the summary line sizes the gateway for (workers needed)")
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny sweep, one repeat (for tests)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -233,17 +274,16 @@ def main(argv: list[str] | None = None) -> int:
         with bench_session(args.models, args.state_dir) as (plan, client_cpus, gateway_cpus):
             console.print(f"CPUs: load generator + mock {sorted(client_cpus or [])}, "
                           f"gateways {sorted(gateway_cpus or [])}")
-            generated, default = start_gateways(plan, args.state_dir, DEFAULT_GATEWAY_PORT, gateway_cpus, console)
+            gateways = start_gateways(plan, args.state_dir, gateway_cpus, console)
             try:
                 arms = {"direct": Arm("direct", "", "unused"),
-                        "default": Arm("default", default.gateway_url, default.master_key, default.procs[-1].pid),
-                        "generated": Arm("generated", generated.gateway_url, generated.master_key,
-                                         generated.procs[-1].pid)}
+                        **{name: Arm(name, gw.gateway_url, gw.master_key, gw.procs[-1].pid)
+                           for name, gw in gateways.items()}}
                 bench = Bench(args, console)
                 asyncio.run(bench.run(bench.targets(arms, plan)))
             finally:
-                generated.stop()
-                default.stop()
+                for gw in gateways.values():
+                    gw.stop()
     except ConfigError as exc:
         print_problems(exc, console)
         return 2

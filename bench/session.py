@@ -14,6 +14,9 @@ from generator.plan import Plan
 
 from .mock import NginxMock
 
+# another models.yml (other ports) so two benches can run on one machine: BENCH_MODELS=... make bench
+MODELS = Path(os.environ.get("BENCH_MODELS") or Path(__file__).with_name("models.yml"))
+
 
 def split_cpus() -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """(load generator + mock, gateway): half the CPUs each, so they do not take turns on one core."""

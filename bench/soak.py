@@ -12,27 +12,34 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import psutil
 
 from rich.console import Console
 
 from generator.runtime.local import LocalStack
+from generator.runtime.processes import Proc
 
 from .arms import Arm
 from .loadgen import LoadGen
 from .procs import tree_rss_mb
 from .run import SCENARIOS, request_body
-from .session import bench_session
+from .session import MODELS, bench_session
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
-    ap.add_argument("--models", type=Path, default=Path(__file__).with_name("models.yml"))
+    ap.add_argument("--models", type=Path, default=MODELS, help="default: $BENCH_MODELS or bench/models.yml")
     ap.add_argument("--state-dir", type=Path, default=Path(".cache/bench-soak"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/soak.json"))
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--rate", type=float, default=30.0, help="offered requests per second")
     ap.add_argument("--sample", type=float, default=15.0, help="seconds between RSS samples")
+    ap.add_argument("--workers", type=int, default=2, help="gateway workers (1: pinned to the gateway CPUs)")
+    ap.add_argument("--max-requests", type=int, default=None,
+                    help="recycle each worker after this many requests (LiteLLM's --max_requests_before_restart)")
     return ap.parse_args(argv)
 
 
@@ -40,9 +47,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     console = Console(stderr=True, highlight=False)
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
-        # the soak is about what we ship: only the generated gateway
-        generated = LocalStack(plan, args.state_dir / "generated", vllm_python="", gateway_cpus=gateway_cpus,
-                               console=console)
+        # the soak is about what we ship: only the generated gateway, with --workers workers
+        plan = replace(plan, gateway=replace(plan.gateway, workers=args.workers))
+        generated = RecyclingStack(plan, args.state_dir / "generated", vllm_python="", console=console,
+                                   gateway_cpus=gateway_cpus if args.workers == 1 else None,
+                                   max_requests=args.max_requests)
         try:
             generated.start_gateway()
             arm = Arm("generated", generated.gateway_url, generated.master_key)
@@ -54,17 +63,41 @@ def main(argv=None) -> int:
     peak = max(s["rss_mb"] for s in samples)
     errors = sum(s["errors"] for s in samples)
     sent = sum(s["sent"] for s in samples)
-    report = {"rate": args.rate, "minutes": args.minutes, "samples": samples, "rss_start_mb": start["rss_mb"],
-              "rss_end_mb": end["rss_mb"], "rss_peak_mb": peak, "sent": sent, "errors": errors}
+    pids = {pid for s in samples for pid in s["workers"]}
+    restarts = max(0, len(pids) - max(len(samples[0]["workers"]), 1)) if args.workers > 1 else 0
+    report = {"rate": args.rate, "minutes": args.minutes, "workers": args.workers, "max_requests": args.max_requests,
+              "samples": samples, "rss_start_mb": start["rss_mb"], "rss_end_mb": end["rss_mb"], "rss_peak_mb": peak,
+              "sent": sent, "errors": errors, "worker_restarts": restarts}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"soak: gateway RSS {start['rss_mb']:.0f} MB at start, {end['rss_mb']:.0f} MB after "
-          f"{args.minutes:g} min at {args.rate:g} req/s (peak {peak:.0f} MB); {sent} requests, {errors} errors")
+    recycled = f", max {args.max_requests} requests per worker: {restarts} worker restarts" if args.max_requests else ""
+    print(f"soak: {args.workers} worker(s), gateway RSS {start['rss_mb']:.0f} MB at start, {end['rss_mb']:.0f} MB after "
+          f"{args.minutes:g} min at {args.rate:g} req/s (peak {peak:.0f} MB){recycled}; {sent} requests, {errors} errors")
     return 0
 
 
+@dataclass
+class RecyclingStack(LocalStack):
+    max_requests: int | None = None
+
+    def _gateway(self, config: Path) -> Proc:
+        proc = super()._gateway(config)
+        if self.max_requests:
+            proc.cmd.extend(["--max_requests_before_restart", str(self.max_requests)])
+        return proc
+
+
+def workers(pid: int) -> list[int]:
+    """The uvicorn worker processes (multiprocessing spawn children) of the gateway."""
+    try:
+        return sorted(p.pid for p in psutil.Process(pid).children(recursive=True)
+                      if "spawn_main" in " ".join(p.cmdline()))
+    except psutil.Error:
+        return []
+
+
 async def soak(args, targets, pid: int, console: Console) -> list[dict]:
-    samples = [{"t": 0.0, "rss_mb": tree_rss_mb(pid), "sent": 0, "errors": 0}]
+    samples = [{"t": 0.0, "rss_mb": tree_rss_mb(pid), "sent": 0, "errors": 0, "workers": workers(pid)}]
     console.print(f"t=   0s  gateway RSS {samples[0]['rss_mb']:.0f} MB")
     began = time.monotonic()
     async with LoadGen(timeout_s=30) as gen:
@@ -72,10 +105,11 @@ async def soak(args, targets, pid: int, console: Console) -> list[dict]:
         while time.monotonic() - began < args.minutes * 60:
             p = await gen.open_loop(targets[i % len(targets)], args.rate, args.sample)
             i += 1
-            s = {"t": round(time.monotonic() - began, 1), "rss_mb": tree_rss_mb(pid), "sent": p.sent, "errors": p.errors}
+            s = {"t": round(time.monotonic() - began, 1), "rss_mb": tree_rss_mb(pid), "sent": p.sent, "errors": p.errors,
+                 "workers": workers(pid)}
             samples.append(s)
             console.print(f"t={s['t']:4.0f}s  gateway RSS {s['rss_mb']:.0f} MB  "
-                          f"({p.sent} sent, {p.errors} errors, p50 {p.p50_ms:.1f} ms)")
+                          f"({p.sent} sent, {p.errors} errors, p50 {p.p50_ms:.1f} ms, workers {s['workers']})")
     return samples
 
 

@@ -71,6 +71,22 @@ def next_rate(rate: float, factor: float) -> float:
     return round(rate * factor, 1)
 
 
-def summary_line(added_tuned_ms: float, added_default_ms: float, ratio_tuned: float, ratio_default: float) -> str:
-    return (f"added p50 {added_tuned_ms:.2f} ms (default {added_default_ms:.2f} ms), "
+SIZING_UTILISATION = 0.7  # size workers so the gateway runs at most 70 % busy at the backend's peak rate
+
+
+def workers_for(rate: float, cpu_ms: float, utilisation: float = SIZING_UTILISATION) -> int:
+    """Workers (= cores) a gateway needs to pass `rate` req/s at `cpu_ms` of CPU per request."""
+    return max(1, math.ceil(rate * cpu_ms / 1000 / utilisation - 1e-9))
+
+
+def summary_line(added_tuned_ms: float, added_default_ms: float, ratio_tuned: float, ratio_default: float,
+                 w: dict | None = None) -> str:
+    line = (f"added p50 {added_tuned_ms:.2f} ms (default {added_default_ms:.2f} ms), "
             f"max rate ratio gateway/direct {ratio_tuned:.3f} (default {ratio_default:.3f})")
+    if w:
+        line += (f"; CPU/request {w['cpu_ms_1w']:.2f} ms 1 worker, {w['cpu_ms_2w']:.2f} ms 2 workers "
+                 f"({w['cpu_change']:+.0%}), {w['req_per_core_1w']:.0f} req/s per gateway core; "
+                 f"2 workers x{w['rate_ratio']:.2f} the rate on {w['cores_2w']:.2f} cores "
+                 f"(x{w['projected_ratio']:.2f} on 2 free cores); "
+                 f"{w['sizing_rate']:.0f} req/s needs {w['workers_for_rate']} workers")
+    return line

@@ -29,7 +29,7 @@ from generator.renderers.litellm import local_api_base, render_litellm
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen
 from .run import SCENARIOS, request_body
-from .session import bench_session
+from .session import MODELS, bench_session
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def install_packages(v: Variant, root: Path, console: Console) -> dict[str, str]
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="python -m bench.tune", description=__doc__.splitlines()[0])
-    ap.add_argument("--models", type=Path, default=Path(__file__).with_name("models.yml"))
+    ap.add_argument("--models", type=Path, default=MODELS, help="default: $BENCH_MODELS or bench/models.yml")
     ap.add_argument("--state-dir", type=Path, default=Path(".cache/bench-tune"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/tune.json"))
     ap.add_argument("--pairs", type=int, default=6, help="defaults/variant pairs per variant")

@@ -14,7 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
-                     r"max rate ratio gateway/direct \d+\.\d{3} \(default \d+\.\d{3}\)$")
+                     r"max rate ratio gateway/direct \d+\.\d{3} \(default \d+\.\d{3}\); "
+                     r"CPU/request \d+\.\d\d ms 1 worker, \d+\.\d\d ms 2 workers \([+-]\d+%\), "
+                     r"\d+ req/s per gateway core; 2 workers x\d+\.\d\d the rate on \d+\.\d\d cores "
+                     r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers$")
 
 pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()),
                                 reason="nginx (the benchmark's mock backend) is not installed: make bench-tools")
@@ -33,14 +36,18 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
     assert report["summary"] == lines[-1]
     assert set(report["scenarios"]) == {"small", "stream", "large"}
     for name, per_arm in report["scenarios"].items():
-        assert set(per_arm) == {"direct", "default", "generated"}
+        assert set(per_arm) == {"direct", "default", "generated", "generated-2w"}
         for arm, r in per_arm.items():
             seq = r["sequential"]
             assert seq["sent"] == 40 and seq["errors"] == 0, (name, arm, seq)  # every request answered
-            assert r["sweep"] and r["sweep"][0]["offered"] == 50.0
+            if arm != "generated-2w":  # beside the load generator on every CPU: capacity only
+                assert r["sweep"] and r["sweep"][0]["offered"] == 50.0
             assert r["max_rate"] > 0 and r["repeats"]["capacity"][0]["errors"] == 0
             assert (r["cpu_ms_per_request"] is None) == (arm == "direct")  # gateway CPU time is read
         assert per_arm["generated"]["added_p50_ms"] > 0  # a gateway cannot be faster than no gateway
+        assert per_arm["generated-2w"]["gateway_cores"] > 0 and per_arm["generated"]["client_cores"] > 0
+    log = (tmp_path / "state" / "generated-2w" / "logs" / "gateway.log").read_text()
+    assert "gateway: 2 worker(s)" in log  # the count gateway_start.py resolved, in the start log
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
     assert not leftovers.strip(), f"the bench left processes running:\n{leftovers}"  # nginx and both gateways
