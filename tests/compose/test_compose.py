@@ -190,3 +190,24 @@ def test_the_gateway_metrics_port_answers_inside_the_stack_only(deployed):
                             capture_output=True, text=True, timeout=60)
     assert inside.returncode == 0, inside.stderr
     assert "litellm_proxy_total_requests_metric_total" in inside.stdout
+
+
+def test_the_gateway_container_resolves_its_worker_count_from_its_own_cpus(deployed):
+    """`--num_workers auto` is resolved inside the container (by the supervisor through gateway_start.py,
+    mounted read-only with the hooks): the start log names the count, which is the CPUs the container may
+    use (here: the whole VM), or the number models.yml gives (the CPU example: 2, for make apply's rolling reload)."""
+    import re
+
+    command = deployed.doc["services"]["litellm"]["command"]
+    given = command[command.index("--num_workers") + 1]
+    logs = subprocess.run(["docker", "logs", container_of("litellm")], capture_output=True, text=True, timeout=60)
+    line = next((x for x in (logs.stdout + logs.stderr).splitlines() if x.startswith("gateway-supervisor: gateway: ")), "")
+    if given == "auto":
+        cpus = int(docker("exec", container_of("litellm"), "python3", "-c",
+                          "import os; print(len(os.sched_getaffinity(0)))").strip())
+        assert re.match(rf"gateway-supervisor: gateway: {cpus} worker\(s\) \(gateway.workers: auto: {cpus} CPUs in its affinity", line), line
+    else:
+        assert line == f"gateway-supervisor: gateway: {given} worker(s) (gateway.workers: {given} in models.yml)", line
+    processes = docker("top", container_of("litellm"), "-o", "pid,args").splitlines()
+    workers = [p for p in processes if "spawn_main" in p]  # uvicorn's worker processes (multiprocessing spawn)
+    assert len(workers) == (cpus if given == "auto" else int(given)), "\n".join(processes)
