@@ -21,6 +21,7 @@ from generator.runtime.local import LocalStack
 from generator.runtime.processes import Proc
 
 from .loadgen import Target
+from .session import ALL_CPUS
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -101,7 +102,7 @@ def start_gateways(plan: Plan, state: Path, cpus: frozenset[int] | None,
     gateways = {
         "default": VariantGateway(on(1, 1), state / "default", gateway_cpus=cpus, **common),
         "generated": LocalStack(on(0, 1), state / "generated", gateway_cpus=cpus, **common),
-        "generated-2w": LocalStack(on(2, 2), state / "generated-2w", **common),
+        "generated-2w": LocalStack(on(2, 2), state / "generated-2w", gateway_cpus=ALL_CPUS, **common),
     }
     try:
         for stack in gateways.values():

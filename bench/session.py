@@ -18,6 +18,11 @@ from .mock import NginxMock
 MODELS = Path(os.environ.get("BENCH_MODELS") or Path(__file__).with_name("models.yml"))
 
 
+# every CPU this run may use, read before bench_session pins the load generator (whose children inherit
+# its affinity): a gateway meant to run on every CPU is started with this set explicitly
+ALL_CPUS = frozenset(os.sched_getaffinity(0))
+
+
 def split_cpus() -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """(load generator + mock, gateway): half the CPUs each, so they do not take turns on one core."""
     cpus = sorted(os.sched_getaffinity(0))

@@ -26,7 +26,7 @@ from .arms import Arm
 from .loadgen import LoadGen
 from .procs import tree_rss_mb
 from .run import SCENARIOS, request_body
-from .session import MODELS, bench_session
+from .session import ALL_CPUS, MODELS, bench_session
 
 
 def parse_args(argv):
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         # the soak is about what we ship: only the generated gateway, with --workers workers
         plan = replace(plan, gateway=replace(plan.gateway, workers=args.workers))
         generated = RecyclingStack(plan, args.state_dir / "generated", vllm_python="", console=console,
-                                   gateway_cpus=gateway_cpus if args.workers == 1 else None,
+                                   gateway_cpus=gateway_cpus if args.workers == 1 else ALL_CPUS,
                                    max_requests=args.max_requests)
         try:
             generated.start_gateway()

@@ -29,7 +29,7 @@ from generator.renderers.litellm import local_api_base, render_litellm
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen
 from .run import SCENARIOS, request_body
-from .session import MODELS, bench_session
+from .session import ALL_CPUS, MODELS, bench_session
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Variant:
     packages: tuple[str, ...] = ()  # installed for this variant only (pip --target, on PYTHONPATH)
     generated: bool = False  # the config + flags + env the generator emits
     without_prometheus: bool = False  # generated, minus the prometheus callback and its metrics process
+    all_cpus: bool = False  # not pinned to the gateway CPUs: every CPU, beside the load generator
 
 
 def merge(base: dict, patch: dict) -> dict:
@@ -89,6 +90,9 @@ VARIANTS = (
              "include_labels": ["requested_model", "status_code"]},
             {"group": "errors", "metrics": ["litellm_proxy_failed_requests_metric"],
              "include_labels": ["requested_model", "exception_status"]}]}}),
+    # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
+    Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
+    Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
 )
 
 
@@ -165,13 +169,14 @@ def main(argv=None) -> int:
             for i, v in enumerate(variants):
                 vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i))
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
-                              gateway_cpus=gateway_cpus, console=console)
+                              gateway_cpus=ALL_CPUS if v.all_cpus else gateway_cpus, console=console)
                 if v.generated:
                     config, env = merge(render_litellm(vplan, local_api_base), v.config), gateway_env(vplan.gateway)
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
                         env.pop("PROMETHEUS_METRICS_PORT")
-                    gw = VariantGateway(**common, config=config, workers=vplan.gateway.workers, env_overrides=env)
+                    gw = VariantGateway(**common, config=config, workers=v.workers or vplan.gateway.workers,
+                                        env_overrides=env)
                 else:
                     gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
                                                                v.config),

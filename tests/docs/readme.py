@@ -49,7 +49,9 @@ WHERE: list[tuple[str, str]] = [
     (r"^make promtool$", CI + "inside make test (a prerequisite of make test and make unit)"),
     (r"^docker compose exec dcgm-exporter|^curl -s 'http://127\.0\.0\.1:9090/|^curl -su admin:.*:3000/",
      NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus"),
-    (r"^make bench(-tune|-soak)?$", NOT_HERE + "10 minutes of load each; tests/bench runs a miniature make bench in make test"),
+    (r"^make bench(-tune|-soak|-profile)?( SOAK_MINUTES=\d+)?$",
+     NOT_HERE + "minutes of load each; tests/bench runs a miniature make bench in make test"),
+    (r"^make bench BACKEND_URL=", NOT_HERE + "a running GPU deployment (a real backend to compare with)"),
     (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
     (r"^cd compose && docker compose up -d", NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
                                                        "compose file of the same shape (examples/cpu-compose) in a real engine"),
