@@ -120,5 +120,12 @@ class LoadGen:
         stats = await self.closed_loop(target, concurrency, duration_s)
         return stats, (tree_cpu_s(pid) - before) if pid else 0.0
 
+    async def open_loop_cpu(self, target: Target, rate: float, duration_s: float,
+                            pid: int | None) -> tuple[PointStats, float]:
+        """open_loop, and the CPU seconds process `pid` and its children used meanwhile."""
+        before = tree_cpu_s(pid) if pid else 0.0
+        stats = await self.open_loop(target, rate, duration_s)
+        return stats, (tree_cpu_s(pid) - before) if pid else 0.0
+
     async def warm_up(self, target: Target, count: int = 50) -> None:
         await asyncio.gather(*(self._one(target, time.perf_counter()) for _ in range(count)))

@@ -72,7 +72,7 @@ def machine() -> dict:
 class Bench:
     def __init__(self, args, console: Console):
         self.args, self.console = args, console
-        self.raw: dict = {s.name: {a: {"sequential": [], "sweep": [], "capacity": []} for a in ARMS}
+        self.raw: dict = {s.name: {a: {"sequential": [], "sweep": [], "capacity": [], "at_load": []} for a in ARMS}
                           for s in SCENARIOS}
         self.pids: dict[str, int | None] = {}
 
@@ -111,7 +111,8 @@ class Bench:
                         rate = next_rate(rate, a.factor)
                     for arm in sweep:
                         self.raw[s.name][arm]["sweep"].append(sweep[arm])
-                    for arm, c in (await self.capacity(gen, targets, s, order)).items():
+                    caps = await self.capacity(gen, targets, s, order)
+                    for arm, c in caps.items():
                         self.raw[s.name][arm]["capacity"].append(c)
                         cpu = (f"  gateway CPU {c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores"
                                if c["cpu_ms"] is not None else "")
@@ -119,6 +120,32 @@ class Bench:
                         self.console.print(f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'capacity':>10}  "
                                            f"{c['rate']:7.1f} req/s with {a.concurrency} in flight{cpu}",
                                            highlight=False, soft_wrap=True)
+                    for arm, c in (await self.at_load(gen, targets, s, caps["generated"]["rate"])).items():
+                        self.raw[s.name][arm]["at_load"].append(c)
+                        self.console.print(f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'at load':>10}  "
+                                           f"{c['offered']:7.1f} req/s offered, {c['rate']:7.1f} done, gateway CPU "
+                                           f"{c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores",
+                                           highlight=False, soft_wrap=True)
+
+    async def at_load(self, gen: LoadGen, targets, s: Scenario, rate_1w: float) -> dict[str, dict]:
+        """CPU per request of 1 and 2 workers at the same load per worker (--load-share of 1 worker's max
+        rate, times the workers), open loop: how a host sized with headroom runs. At saturation one busy
+        event loop handles many ready requests per wake-up, so CPU per request is lowest there; a fleet
+        of workers each partly busy pays more per request, and this is the figure sizing needs."""
+        done = {arm: {"ok": 0, "seconds": 0.0, "cpu_s": 0.0, "offered": 0.0} for arm in ("generated", "generated-2w")}
+        for _ in range(self.args.capacity_slices):
+            for arm, workers in (("generated", 1), ("generated-2w", 2)):
+                offered = max(1.0, rate_1w * self.args.load_share * workers)
+                p, cpu_s = await gen.open_loop_cpu(targets[(s.name, arm)], offered, self.args.capacity_seconds,
+                                                   self.pids.get(arm))
+                d = done[arm]
+                d["ok"] += p.ok
+                d["seconds"] += p.ok / p.achieved if p.achieved else self.args.capacity_seconds
+                d["cpu_s"] += cpu_s
+                d["offered"] = offered
+        return {arm: {"offered": d["offered"], "rate": d["ok"] / d["seconds"] if d["seconds"] else 0.0,
+                      "cpu_ms": d["cpu_s"] * 1000 / max(d["ok"], 1), "gateway_cores": d["cpu_s"] / d["seconds"]}
+                for arm, d in done.items()}
 
     async def sequential(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, PointStats]:
         """One request at a time, the arms taking turns in slices of SLICE requests, so a drift in
@@ -178,6 +205,8 @@ class Bench:
                     # a gateway core's worth of requests: 1000 / CPU ms per request
                     "req_per_gateway_core": 1000 / statistics.median(cpu) if cpu else None,
                     **cores,
+                    "cpu_ms_at_load": (statistics.median(c["cpu_ms"] for c in raw["at_load"])
+                                       if raw["at_load"] else None),
                     "sweep_max_rate": (statistics.median(max_rate(rep) for rep in raw["sweep"])
                                        if raw["sweep"] else None),
                     "repeats": {"sequential": [p.to_dict() for p in raw["sequential"]],
@@ -211,14 +240,17 @@ def client_cpu_s(state_dir: Path) -> float:
 def scaling(one: dict, two: dict, backend_rate: float) -> dict:
     """1 vs 2 workers (the `small` scenario) and the worker count a backend's rate needs. The 2-worker
     gateway shares this machine's cores with the load generator, so its raw rate understates it:
-    `projected_ratio` is its rate on 2 free cores (2 x its req/s per gateway core) over 1 worker's on one."""
-    cpu1, cpu2 = one["cpu_ms_per_request"], two["cpu_ms_per_request"]
+    `projected_ratio` is its rate on 2 free cores (2 x its req/s per gateway core at saturation) over 1
+    worker's on one. CPU per request and sizing use the at-load figures (each worker --load-share busy)."""
+    cpu1, cpu2 = one["cpu_ms_at_load"], two["cpu_ms_at_load"]
+    sat1, sat2 = one["cpu_ms_per_request"], two["cpu_ms_per_request"]
     return {"cpu_ms_1w": cpu1, "cpu_ms_2w": cpu2, "cpu_change": cpu2 / cpu1 - 1,
+            "saturated_cpu_ms_1w": sat1, "saturated_cpu_ms_2w": sat2,
             "req_per_core_1w": 1000 / cpu1, "req_per_core_2w": 1000 / cpu2,
             "rate_1w": one["max_rate"], "rate_2w": two["max_rate"], "rate_ratio": two["max_rate"] / one["max_rate"],
             "cores_1w": one["gateway_cores"], "cores_2w": two["gateway_cores"],
             "client_cores_2w": two["client_cores"],
-            "projected_ratio": 2 * cpu1 / cpu2,
+            "projected_ratio": 2 * sat1 / sat2,
             "sizing_rate": backend_rate, "workers_for_rate": workers_for(backend_rate, max(cpu1, cpu2))}
 
 
@@ -256,6 +288,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--concurrency", type=int, default=16, help="requests in flight in the capacity phase")
     ap.add_argument("--capacity-slices", type=int, default=4, help="turns per arm in the capacity phase")
     ap.add_argument("--capacity-seconds", type=float, default=1.0, help="seconds per capacity turn")
+    ap.add_argument("--load-share", type=float, default=0.6,
+                    help="at-load phase: offered rate per worker, as a share of 1 worker's max rate")
     ap.add_argument("--sizing-rate", type=float, default=600.0,
                     help="backend req/s the summary line sizes the gateway for (workers needed)")
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny sweep, one repeat (for tests)")
