@@ -27,6 +27,17 @@ def completion_body(model: str) -> str:
     }, separators=(",", ":"))
 
 
+def responses_body(model: str) -> str:
+    """A /v1/responses answer (LiteLLM sends the Responses API to a hosted_vllm backend as it is)."""
+    return json.dumps({
+        "id": "resp_bench", "object": "response", "created_at": 1700000000, "status": "completed", "model": model,
+        "output": [{"type": "message", "id": "msg_bench", "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": CONTENT, "annotations": []}]}],
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19},
+    }, separators=(",", ":"))
+
+
 def stream_body(model: str) -> str:
     def chunk(delta: dict, finish: str | None) -> str:
         return "data: " + json.dumps({
@@ -52,6 +63,7 @@ def _server(port: int, content_type: str, body: str) -> str:
     listen 127.0.0.1:{port} backlog=4096;
     location = /health {{ return 200; }}
     location = /v1/models {{ default_type application/json; return 200 {_nginx_string(models)}; }}
+    location = /v1/responses {{ default_type application/json; return 200 {_nginx_string(responses_body("mock"))}; }}
     location / {{ default_type {content_type}; return 200 {_nginx_string(body)}; }}
   }}"""
 

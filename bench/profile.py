@@ -2,7 +2,8 @@
 
 The generated gateway (1 worker, pinned to the gateway CPUs) in front of the nginx mock, loaded with
 --concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
-/v1/messages) while `py-spy record` samples it. Prints, per API, the functions with the most samples
+/v1/messages) while `py-spy record --gil` samples the thread holding the GIL (the CPU the Python code
+uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). Prints, per API, the functions with the most samples
 on the stack (inclusive) grouped by where they live (our hooks, LiteLLM, the server stack), and the
 share of our own modules; writes the collapsed stacks to --out for a flame graph.
 """
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
             # taskset execs the start module, which execs LiteLLM: the pid is the serving process
             for api in args.apis:
                 raw = args.out / f"{api}.txt"
-                spy_proc = subprocess.Popen([spy, "record", "-p", str(pid), "-r", str(args.rate), "-d",
+                spy_proc = subprocess.Popen([spy, "record", "--gil", "-p", str(pid), "-r", str(args.rate), "-d",
                                              str(int(args.seconds)), "-f", "raw", "-o", str(raw)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 ok, errors = asyncio.run(load(gw.gateway_url, gw.master_key, api, args.concurrency, args.seconds + 1))
