@@ -90,6 +90,8 @@ VARIANTS = (
              "include_labels": ["requested_model", "status_code"]},
             {"group": "errors", "metrics": ["litellm_proxy_failed_requests_metric"],
              "include_labels": ["requested_model", "exception_status"]}]}}),
+    # the same with LiteLLM's failing per-request OTel import left in place (gateway_guard.skip_failing_otel_seed)
+    Variant("generated, OTel import kept", generated=True, env={"GATEWAY_LITELLM_OTEL_SEED": "keep"}),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
     Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
@@ -171,7 +173,8 @@ def main(argv=None) -> int:
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
                               gateway_cpus=ALL_CPUS if v.all_cpus else gateway_cpus, console=console)
                 if v.generated:
-                    config, env = merge(render_litellm(vplan, local_api_base), v.config), gateway_env(vplan.gateway)
+                    config = merge(render_litellm(vplan, local_api_base), v.config)
+                    env = {**gateway_env(vplan.gateway), **v.env}
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
                         env.pop("PROMETHEUS_METRICS_PORT")

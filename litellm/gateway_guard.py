@@ -130,8 +130,33 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     return UserAPIKeyAuth(api_key="gateway-master-key", user_role=LitellmUserRoles.PROXY_ADMIN, user_id="gateway-admin")
 
 
+def skip_failing_otel_seed() -> bool:
+    """Take a LiteLLM 1.103.7 cost off every request (bench/README.md, "Profile"): after auth, LiteLLM
+    calls `_seed_request_destinations`, which starts with `from litellm.integrations.otel.logger import`.
+    That import fails without opentelemetry-sdk (and the opentelemetry-api fastapi needs lacks `_events`);
+    the function swallows the error, and as a failed import is not cached, Python finds and unmarshals
+    the module again on every request: 5-9 % of a worker's CPU. When the import fails here, at load, the
+    function cannot do anything on any request, so it is replaced by a no-op; with OTel importable, or
+    GATEWAY_LITELLM_OTEL_SEED=keep (the bench's A/B), it is left alone. True when replaced."""
+    if os.environ.get("GATEWAY_LITELLM_OTEL_SEED") == "keep":
+        return False
+    try:
+        from litellm.proxy.auth import user_api_key_auth as auth
+    except ImportError:  # not inside the proxy
+        return False
+    if not hasattr(auth, "_seed_request_destinations"):
+        return False  # another LiteLLM: nothing to do
+    try:
+        import litellm.integrations.otel.logger  # noqa: F401  the import LiteLLM retries per request
+        return False
+    except Exception:  # noqa: BLE001  any failure is the one LiteLLM would swallow on every request
+        auth._seed_request_destinations = lambda *args, **kwargs: None
+        return True
+
+
 try:
     count_tokens.install(user_api_key_auth)
     gateway_status.install(check_key)
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
+skip_failing_otel_seed()

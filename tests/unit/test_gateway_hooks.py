@@ -326,3 +326,27 @@ def test_count_tokens_answers_messages_it_cannot_translate_with_a_400(counter, m
     status, body = _answer(counter, {"model": "caller", "messages": [{"role": "user"}]})
     assert status == 400 and body["error"]["type"] == "invalid_request_error"
     assert "cannot be counted" in body["error"]["message"] and counter.posted == []
+
+
+def test_the_guard_replaces_litellms_per_request_otel_import_only_when_it_cannot_succeed(monkeypatch):
+    """LiteLLM retries a failing `import litellm.integrations.otel.logger` on every request; the guard makes
+    that function a no-op when the import fails at load (as here: no opentelemetry-sdk), and leaves it
+    alone when asked to (GATEWAY_LITELLM_OTEL_SEED=keep) or when the import works."""
+    import sys
+
+    from litellm.proxy.auth import user_api_key_auth as auth
+
+    original = auth._seed_request_destinations
+    monkeypatch.setattr(auth, "_seed_request_destinations", original)  # restored after the test
+    guard = load_like_litellm("gateway_guard")
+    monkeypatch.setattr(auth, "_seed_request_destinations", original)
+    monkeypatch.setenv("GATEWAY_LITELLM_OTEL_SEED", "keep")
+    assert guard.skip_failing_otel_seed() is False and auth._seed_request_destinations is original
+    monkeypatch.delenv("GATEWAY_LITELLM_OTEL_SEED")
+    with pytest.raises(Exception):
+        import litellm.integrations.otel.logger  # noqa: F401  fails in this environment, as in the images
+    assert guard.skip_failing_otel_seed() is True and auth._seed_request_destinations is not original
+    assert auth._seed_request_destinations(object(), None) is None
+    monkeypatch.setattr(auth, "_seed_request_destinations", original)
+    monkeypatch.setitem(sys.modules, "litellm.integrations.otel.logger", object())  # an importable OTel
+    assert guard.skip_failing_otel_seed() is False and auth._seed_request_destinations is original
