@@ -56,7 +56,7 @@ def main(argv=None) -> int:
             generated.start_gateway()
             arm = Arm("generated", generated.gateway_url, generated.master_key)
             targets = [arm.target(request_body(s), s.stream) for s in SCENARIOS]
-            samples = asyncio.run(soak(args, targets, generated.procs[-1].pid, console))
+            samples, failures = asyncio.run(soak(args, targets, generated.procs[-1].pid, console))
         finally:
             generated.stop()
     start, end = samples[0], samples[-1]
@@ -67,12 +67,13 @@ def main(argv=None) -> int:
     restarts = max(0, len(pids) - max(len(samples[0]["workers"]), 1)) if args.workers > 1 else 0
     report = {"rate": args.rate, "minutes": args.minutes, "workers": args.workers, "max_requests": args.max_requests,
               "samples": samples, "rss_start_mb": start["rss_mb"], "rss_end_mb": end["rss_mb"], "rss_peak_mb": peak,
-              "sent": sent, "errors": errors, "worker_restarts": restarts}
+              "sent": sent, "errors": errors, "failures": failures, "worker_restarts": restarts}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     recycled = f", max {args.max_requests} requests per worker: {restarts} worker restarts" if args.max_requests else ""
     print(f"soak: {args.workers} worker(s), gateway RSS {start['rss_mb']:.0f} MB at start, {end['rss_mb']:.0f} MB after "
-          f"{args.minutes:g} min at {args.rate:g} req/s (peak {peak:.0f} MB){recycled}; {sent} requests, {errors} errors")
+          f"{args.minutes:g} min at {args.rate:g} req/s (peak {peak:.0f} MB){recycled}; {sent} requests, {errors} errors"
+          + (f" ({failures})" if failures else ""))
     return 0
 
 
@@ -110,7 +111,7 @@ async def soak(args, targets, pid: int, console: Console) -> list[dict]:
             samples.append(s)
             console.print(f"t={s['t']:4.0f}s  gateway RSS {s['rss_mb']:.0f} MB  "
                           f"({p.sent} sent, {p.errors} errors, p50 {p.p50_ms:.1f} ms, workers {s['workers']})")
-    return samples
+    return samples, dict(gen.failures)
 
 
 if __name__ == "__main__":

@@ -77,3 +77,11 @@ def test_nginx_conf_quotes_bodies(tmp_path):
     assert "listen 127.0.0.1:18301" in conf and "listen 127.0.0.1:18302" in conf
     assert "access_log off" in conf
     assert "'" + completion_body("mock") + "'" in conf  # no quote inside the JSON to escape
+
+
+def test_workers_for_a_backend_rate_leaves_30_percent_headroom():
+    from bench.stats import workers_for
+
+    assert workers_for(600, 12.6) == 11  # 600 x 12.6 ms = 7.56 cores busy / 0.7
+    assert workers_for(100, 5.0) == 1 and workers_for(0, 5.0) == 1
+    assert workers_for(140, 5.0) == 1 and workers_for(141, 5.0) == 2  # 0.7 of one core = 140 req/s at 5 ms
