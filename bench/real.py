@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -61,7 +62,7 @@ async def measure(args, direct: dict[bool, Target], gateway: dict[bool, Target],
                     ok = sum(p.ok for p in points)
                     row[arm] = {"rate": ok / sum(p.ok / p.achieved if p.achieved else args.seconds / args.slices
                                                  for p in points),
-                                "p50_ms": statistics.median(p.p50_ms for p in points if p.ok),
+                                "p50_ms": statistics.median([p.p50_ms for p in points if p.ok] or [math.nan]),
                                 "errors": sum(p.errors for p in points)}
                 row["ratio"] = row["gateway"]["rate"] / row["direct"]["rate"] if row["direct"]["rate"] else 0.0
                 rows.append(row)
