@@ -102,8 +102,8 @@ def test_admin_routes_are_closed_even_with_the_master_key(gateway, method, path)
 
 
 def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
-    """gateway_start.py printed the count it resolved (auto: this process's CPUs), and that many uvicorn
-    workers serve; the whole suite runs through them (2 on a 2-core machine)."""
+    """The supervisor printed the count gateway_start.py resolved (auto: this process's CPUs, at most what
+    memory holds), and that many uvicorn workers serve; the whole suite runs through them (2 on a 2-core machine)."""
     import os
     import re
 
@@ -112,10 +112,13 @@ def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
     if gateway.stack is None:
         pytest.skip("a gateway this session did not start (GATEWAY_URL): tests/compose checks the container's")
     proc = next(p for p in gateway.stack.procs if p.name == "gateway")
-    line = next(x for x in proc.log.read_text().splitlines() if x.startswith("gateway: "))
-    n = int(re.match(r"gateway: (\d+) worker\(s\)", line).group(1))
+    line = next(x for x in proc.log.read_text().splitlines() if x.startswith("gateway-supervisor: gateway: "))
+    n = int(re.match(r"gateway-supervisor: gateway: (\d+) worker\(s\)", line).group(1))
     setting = gateway.plan.gateway.workers
-    assert n == (min(len(os.sched_getaffinity(0)), n) if setting == "auto" else setting), line
-    assert n >= 1 and (setting != "auto" or "CPUs in its affinity" in line)
+    if setting == "auto":
+        holds = int(re.search(r"holds (\d+) at", line).group(1))
+        assert n == min(len(os.sched_getaffinity(0)), holds) and "CPUs in its affinity" in line, line
+    else:
+        assert n == setting, line
     spawned = [c for c in psutil.Process(proc.pid).children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
     assert len(spawned) == (n if n > 1 else 0), (line, spawned)  # with one worker uvicorn serves in the parent
