@@ -13,7 +13,7 @@ from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, 
 from .litellm import CONTROLLER_SERVICE, SUPERVISOR_MODULE, supervisor_source
 from .metrics import (CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR,
                       PROMETHEUS_PORT)
-from .on_demand import CONFIG_FILE, PACKAGE_DIR, PACKAGE_MOUNT
+from .on_demand import CONFIG_FILE, PACKAGE_DIR, PACKAGE_MOUNT, controller_digest
 
 ON_DEMAND_PROFILE = "on-demand"  # compose profile of the backends the controller starts (unload: stop)
 DOCKER_SOCKET = "/var/run/docker.sock"
@@ -135,6 +135,8 @@ def controller_service(plan: Plan) -> dict:
             "retries": 3,
             "start_period": "30s",
         },
+        # a new config or new modules change the label: compose (and `make apply`) recreates the controller
+        "labels": {"org.llm-gateway.on-demand": controller_digest(plan)},
         **_hardening(),
     }
 

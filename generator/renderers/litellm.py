@@ -54,9 +54,14 @@ def controller_api_base(m: ModelPlan, plan: Plan, host: str) -> str:
 
 def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
                 ) -> dict:
+    timeout, stream_timeout = plan.gateway.request_timeout, plan.gateway.stream_timeout
     if m.on_demand and plan.controller:
         host = controller_host or ("127.0.0.1" if api_base is local_api_base else CONTROLLER_SERVICE)
         base = controller_api_base(m, plan, host)
+        # the controller may hold a request for up to load_timeout while the model loads: the gateway waits that
+        # long on top of its own timeouts, so the client gets the controller's 503 + Retry-After, not a timeout
+        wait = int(plan.controller.load_timeout + 0.999)
+        timeout, stream_timeout = timeout + wait, stream_timeout + wait
     else:
         base = api_base(m)
     params = {
@@ -64,8 +69,8 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         "api_base": base,
         "api_key": f"os.environ/{m.api_key_env}",
         **m.litellm_params,
-        "timeout": plan.gateway.request_timeout,
-        "stream_timeout": plan.gateway.stream_timeout,
+        "timeout": timeout,
+        "stream_timeout": stream_timeout,
     }
     info = {
         "max_input_tokens": m.context,

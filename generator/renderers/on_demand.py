@@ -8,6 +8,7 @@ The local runtime calls controller_config() with its own backend_url (loopback p
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Callable
@@ -67,6 +68,15 @@ def package_files(plan: Plan, regenerate: str = "make regenerate") -> dict[str, 
         rel = path.relative_to(SOURCE).as_posix()
         files[f"{PACKAGE_DIR}/generator/on_demand/{rel}"] = header(plan, regenerate=regenerate) + path.read_text()
     return files
+
+
+def controller_digest(plan: Plan) -> str:
+    """What the controller runs: its config (without the header) and its modules. A new digest in the compose
+    service's labels makes compose recreate the controller (it reads both once, at start)."""
+    h = hashlib.sha256(json.dumps(controller_config(plan), sort_keys=True).encode())
+    for path in sorted(SOURCE.rglob("*.py")) if SOURCE.is_dir() else []:
+        h.update(path.relative_to(SOURCE).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def on_demand_files(plan: Plan) -> dict[str, str]:

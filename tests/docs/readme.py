@@ -51,6 +51,8 @@ WHERE: list[tuple[str, str]] = [
      NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus"),
     (r"^make bench(-tune|-soak)?$", NOT_HERE + "10 minutes of load each; tests/bench runs a miniature make bench in make test"),
     (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
+    (r"^cd compose && docker compose (up -d && docker compose )?--profile on-demand (create|down)$", NOT_HERE + "a GPU compose stack with on-demand models; "
+     "tests/unit/test_on_demand.py checks the profile and the controller in the generated file"),
     (r"^cd compose && docker compose up -d", NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
                                                        "compose file of the same shape (examples/cpu-compose) in a real engine"),
     (r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",

@@ -214,6 +214,9 @@ def test_on_demand_models_reach_the_gateway_through_the_controller(plan):
     assert entries["a"]["api_base"] == "http://a:8001/v1"
     assert entries["b"]["api_base"] == "http://on-demand:4002/m/b/v1"
     assert entries["b"]["api_key"] == "os.environ/VLLM_API_KEY_B"  # forwarded unchanged by the controller
+    # the gateway waits while the controller may hold the request (load_timeout 900 s) on top of its own timeouts
+    assert (entries["a"]["timeout"], entries["a"]["stream_timeout"]) == (600, 120)
+    assert (entries["b"]["timeout"], entries["b"]["stream_timeout"]) == (1500, 1020)
     local = {e["model_name"]: e["litellm_params"]["api_base"] for e in render_litellm(p, local_api_base)["model_list"]}
     assert local == {"a": "http://127.0.0.1:8001/v1", "b": "http://127.0.0.1:4002/m/b/v1"}
 
@@ -329,3 +332,11 @@ def test_example_models_do_not_fit_all_at_once_but_fit_per_group(write, problems
             entry.pop("on_demand", None)
     (msg,) = problems(yaml.safe_dump(doc))  # every model always on: GPU 0 cannot hold both
     assert "GPU 0 is over-committed: --gpu-memory-utilization glm47-flash 0.90 + qwen3-8b 0.90" in msg
+
+
+def test_the_controller_is_recreated_when_its_config_changes_not_for_other_edits(plan):
+    def label(text: str) -> str:
+        return render_compose(plan(text))["services"]["on-demand"]["labels"]["org.llm-gateway.on-demand"]
+    base = SOCKET + model("a") + model("lazy", "[1]", extra=od())
+    assert label(base) == label(base.replace("vllm serve org/a", "vllm serve org/other-a"))
+    assert label(base) != label(base.replace("on_demand: true", "on_demand: {idle: 1m}"))
