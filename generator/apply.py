@@ -30,6 +30,7 @@ from .gateway_hooks.gateway_supervisor import digest as gateway_digest
 from .loader import load_plan
 from .output import ENV_FILE, ensure_env_file, read_env_file, remove_orphans, render_files, write_files
 from .renderers import COMPOSE_FILE
+from .renderers.compose import ON_DEMAND_PROFILE
 from .renderers.stack import ENV_HEADER
 
 GATEWAY_DIR = "litellm"
@@ -62,8 +63,9 @@ def project_containers(project: str) -> dict[str, dict]:
 def new_hashes(compose_text: str, compose_dir: Path, keys: dict[str, str]) -> dict[str, str]:
     """The config-hash compose gives each service of the new file (same project directory and .env)."""
     env = {**os.environ, **keys}
-    proc = subprocess.run(["docker", "compose", "-f", "-", "--project-directory", str(compose_dir), "config",
-                           "--hash", "*"], input=compose_text, capture_output=True, text=True, timeout=60, env=env)
+    # --profile: the on-demand backends' hashes too (without it compose leaves services of a profile out)
+    proc = subprocess.run(["docker", "compose", "-f", "-", "--project-directory", str(compose_dir), "--profile",
+                           ON_DEMAND_PROFILE, "config", "--hash", "*"], input=compose_text, capture_output=True, text=True, timeout=60, env=env)
     if proc.returncode:
         raise RuntimeError(f"docker compose config: {proc.stderr.strip()}")
     return dict(line.split() for line in proc.stdout.splitlines() if line.strip())
