@@ -189,26 +189,79 @@ def resident_sets(models: list[ModelPlan], partial: bool = False) -> list[tuple[
             for choice in itertools.product(*options)]
 
 
+MAX_SETS = 4096  # per GPU: sets looked at for the smallest failing ones; past it the worst set is reported
+MAX_REPORTED = 3  # per GPU: failing sets named one by one; the rest are counted in one more line
+
+
 def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
                     memory: int | dict[int, int] | None = None) -> list[Finding]:
     """The memory rule for each set of models that can be resident together (resident_sets), not the whole
-    file: models of one on-demand group take turns. Sleeping models (unload: sleep) of the set's other members'
-    groups keep their process, so their CUDA context counts. Each over-committed GPU is reported once, for the
-    smallest sets that fail."""
+    file: models of one on-demand group take turns. A sleeping model (unload: sleep, not the loaded one of its
+    group) keeps its process, so its CUDA context counts.
+
+    GPU by GPU (the rule is per GPU, and any choice of at most one model per group on one GPU can happen):
+    the worst set (per group, the choice that needs most) fits -> every set fits; else the smallest failing
+    sets are reported, each naming its models."""
     if not any(m.on_demand for m in models):
         return gpu_memory(models, fractions, catalog, memory)
-    failures: dict[tuple[int, frozenset[str]], Finding] = {}
-    for members in resident_sets(models, partial=True):  # the smallest failing sets say the most
-        loaded = {m.name for m in members}
-        asleep: dict[int, list[str]] = defaultdict(list)
-        for m in models:
-            if m.on_demand and m.on_demand.unload == "sleep" and m.name not in loaded:
-                for gpu in m.gpus:
-                    asleep[gpu].append(m.name)
-        for gpu, names, finding in _gpu_memory(list(members), fractions, catalog, memory, asleep):
-            failures.setdefault((gpu, names), finding)
-    return [finding for (gpu, names), finding in failures.items()
-            if not any(g == gpu and other < names for g, other in failures)]
+    order = {m.name: i for i, m in enumerate(models)}
+    findings: list[Finding] = []
+    for gpu in sorted({g for m in models for g in m.gpus}):
+        on_gpu = [m for m in models if gpu in m.gpus]
+        always = [m for m in on_gpu if not m.on_demand]
+        groups: dict[str, list[ModelPlan]] = defaultdict(list)
+        for m in on_gpu:
+            if m.on_demand:
+                groups[m.on_demand.group].append(m)
+        sleepers = [m.name for m in on_gpu if m.on_demand and m.on_demand.unload == "sleep"]
+
+        def check(choice: tuple[ModelPlan, ...]) -> Finding | None:
+            loaded = {m.name for m in choice}
+            members = sorted((*always, *choice), key=lambda m: order[m.name])
+            asleep = {gpu: [n for n in sleepers if n not in loaded]}
+            return next((f for g, _, f in _gpu_memory(members, fractions, catalog, memory, asleep) if g == gpu), None)
+
+        context = CONTEXT_OVERHEAD / (gpu_memory_of(memory, gpu) or DEFAULT_GPU_MEMORY)
+
+        def need(m: ModelPlan | None, group: list[ModelPlan]) -> float:
+            """What a group's choice (m loaded, or None) adds on this GPU, as a share of it."""
+            processes = sum(1 for x in group if x is not m and x.name in sleepers) + (m is not None)
+            return (fractions[m.name] if m else 0.0) + processes * context
+
+        worst = tuple(m for ms in groups.values() if (m := max([None, *ms], key=lambda x: need(x, ms))))
+        worst_finding = check(worst)
+        if worst_finding is None:
+            continue
+        failing = _smallest_failing(list(groups.values()), check)
+        findings += failing[:MAX_REPORTED] or [worst_finding]  # none within MAX_SETS: the worst set stands for them
+        if len(failing) > MAX_REPORTED:
+            findings.append(((on_gpu[-1].name, "gpus"),
+                             f"GPU {gpu}: {len(failing) - MAX_REPORTED} more set(s) of models that cannot be loaded "
+                             f"together{' (and maybe more: not all sets were looked at)' if len(failing) >= MAX_SETS else ''}; "
+                             f"put the on-demand models of GPU {gpu} in fewer groups (on_demand: {{group: gpu{gpu}}}) "
+                             "so they take turns, or lower their --gpu-memory-utilization"))
+    return findings
+
+
+def _smallest_failing(groups: list[list[ModelPlan]], check) -> list[Finding]:
+    """Sets of at most one model per group, smallest first, skipping supersets of a failing set (they say
+    nothing new); at most MAX_SETS looked at."""
+    failing: list[frozenset[str]] = []
+    findings: list[Finding] = []
+    looked = 0
+    for k in range(len(groups) + 1):
+        for chosen in itertools.combinations(groups, k):
+            for choice in itertools.product(*chosen):
+                names = frozenset(m.name for m in choice)
+                if any(f <= names for f in failing):
+                    continue
+                looked += 1
+                if looked > MAX_SETS:
+                    return findings
+                if (finding := check(choice)) is not None:
+                    failing.append(names)
+                    findings.append(finding)
+    return findings
 
 
 def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], all_names: list[str]

@@ -340,3 +340,14 @@ def test_the_controller_is_recreated_when_its_config_changes_not_for_other_edits
     base = SOCKET + model("a") + model("lazy", "[1]", extra=od())
     assert label(base) == label(base.replace("vllm serve org/a", "vllm serve org/other-a"))
     assert label(base) != label(base.replace("on_demand: true", "on_demand: {idle: 1m}"))
+
+
+def test_many_on_demand_models_are_checked_per_gpu_and_reported_in_a_few_lines(problems, plan):
+    # 24 models in their own groups on one GPU: every set of 4 is too much (4 x 0.3 > 1); 10626 such sets
+    lazy = "".join(model(f"m{i}", util=0.3, extra=od()) for i in range(24))
+    msgs = problems(H100 + SOCKET + lazy)
+    assert len(msgs) == 4 and all("GPU 0" in m for m in msgs)
+    assert "when m0, m1, m2 and m3 are loaded together" in msgs[0]
+    assert "more set(s) of models that cannot be loaded together" in msgs[-1] and "fewer groups" in msgs[-1]
+    # the same models at 0.04 fit together whatever is loaded: one worst-case check, no enumeration
+    plan(H100 + SOCKET + lazy.replace("0.3", "0.03"))
