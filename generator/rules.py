@@ -174,29 +174,14 @@ def _gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: C
     return findings
 
 
-def resident_sets(models: list[ModelPlan], partial: bool = False) -> list[tuple[ModelPlan, ...]]:
-    """Every set of models that can be loaded at once: all always-on models plus one model of each on-demand
-    group (sets with fewer on-demand models are subsets of these; `partial` lists them too: at most one model of
-    each group). File order within a set."""
-    order = {m.name: i for i, m in enumerate(models)}
-    always = [m for m in models if m.on_demand is None]
-    groups: dict[str, list[ModelPlan]] = defaultdict(list)
-    for m in models:
-        if m.on_demand:
-            groups[m.on_demand.group].append(m)
-    options = [[None, *members] if partial else members for members in groups.values()]
-    return [tuple(sorted((*always, *(m for m in choice if m)), key=lambda m: order[m.name]))
-            for choice in itertools.product(*options)]
-
-
 MAX_SETS = 4096  # per GPU: sets looked at for the smallest failing ones; past it the worst set is reported
 MAX_REPORTED = 3  # per GPU: failing sets named one by one; the rest are counted in one more line
 
 
 def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
                     memory: int | dict[int, int] | None = None) -> list[Finding]:
-    """The memory rule for each set of models that can be resident together (resident_sets), not the whole
-    file: models of one on-demand group take turns. A sleeping model (unload: sleep, not the loaded one of its
+    """The memory rule for each set of models that can be resident together (every always-on model plus at most
+    one model of each on-demand group), not the whole file: models of one on-demand group take turns. A sleeping model (unload: sleep, not the loaded one of its
     group) keeps its process, so its CUDA context counts.
 
     GPU by GPU (the rule is per GPU, and any choice of at most one model per group on one GPU can happen):
