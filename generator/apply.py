@@ -30,6 +30,7 @@ from .gateway_hooks.gateway_supervisor import digest as gateway_digest
 from .loader import load_plan
 from .output import ENV_FILE, ensure_env_file, read_env_file, remove_orphans, render_files, write_files
 from .renderers import COMPOSE_FILE
+from .renderers.compose import ON_DEMAND_PROFILE
 from .renderers.stack import ENV_HEADER
 
 GATEWAY_DIR = "litellm"
@@ -62,8 +63,9 @@ def project_containers(project: str) -> dict[str, dict]:
 def new_hashes(compose_text: str, compose_dir: Path, keys: dict[str, str]) -> dict[str, str]:
     """The config-hash compose gives each service of the new file (same project directory and .env)."""
     env = {**os.environ, **keys}
-    proc = subprocess.run(["docker", "compose", "-f", "-", "--project-directory", str(compose_dir), "config",
-                           "--hash", "*"], input=compose_text, capture_output=True, text=True, timeout=60, env=env)
+    # --profile: the on-demand backends' hashes too (without it compose leaves services of a profile out)
+    proc = subprocess.run(["docker", "compose", "-f", "-", "--project-directory", str(compose_dir), "--profile",
+                           ON_DEMAND_PROFILE, "config", "--hash", "*"], input=compose_text, capture_output=True, text=True, timeout=60, env=env)
     if proc.returncode:
         raise RuntimeError(f"docker compose config: {proc.stderr.strip()}")
     return dict(line.split() for line in proc.stdout.splitlines() if line.strip())
@@ -165,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         out.print("dry run: nothing changed")
         return 0
     acting = [c for c in changes if c.action != "unchanged"]
+    # on-demand backends (unload: stop) sit in a compose profile: `up` neither creates nor starts them; their
+    # containers are created here, stopped, for the on-demand controller to start (README: On-demand models)
+    profiled = [name for name, s in new_doc["services"].items() if s.get("profiles")]
     if not acting:
         out.print("nothing to do: the stack runs this file")
         return 0
@@ -184,13 +189,20 @@ def main(argv: list[str] | None = None) -> int:
             if re.search(r"Recreat|Creat|Remov|Start|Stop|Error|error|fail", line):
                 out.print(f"  {line.strip()}", markup=False, soft_wrap=True)
         if proc.returncode:
-            bad = failed_services(project, list(new_doc["services"]))
+            bad = failed_services(project, [name for name in new_doc["services"] if name not in profiled])
             for name in bad or ["(compose)"]:
                 log = run(["docker", "compose", "-f", str(compose_path), "logs", "--no-color", "--tail", "20", name],
                           check=False, timeout=60) if bad else "\n".join(lines[-20:])
                 err.print(f"[red]failed: {name}[/] did not become healthy; last lines of its log:", soft_wrap=True)
                 err.print(log.rstrip(), markup=False, soft_wrap=True)
             err.print(f"[red]{len(bad)} service(s) failed: {', '.join(bad)}[/]; the other services keep serving")
+            return 1
+    if profiled:
+        out.print(f"docker compose create {' '.join(profiled)} (on-demand: the controller starts them) ...")
+        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "create", *profiled], text=True,
+                              capture_output=True)
+        if proc.returncode:
+            err.print(f"[red]error:[/] docker compose create: {proc.stderr.strip()}", soft_wrap=True)
             return 1
     reload = next((c for c in changes if c.action == "reload"), None)
     if reload is not None:

@@ -10,6 +10,7 @@ so a model it refuses cannot start; one it accepts may still need a larger fract
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -171,6 +172,7 @@ class Verdict:
     fits: bool | None  # None: not checked against a memory budget
     line: str  # for the summary
     problem: str = ""  # when it does not fit: numbers and fixes
+    weights: int | None = None  # bytes of the whole model's weights once loaded, when the estimate ran
 
 
 def check(files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
@@ -181,6 +183,12 @@ def check(files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: 
     if isinstance(est, str):
         return Verdict(None, f"skipped: {est} ({files.label})")
     tp = int(cmd.value("--tensor-parallel-size") or 1)
+    verdict = _check(est, files, cmd, gpus, context, fraction, gpu_memory, env, tp)
+    return dataclasses.replace(verdict, weights=est.weights)
+
+
+def _check(est: Estimate, files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
+           gpu_memory: int | None, env: dict[str, str], tp: int) -> Verdict:
     weights, seq = est.per_gpu(context, tp)
     what = (f"weights {fmt_bytes(weights)} + KV {fmt_bytes(seq)} for one {context}-token sequence "
             f"({fmt_bytes(est.kv_per_token)}/token, {est.dtype_note})")

@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from . import fit, model_files, rules
 from .errors import ConfigError, Problem
-from .plan import (GatewayK8sPlan, GatewayPlan, GrafanaPlan, K8sToleration, MetricsK8sPlan, MetricsPlan, ModelK8sPlan,
-                   ModelPlan, Plan)
-from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Metrics, ModelEntry, ModelK8s, ModelsFile
+from .plan import (ControllerPlan, GatewayK8sPlan, GatewayPlan, GrafanaPlan, K8sToleration, MetricsK8sPlan, MetricsPlan,
+                   ModelK8sPlan, ModelPlan, OnDemandPlan, Plan)
+from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Metrics, ModelEntry, ModelK8s, ModelsFile, OnDemand
+from .sizes import fmt_bytes
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
 
@@ -39,12 +40,14 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
 def _field_hint(path: tuple) -> str:
     import difflib
 
-    from .schema import Defaults, Gateway, GatewayK8s, Grafana, LitellmParams, MetricsK8s, ModelK8s, Toleration
+    from .schema import (Controller, Defaults, Gateway, GatewayK8s, Grafana, LitellmParams, MetricsK8s, ModelK8s,
+                         Toleration)
 
     parent = path[-3] if len(path) > 2 and isinstance(path[-2], int) else path[-2] if len(path) > 1 else ""
     k8s = {"gateway": GatewayK8s, "metrics": MetricsK8s}.get(str(path[0]), ModelK8s)
+    on_demand = Controller if len(path) == 2 else OnDemand  # top-level block, or a model's (or defaults')
     owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
-             "grafana": Grafana, "k8s": k8s, "tolerations": Toleration}.get(str(parent))
+             "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand}.get(str(parent))
     if owner is None:
         owner = {"gateway": Gateway, "metrics": Metrics}.get(str(path[0]), ModelEntry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
@@ -133,6 +136,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     explicit_ports = set()
     commands: dict[str, ServeCommand] = {}
     flag_problems: list[Problem] = []
+    weights: dict[str, int | None] = {}  # bytes of each model's weights, when the fit check could read them
     findings += rules.volume_problems("defaults", file.defaults.volumes)
     for name, entry in file.models.items():
         findings += rules.volume_problems(name, entry.volumes)
@@ -183,6 +187,8 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         fractions[name] = float(cmd.value("--gpu-memory-utilization")
                                 or catalog.flags["--gpu-memory-utilization"]["default"])
         plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max)
+        plan, found = _with_on_demand(plan, entry, cmd, file)
+        findings += found
         warnings += rules.context_above_model(name, cmd, context, derived, plan.env)
         verdict = _fit(plan, cmd, meta, fractions[name], file.gpu_memory)
         if verdict.problem:
@@ -190,6 +196,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                 "; with --max-model-len auto vLLM would shorten the context to what fits, but the gateway must "
                 "know it: set --max-model-len" if auto and context_from else "")))
         plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fractions[name])
+        weights[name] = verdict.weights
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")
@@ -197,10 +204,16 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             findings.append(((name,), f"port {plan.port} is the gateway's port; pick another"))
         models.append(plan)
     findings += rules.unique(models)
-    findings += rules.gpu_memory(models, fractions, catalog, file.gpu_memory)
+    findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
     after, found = rules.start_order(models, {n: e.start_after for n, e in file.models.items()}, list(file.models))
     findings += found
     findings += rules.metrics_ports(file.metrics, file.gateway.port)
+    controller = None
+    if any(m.on_demand for m in models):
+        c = file.on_demand
+        controller = ControllerPlan(port=c.port, queue=c.queue, load_timeout=c.load_timeout,
+                                    drain_timeout=c.drain_timeout, docker_socket=c.docker_socket)
+        findings += rules.controller_port(controller.port, file.gateway.port, models)
     models = [dataclasses.replace(m, start_after=after[m.name]) for m in models]
     if findings or flag_problems:
         raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
@@ -223,8 +236,49 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     if file.gpu_memory is None and any(m.gpus for m in models):
         notes.append(f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
                      "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml")
+    notes += _sleep_notes(models, weights)
     return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
-                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics)
+                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics, controller=controller)
+
+
+def _on_demand_entry(entry: ModelEntry, file: ModelsFile) -> OnDemand | None:
+    """The model's `on_demand:` over `defaults.on_demand`, field by field; `on_demand: false` opts a model out."""
+    if "on_demand" in entry.model_fields_set and entry.on_demand is None:
+        return None  # `on_demand: false` (or empty) beats the defaults
+    if entry.on_demand is None and file.defaults.on_demand is None:
+        return None
+    merged = {**(file.defaults.on_demand.model_dump(exclude_unset=True) if file.defaults.on_demand else {}),
+              **(entry.on_demand.model_dump(exclude_unset=True) if entry.on_demand else {})}
+    return OnDemand(**merged)
+
+
+def _with_on_demand(m: ModelPlan, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile
+                    ) -> tuple[ModelPlan, list[rules.Finding]]:
+    """The model's OnDemandPlan; `unload: sleep` adds --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1 (vLLM serves
+    /sleep and /wake_up only in dev mode)."""
+    od = _on_demand_entry(entry, file)
+    if od is None:
+        return m, []
+    plan = OnDemandPlan(group=od.group or m.name, idle_timeout=od.idle, unload=od.unload)
+    findings = rules.on_demand_problems(m.name, plan, m.gpus, cmd)
+    if plan.unload != "sleep" or findings:
+        return dataclasses.replace(m, on_demand=plan), findings
+    flags = m.flag_args if cmd.enabled("--enable-sleep-mode") else (*m.flag_args, "--enable-sleep-mode")
+    env = dict(sorted({**m.env, "VLLM_SERVER_DEV_MODE": "1"}.items()))
+    return dataclasses.replace(m, on_demand=plan, flag_args=flags, env=env), findings
+
+
+def _sleep_notes(models: list[ModelPlan], weights: dict[str, int | None]) -> list[str]:
+    """What vLLM's sleep level 1 costs: the weights move to host RAM while the model sleeps."""
+    notes = []
+    for m in models:
+        if m.on_demand and m.on_demand.unload == "sleep":
+            size = weights.get(m.name)
+            need = (f"about {fmt_bytes(size)} (its weights)" if size else "about the model's weight size (the fit "
+                    "check could not read its files)")
+            notes.append(f"{m.name}: on_demand unload: sleep (vLLM sleep level 1) moves the weights to host RAM while "
+                         f"it sleeps: keep {need} of RAM free for it")
+    return notes
 
 
 def _metrics_plan(m: Metrics, models: list[ModelPlan]) -> tuple[MetricsPlan, list[str]]:

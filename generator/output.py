@@ -10,7 +10,7 @@ from pathlib import Path
 from .plan import Plan
 from .renderers import COMPOSE_FILE, LITELLM_FILE, TARGETS  # noqa: F401  (re-exported for callers)
 from .renderers.stack import ENV_FILE, ENV_HEADER  # noqa: F401  (re-exported for callers)
-from .renderers.text import GENERATED_MARK
+from .renderers.text import GENERATED_MARKS
 
 # Kubernetes gets keys of its own (k8s/secrets.env, read by kustomize's secretGenerator), not
 # compose/.env's: a cluster is another place keys are stored and seen (etcd, its admins); a key
@@ -21,7 +21,7 @@ def checked_targets(target: str, out_dir: Path) -> tuple[str, ...]:
     """What --check covers: the target, plus other targets whose generated files exist under out_dir."""
     extra = [t.name for t in TARGETS.values()
              if t.name != target and t.marker and (out_dir / t.marker).is_file()
-             and (out_dir / t.marker).read_bytes().startswith(GENERATED_MARK)]
+             and (out_dir / t.marker).read_bytes().startswith(GENERATED_MARKS)]
     return (target, *extra)
 
 
@@ -69,7 +69,7 @@ def orphans(files: dict[str, str], out_dir: Path) -> list[str]:
     for folder in sorted({Path(rel).parent for rel in files}):
         for path in sorted((out_dir / folder).glob("*")):
             rel = path.relative_to(out_dir).as_posix()
-            if path.is_file() and rel not in files and path.read_bytes().startswith(GENERATED_MARK):
+            if path.is_file() and rel not in files and path.read_bytes().startswith(GENERATED_MARKS):
                 found.append(rel)
     return found
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import difflib
 import graphlib
+import itertools
 from collections import defaultdict
 
-from .plan import ModelPlan, Mount
+from .plan import ModelPlan, Mount, OnDemandPlan
 from .schema import BACKEND_CACHES, VOLUME
 from .sizes import GIB, fmt_bytes, parse_size
 from .fit import CONTEXT_OVERHEAD
@@ -115,22 +116,34 @@ def gpu_memory_of(memory: int | dict[int, int] | None, gpu: int) -> int | None:
 def gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
                memory: int | dict[int, int] | None = None) -> list[Finding]:
     """Per GPU: every fraction of the GPU's memory plus each instance's context overhead must fit."""
+    return [finding for _, _, finding in _gpu_memory(models, fractions, catalog, memory)]
+
+
+def _gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
+                memory: int | dict[int, int] | None = None, asleep: dict[int, list[str]] | None = None
+                ) -> list[tuple[int, frozenset[str], Finding]]:
+    """gpu_memory's findings with the GPU and the models on it. `models`: what is loaded at once; `asleep`: per
+    GPU, models that are loaded but asleep (vLLM sleep mode): no fraction, but their process keeps its CUDA
+    context."""
     per_gpu: dict[int, list[str]] = defaultdict(list)
     for m in models:
         for gpu in m.gpus:
             per_gpu[gpu].append(m.name)
-    findings = []
+    on_demand = {m.name for m in models if m.on_demand}
+    findings: list[tuple[int, frozenset[str], Finding]] = []
     default = catalog.flags["--gpu-memory-utilization"]["default"]
     for gpu, names in sorted(per_gpu.items()):
         total = gpu_memory_of(memory, gpu)
         if total is None and isinstance(memory, dict):
-            findings.append(((names[0], "gpus"), f"GPU {gpu} is not in gpu_memory (it lists GPU(s) "
-                             f"{', '.join(map(str, sorted(memory)))}); add `{gpu}: 80GiB` (its size) to gpu_memory"))
+            findings.append((gpu, frozenset(), ((names[0], "gpus"), f"GPU {gpu} is not in gpu_memory (it lists GPU(s) "
+                             f"{', '.join(map(str, sorted(memory)))}); add `{gpu}: 80GiB` (its size) to gpu_memory")))
             continue
         assumed = total is None
         total = total or DEFAULT_GPU_MEMORY
+        sleeping = (asleep or {}).get(gpu, [])
+        instances = len(names) + len(sleeping)
         share = sum(fractions[n] for n in names)
-        headroom = CONTEXT_OVERHEAD * len(names)
+        headroom = CONTEXT_OVERHEAD * instances
         need = share * total + headroom
         if need <= total:
             continue
@@ -139,32 +152,128 @@ def gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: Ca
         room = (total - headroom - sum(fractions[n] for n in names[:-1]) * total) / total
         fix = (f"lower {last} to {int(room * 100) / 100:.2f}" if room >= 0.01 else "lower the others' fractions")
         fix += " or move a model to another GPU"
+        loaded = [n for n in names if n in on_demand]
+        when = ""
+        if loaded:  # one set of models that can be resident together (gpu_memory_sets)
+            when = f" when {', '.join(names[:-1])} and {names[-1]} are loaded together" if len(names) > 1 else ""
+            if len(loaded) > 1:
+                fix = (f"put {', '.join(loaded[:-1])} and {loaded[-1]} in one group (on_demand: {{group: gpu{gpu}}}) "
+                       f"so they take turns, or {fix}")
+            elif len(names) > 1:
+                fix += f" ({loaded[0]} cannot fit even alone with the always-on models)"
         size = (f"{fmt_bytes(total)}, assumed: gpu_memory is not set; add `gpu_memory: 80GiB` (your GPUs' size) "
                 f"at the top of models.yml" if assumed else fmt_bytes(total))
         defaulted = [n for n in names if fractions[n] == default]
         note = f" (vLLM {catalog.vllm_version} defaults to {default})" if defaulted else ""
-        findings.append(((last, "gpus"),
-                         f"GPU {gpu} is over-committed: --gpu-memory-utilization {parts} = {share:.2f}{note} of "
-                         f"{size}, plus a headroom of {fmt_bytes(CONTEXT_OVERHEAD)} per instance x {len(names)} "
-                         f"that vLLM needs besides its fraction (its CUDA context) = {fmt_bytes(need)} > "
-                         f"{fmt_bytes(total)}; {fix}"))
+        sleepers = f", {len(sleeping)} of them asleep ({', '.join(sleeping)})" if sleeping else ""
+        findings.append((gpu, frozenset(names), ((last, "gpus"),
+                         f"GPU {gpu} is over-committed{when}: --gpu-memory-utilization {parts} = {share:.2f}{note} of "
+                         f"{size}, plus a headroom of {fmt_bytes(CONTEXT_OVERHEAD)} per instance x {instances}"
+                         f"{sleepers} that vLLM needs besides its fraction (its CUDA context) = {fmt_bytes(need)} > "
+                         f"{fmt_bytes(total)}; {fix}")))
+    return findings
+
+
+MAX_SETS = 4096  # per GPU: sets looked at for the smallest failing ones; past it the worst set is reported
+MAX_REPORTED = 3  # per GPU: failing sets named one by one; the rest are counted in one more line
+
+
+def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
+                    memory: int | dict[int, int] | None = None) -> list[Finding]:
+    """The memory rule for each set of models that can be resident together (every always-on model plus at most
+    one model of each on-demand group), not the whole file: models of one on-demand group take turns. A sleeping model (unload: sleep, not the loaded one of its
+    group) keeps its process, so its CUDA context counts.
+
+    GPU by GPU (the rule is per GPU, and any choice of at most one model per group on one GPU can happen):
+    the worst set (per group, the choice that needs most) fits -> every set fits; else the smallest failing
+    sets are reported, each naming its models."""
+    if not any(m.on_demand for m in models):
+        return gpu_memory(models, fractions, catalog, memory)
+    order = {m.name: i for i, m in enumerate(models)}
+    findings: list[Finding] = []
+    for gpu in sorted({g for m in models for g in m.gpus}):
+        on_gpu = [m for m in models if gpu in m.gpus]
+        always = [m for m in on_gpu if not m.on_demand]
+        groups: dict[str, list[ModelPlan]] = defaultdict(list)
+        for m in on_gpu:
+            if m.on_demand:
+                groups[m.on_demand.group].append(m)
+        sleepers = [m.name for m in on_gpu if m.on_demand and m.on_demand.unload == "sleep"]
+
+        def check(choice: tuple[ModelPlan, ...]) -> Finding | None:
+            loaded = {m.name for m in choice}
+            members = sorted((*always, *choice), key=lambda m: order[m.name])
+            asleep = {gpu: [n for n in sleepers if n not in loaded]}
+            return next((f for g, _, f in _gpu_memory(members, fractions, catalog, memory, asleep) if g == gpu), None)
+
+        context = CONTEXT_OVERHEAD / (gpu_memory_of(memory, gpu) or DEFAULT_GPU_MEMORY)
+
+        def need(m: ModelPlan | None, group: list[ModelPlan]) -> float:
+            """What a group's choice (m loaded, or None) adds on this GPU, as a share of it."""
+            processes = sum(1 for x in group if x is not m and x.name in sleepers) + (m is not None)
+            return (fractions[m.name] if m else 0.0) + processes * context
+
+        worst = tuple(m for ms in groups.values() if (m := max([None, *ms], key=lambda x: need(x, ms))))
+        worst_finding = check(worst)
+        if worst_finding is None:
+            continue
+        failing = _smallest_failing(list(groups.values()), check)
+        findings += failing[:MAX_REPORTED] or [worst_finding]  # none within MAX_SETS: the worst set stands for them
+        if len(failing) > MAX_REPORTED:
+            findings.append(((on_gpu[-1].name, "gpus"),
+                             f"GPU {gpu}: {len(failing) - MAX_REPORTED} more set(s) of models that cannot be loaded "
+                             f"together{' (and maybe more: not all sets were looked at)' if len(failing) >= MAX_SETS else ''}; "
+                             f"put the on-demand models of GPU {gpu} in fewer groups (on_demand: {{group: gpu{gpu}}}) "
+                             "so they take turns, or lower their --gpu-memory-utilization"))
+    return findings
+
+
+def _smallest_failing(groups: list[list[ModelPlan]], check) -> list[Finding]:
+    """Sets of at most one model per group, smallest first, skipping supersets of a failing set (they say
+    nothing new); at most MAX_SETS looked at."""
+    failing: list[frozenset[str]] = []
+    findings: list[Finding] = []
+    looked = 0
+    for k in range(len(groups) + 1):
+        for chosen in itertools.combinations(groups, k):
+            for choice in itertools.product(*chosen):
+                names = frozenset(m.name for m in choice)
+                if any(f <= names for f in failing):
+                    continue
+                looked += 1
+                if looked > MAX_SETS:
+                    return findings
+                if (finding := check(choice)) is not None:
+                    failing.append(names)
+                    findings.append(finding)
     return findings
 
 
 def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], all_names: list[str]
                 ) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
     """Who must be healthy before each model starts: the previous model (file order) on every GPU it
-    shares (vLLM instances profiling memory at the same time break each other), plus `start_after:`."""
+    shares (vLLM instances profiling memory at the same time break each other), plus `start_after:`.
+
+    On-demand models are not started with the stack, so no always-on model waits for one: on each GPU the
+    always-on models come first; `unload: sleep` models (compose starts them, the controller puts them to sleep)
+    follow them; `unload: stop` models take no part (the controller starts them when a request comes)."""
     order = {n: i for i, n in enumerate(all_names)}
     deps: dict[str, set[str]] = {m.name: set() for m in models}
+    on_demand = {m.name: m.on_demand for m in models if m.on_demand}
     last_on: dict[int, str] = {}
-    for m in models:
+    chained = [m for m in models if not m.on_demand] + [m for m in models if m.on_demand and m.on_demand.unload == "sleep"]
+    for m in chained:
         for gpu in m.gpus:
             if gpu in last_on:
                 deps[m.name].add(last_on[gpu])
             last_on[gpu] = m.name
     findings = []
     for m in models:
+        if m.name in on_demand and explicit.get(m.name):
+            findings.append(((m.name, "start_after"),
+                             f"{m.name} is on demand: the controller loads it when a request asks for it, after the "
+                             "always-on models, so it has no start order; remove start_after"))
+            continue
         for i, other in enumerate(explicit.get(m.name, [])):
             where = (m.name, "start_after", i)
             if other == m.name:
@@ -173,6 +282,9 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], all_nam
                 close = difflib.get_close_matches(other, all_names, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"models: {', '.join(all_names)}"
                 findings.append((where, f"unknown model {other!r}; {hint}"))
+            elif other in on_demand:
+                findings.append((where, f"{other} is on demand: it is not started with the stack, so {m.name} "
+                                        f"would wait for it; remove it from start_after (or make {other} always on)"))
             elif other in deps:
                 deps[m.name].add(other)
     try:
@@ -183,6 +295,31 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], all_nam
                          f"start order has a cycle: {' -> '.join(cycle)} (each waits for the next to be healthy, "
                          "so none would ever start); remove one of these start_after entries"))
     return {n: tuple(sorted(d, key=order.__getitem__)) for n, d in deps.items()}, findings
+
+
+def on_demand_problems(name: str, plan: OnDemandPlan, gpus: tuple[int, ...], cmd: ServeCommand) -> list[Finding]:
+    """A model's `on_demand:` against its command and GPUs."""
+    if plan.unload != "sleep":
+        return []
+    if not gpus:
+        return [((name, "on_demand", "unload"),
+                 "unload: sleep needs a GPU: the CPU build of vLLM refuses --enable-sleep-mode (gpus: []); "
+                 "use unload: stop")]
+    flag = cmd.last("--enable-sleep-mode")
+    if flag is not None and flag.negated:
+        return [((name, "command"), "--no-enable-sleep-mode turns off the sleep mode that on_demand unload: sleep "
+                 "needs; remove it (the generator adds --enable-sleep-mode)")]
+    return []
+
+
+def controller_port(port: int, gateway_port: int, models: list[ModelPlan]) -> list[Finding]:
+    """The on-demand controller listens beside the gateway and the backends (locally: on 127.0.0.1)."""
+    if port == gateway_port:
+        return [(("on_demand", "port"), f"port {port} is the gateway's port; pick another (e.g. 4002)")]
+    for m in models:
+        if m.port == port:
+            return [(("on_demand", "port"), f"port {port} is {m.name}'s port; pick another (e.g. 4002)")]
+    return []
 
 
 def unique(models: list[ModelPlan]) -> list[Finding]:

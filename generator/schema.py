@@ -29,9 +29,9 @@ DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
 BACKEND_CACHES = {"hf-cache": "/root/.cache/huggingface", "vllm-cache": "/root/.cache/vllm"}
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
-RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "metrics", "litellm", "autoheal", "prometheus", "grafana",
-                  "dcgm-exporter"}
-TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics")  # the non-model keys of models.yml
+RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "metrics", "on_demand", "litellm", "autoheal", "prometheus",
+                  "grafana", "dcgm-exporter", "on-demand"}
+TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics", "on_demand")  # the non-model keys of models.yml
 
 
 def _size(value: object) -> int:
@@ -99,7 +99,36 @@ def _volume(value: object) -> str:
     return value
 
 
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+DURATION_HINT = "use a duration such as 90s, 10m or 1h"
+
+
+def parse_duration(value: object) -> float:
+    """`90s`, `10m`, `1h`, a plain number of seconds, or 0 -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration, got {value!r}; {DURATION_HINT}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*$", str(value).lower())
+        if not m:
+            raise ValueError(f"{value!r} is not a duration; {DURATION_HINT}")
+        seconds = float(m[1]) * DURATION_UNITS.get(m[2] or "s", 1)
+    if seconds < 0:
+        raise ValueError(f"{value!r} is negative; {DURATION_HINT}")
+    return seconds
+
+
+def _positive_duration(value: object) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"{value!r} must be longer than 0; {DURATION_HINT}")
+    return seconds
+
+
 Size = Annotated[int, BeforeValidator(_size)]
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_duration)]
 Volume = Annotated[str, BeforeValidator(_volume)]
 EnvValue = Annotated[str, BeforeValidator(_env_value)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -190,12 +219,50 @@ class GatewayK8s(_Strict):
     namespace: DnsLabel = "llm-gateway"
 
 
+GROUP_NAME = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"
+
+
+class OnDemand(_Strict):
+    """A model's `on_demand:`: loaded when a request asks for it, unloaded when idle or when its group needs room."""
+
+    # models of one group take turns on their GPUs: one loaded at a time (default: the model's own name)
+    group: Annotated[str, _matching(GROUP_NAME, "a group name (lowercase letters, digits, '-' and '_'), e.g. gpu0")] | None = None
+    idle: Seconds = 600.0  # unload after this long without a request; 0: only when its group needs room
+    unload: Literal["stop", "sleep"] = "stop"  # sleep: vLLM sleep mode level 1 (GPU models only)
+
+
+def _on_demand(value: object) -> object:
+    """`on_demand: true` = every default; `false`/absent = always on."""
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected true, false or a mapping such as {{group: gpu0, idle: 10m, unload: stop}}, "
+                         f"got {value!r:.40}")
+    return value
+
+
+OnDemandField = Annotated[OnDemand | None, BeforeValidator(_on_demand)]
+
+
+class Controller(_Strict):
+    """Top-level `on_demand:`: the controller that loads and unloads the on-demand models."""
+
+    port: int = Field(4002, ge=1, le=65535)  # internal: where the gateway reaches it (never published)
+    queue: int = Field(64, ge=1, le=100000)  # requests waiting per model while it loads; past that: 503
+    load_timeout: PositiveSeconds = 900.0  # how long a waiting request (and a load) may take
+    drain_timeout: Seconds = 300.0  # how long an unload waits for requests in flight
+    docker_socket: StrictBool = False  # compose: the controller may start/stop backend containers (SECURITY.md)
+
+
 class Defaults(_Strict):
     image: str = VLLM_IMAGE
     env: dict[EnvName, EnvValue] = {}
     litellm: LitellmParams = LitellmParams()
     k8s: ModelK8s = ModelK8s()
     volumes: list[Volume] = []  # mounted into every backend, before the model's own
+    on_demand: OnDemandField = None  # every model on demand unless it says `on_demand: false`
 
 
 class Gateway(_Strict):
@@ -281,6 +348,7 @@ class ModelEntry(_Strict):
     # models that must be healthy before this one starts (besides the previous model on a shared GPU)
     start_after: list[str] = []
     volumes: list[Volume] = []  # e.g. weights: host:container[:ro]; a container path here replaces the defaults' one
+    on_demand: OnDemandField = None  # loaded when a request asks for it (README: On-demand models)
 
 
 class ModelsFile(_Strict):
@@ -289,4 +357,5 @@ class ModelsFile(_Strict):
     # memory of each GPU, for the per-GPU memory rule and the fit check: `80GiB` or `{0: 80GiB, 1: 24GiB}`
     gpu_memory: Annotated[int | dict[int, int] | None, BeforeValidator(_gpu_memory)] = None
     metrics: Metrics = Metrics()
+    on_demand: Controller = Controller()
     models: dict[str, ModelEntry]

@@ -9,6 +9,23 @@ from .plan import Plan
 from .rules import fmt_tokens
 
 
+def fmt_duration(seconds: float) -> str:
+    """600 -> 10m, 5400 -> 90m, 3600 -> 1h, 45 -> 45s."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _starts(m) -> str:
+    if m.on_demand:
+        od = m.on_demand
+        group = f"group {od.group}, " if od.group != m.name else ""
+        idle = f"idle {fmt_duration(od.idle_timeout)}" if od.idle_timeout else "no idle unload"
+        return f"on demand ({group}{idle}, {od.unload})"
+    return ("after " + ", ".join(m.start_after)) if m.start_after else "at once"
+
+
 def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env", url: str | None = None) -> None:
     table = Table(title=f"{len(plan.models)} model(s) from {plan.source}", title_justify="left")
     for col in ("model", "served as", "GPUs", "starts", "context", "max_tokens", "tool parser", "reasoning parser"):
@@ -18,7 +35,7 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
             m.name,
             m.served_name,
             ",".join(map(str, m.gpus)) or "none",
-            ("after " + ", ".join(m.start_after)) if m.start_after else "at once",
+            _starts(m),
             fmt_tokens(m.context),
             fmt_tokens(m.max_tokens) + (" (derived)" if m.max_tokens_derived else ""),
             m.tool_parser or "-",

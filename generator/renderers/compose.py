@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env
+from ..errors import Problem
 from ..plan import ModelPlan, Plan
 from ..schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from .dashboard import (GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT,
                         GRAFANA_PROVISIONING)
-from .litellm import SUPERVISOR_MODULE, supervisor_digest
+from .litellm import CONTROLLER_SERVICE, SUPERVISOR_MODULE, supervisor_digest
 from .metrics import (CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR,
                       PROMETHEUS_PORT)
+from .on_demand import CONFIG_FILE, PACKAGE_DIR, PACKAGE_MOUNT, controller_digest
+
+ON_DEMAND_PROFILE = "on-demand"  # compose profile of the backends the controller starts (unload: stop)
+DOCKER_SOCKET = "/var/run/docker.sock"
 
 ENV_HINT = "run make regenerate to create compose/.env"
 
@@ -53,6 +58,13 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         },
         **_hardening(),
     }
+    if m.on_demand and m.on_demand.unload == "stop":
+        # Not started by `docker compose up`: the controller starts and stops this container (Docker API, by its
+        # compose labels) when requests come and go. A profile, not `scale: 0`: `up` never creates, starts or
+        # removes a service whose profile is inactive (a loaded model survives `up -d` / `make apply`), while
+        # `scale: 0` would make every `up` remove the running container. Naming the service activates its
+        # profile: `docker compose create <name>` makes the container the controller starts (README).
+        service["profiles"] = [ON_DEMAND_PROFILE]
     if m.start_after:  # co-located vLLMs profiling memory at once break each other: start them in turn.
         # required: false: a dependency that exits or turns unhealthy holds no GPU memory, so compose
         # warns and starts this one anyway; one broken model does not keep the next from serving
@@ -93,6 +105,36 @@ def gateway_service(plan: Plan) -> dict:
             "start_period": "60s",
         },
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
+        **_hardening(),
+    }
+
+
+def controller_service(plan: Plan) -> dict:
+    """The on-demand controller: the gateway's api_base for on-demand models; loads a model when a request asks
+    for it (starts its container, or wakes it from vLLM's sleep mode), unloads it when idle or when its group
+    needs room. Same image as the gateway (Python + aiohttp); its modules come from ../on-demand. Backend network
+    only, never published; the Docker socket only with on_demand.docker_socket (SECURITY.md), never the gateway's."""
+    c = plan.controller
+    env = {"PYTHONPATH": PACKAGE_MOUNT, **{m.api_key_env: secret_ref(m.api_key_env) for m in plan.on_demand}}
+    volumes = [f"../litellm:{CONFIG_DIR}:ro", f"../{PACKAGE_DIR}:{PACKAGE_MOUNT}:ro"]
+    if c.docker_socket:
+        volumes.append(f"{DOCKER_SOCKET}:{DOCKER_SOCKET}")
+    return {
+        "image": plan.gateway.image,
+        "entrypoint": ["python3", "-m", "generator.on_demand"],
+        "command": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE.rpartition('/')[2]}"],
+        "environment": env,
+        "volumes": volumes,
+        "networks": ["backends"],
+        "healthcheck": {
+            "test": _probe(f"http://127.0.0.1:{c.port}/healthz"),
+            "interval": "15s",
+            "timeout": "5s",
+            "retries": 3,
+            "start_period": "30s",
+        },
+        # a new config or new modules change the label: compose (and `make apply`) recreates the controller
+        "labels": {"org.llm-gateway.on-demand": controller_digest(plan)},
         **_hardening(),
     }
 
@@ -184,9 +226,21 @@ def metrics_services(plan: Plan) -> dict[str, dict]:
     return services
 
 
+def compose_problems(plan: Plan) -> list[Problem]:
+    """What only compose cannot do: start/stop an on-demand container without the Docker socket."""
+    if plan.controller is None or plan.controller.docker_socket:
+        return []
+    return [Problem(plan.source, f"{m.name}.on_demand.unload",
+                    "on_demand unload: stop in compose needs the controller to start/stop containers: set "
+                    "on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model")
+            for m in plan.on_demand if m.on_demand.unload == "stop"]
+
+
 def render_compose(plan: Plan) -> dict:
     services = {m.name: model_service(m, plan) for m in plan.models}
     services["litellm"] = gateway_service(plan)
+    if plan.controller:
+        services[CONTROLLER_SERVICE] = controller_service(plan)
     if plan.gateway.autoheal:
         services["autoheal"] = autoheal_service()
     services.update(metrics_services(plan))

@@ -54,14 +54,34 @@ def local_api_base(m: ModelPlan) -> str:
     return f"http://127.0.0.1:{m.port}/v1"
 
 
-def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str]) -> dict:
+CONTROLLER_SERVICE = "on-demand"  # the on-demand controller's compose service and host name
+
+
+def controller_api_base(m: ModelPlan, plan: Plan, host: str) -> str:
+    """An on-demand model as the gateway reaches it: through the controller, which loads it first. The
+    controller forwards the request (and its Authorization header, the backend's key) unchanged."""
+    return f"http://{host}:{plan.controller.port}/m/{m.name}/v1"
+
+
+def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
+                ) -> dict:
+    timeout, stream_timeout = plan.gateway.request_timeout, plan.gateway.stream_timeout
+    if m.on_demand and plan.controller:
+        host = controller_host or ("127.0.0.1" if api_base is local_api_base else CONTROLLER_SERVICE)
+        base = controller_api_base(m, plan, host)
+        # the controller may hold a request for up to load_timeout while the model loads: the gateway waits that
+        # long on top of its own timeouts, so the client gets the controller's 503 + Retry-After, not a timeout
+        wait = int(plan.controller.load_timeout + 0.999)
+        timeout, stream_timeout = timeout + wait, stream_timeout + wait
+    else:
+        base = api_base(m)
     params = {
         "model": f"hosted_vllm/{m.served_name}",
-        "api_base": api_base(m),
+        "api_base": base,
         "api_key": f"os.environ/{m.api_key_env}",
         **m.litellm_params,
-        "timeout": plan.gateway.request_timeout,
-        "stream_timeout": plan.gateway.stream_timeout,
+        "timeout": timeout,
+        "stream_timeout": stream_timeout,
     }
     info = {
         "max_input_tokens": m.context,
@@ -73,7 +93,10 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str]) 
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
 
 
-def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base) -> dict:
+def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base,
+                   controller_host: str | None = None) -> dict:
+    """`controller_host`: where the gateway reaches the on-demand controller (default: its compose service, or
+    127.0.0.1 with local_api_base)."""
     g = plan.gateway
     litellm_settings: dict = {
         "num_retries": 0,  # one deployment per model: a retry only doubles the load on a struggling GPU
@@ -93,7 +116,7 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}", "prometheus"]
     return {
-        "model_list": [model_entry(m, plan, api_base) for m in plan.models],
+        "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
         "litellm_settings": litellm_settings,
         "router_settings": {
             "routing_strategy": "simple-shuffle",

@@ -1,13 +1,16 @@
 """The default target: compose/docker-compose.yml, litellm/config.yaml and the hook modules beside it; with
-`metrics:` on (the default) prometheus/ (and grafana/ when it is opted in), which the compose file mounts."""
+`metrics:` on (the default) prometheus/ (and grafana/ when it is opted in), which the compose file mounts; with
+on-demand models litellm/on-demand.json and on-demand/ (the controller's config and modules)."""
 
 from __future__ import annotations
 
+from ..errors import ConfigError
 from ..plan import Plan
-from .compose import render_compose
+from .compose import compose_problems, render_compose
 from .dashboard import grafana_files
 from .litellm import gateway_modules, render_litellm, supervisor_file
 from .metrics import PROMETHEUS_FILE, RULES_FILE, gpu_rules, prometheus_config
+from .on_demand import on_demand_files
 from .target import Target
 from .text import dump_yaml, header
 
@@ -18,12 +21,16 @@ ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`
 
 
 def stack_files(plan: Plan) -> dict[str, str]:
+    problems = compose_problems(plan)
+    if problems:
+        raise ConfigError(problems)
     return {
         COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
         **gateway_modules(plan),
         **metrics_files(plan),
         **supervisor_file(plan),
+        **on_demand_files(plan),
     }
 
 

@@ -9,6 +9,9 @@ import yaml
 from ..plan import Plan
 
 GENERATED_MARK = b"# GENERATED from "  # how orphan detection recognises a file we wrote
+# JSON has no comments: a generated JSON file that must be recognised opens with this key (json_header)
+JSON_MARK = b'{\n  "_generated": "GENERATED from '
+GENERATED_MARKS = (GENERATED_MARK, JSON_MARK)
 
 
 def header(plan: Plan, comment: str = "#", regenerate: str = "make regenerate") -> str:
@@ -16,6 +19,12 @@ def header(plan: Plan, comment: str = "#", regenerate: str = "make regenerate") 
         f"{comment} GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by `python -m generator`;\n"
         f"{comment} vLLM flags checked against vLLM {plan.vllm_version}. Do not edit: change models.yml, run `{regenerate}`.\n"
     )
+
+
+def json_header(plan: Plan, regenerate: str = "make regenerate") -> dict[str, str]:
+    """The header of a JSON file, as its first key (dump with json.dumps(..., indent=2): it opens with JSON_MARK)."""
+    return {"_generated": f"GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by "
+                          f"`python -m generator`. Do not edit: change models.yml, run `{regenerate}`."}
 
 
 class _Dumper(yaml.SafeDumper):

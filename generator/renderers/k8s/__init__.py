@@ -9,12 +9,12 @@
     k8s/secrets.env          the keys (git-ignored, mode 600, made by the CLI; never in a manifest)
 
 Same Plan as compose and LiteLLM; problems only Kubernetes has (a shared multi-GPU model, a name
-that is no Service name) are ConfigErrors, so the CLI exits 2 and writes nothing.
+that is no Service name, an on-demand model) are ConfigErrors, so the CLI exits 2 and writes nothing.
 """
 
 from __future__ import annotations
 
-from ...errors import ConfigError
+from ...errors import ConfigError, Problem
 from ...plan import Plan
 from ...schema import VLLM_IMAGE
 from ..litellm import gateway_modules, render_litellm
@@ -66,8 +66,17 @@ def gateway_config(plan: Plan) -> dict[str, str]:
             **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE)}
 
 
+def on_demand_problems(plan: Plan) -> list[Problem]:
+    """Loading on demand is a controller of compose and the local runtime; nothing here maps it."""
+    return [Problem(plan.source, f"{m.name}.on_demand",
+                    "the Kubernetes target cannot load models on demand (scale-to-zero needs e.g. KEDA's HTTP "
+                    "add-on, which is not generated); remove on_demand for `make k8s` (compose, litellm and clients "
+                    "still support it)")
+            for m in plan.on_demand]
+
+
 def k8s_files(plan: Plan) -> dict[str, str]:
-    problems = backend_problems(plan) + gpu_problems(plan)
+    problems = on_demand_problems(plan) + backend_problems(plan) + gpu_problems(plan)
     if problems:
         raise ConfigError(problems)
     config = gateway_config(plan)
