@@ -292,10 +292,10 @@ class LocalStack:
         if wait:
             self._wait([proc], timeout)
 
-    def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base, wait: bool = True) -> Proc:
+    def start_gateway(self, api_base: Callable[[ModelPlan], str] | None = None, wait: bool = True) -> Proc:
         if problem := port_problem(self.plan.gateway.port, "gateway"):
             raise StackError(problem)
-        proc = self._gateway(self.write_gateway_config(api_base))
+        proc = self._gateway(self.write_gateway_config(api_base or self.api_base))
         env = {**self.keys(), **self.gateway_env()}
         if "PROMETHEUS_METRICS_PORT" in env:  # the generated gateway (a bench variant may have none)
             env.update(self.local_metrics_env())

@@ -1,0 +1,150 @@
+"""The controller's Docker driver against a fake Docker Engine on a Unix socket (no real engine here):
+the compose service's container is found by its labels, started, waited for (/health), stopped, and a
+container that exits during its start is a clear failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from generator.on_demand.config import ModelConfig
+from generator.on_demand.drivers import Docker, LoadError
+
+STANDIN = Path(__file__).resolve().parent / "standin_backend.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeEngine:
+    """Containers = stand-in backends started as processes; `crash` ones exit at once."""
+
+    def __init__(self, containers: dict[str, dict]):
+        self.containers = containers  # id -> {"labels", "port", "crash"}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.calls: list[str] = []
+
+    def app(self) -> web.Application:
+        async def listing(request: web.Request) -> web.Response:
+            wanted = json.loads(request.query["filters"])["label"]
+            found = [{"Id": cid, "Labels": c["labels"]} for cid, c in self.containers.items()
+                     if all(c["labels"].get(k) == v for k, v in (w.split("=", 1) for w in wanted))]
+            self.calls.append(f"list {' '.join(sorted(wanted))}")
+            return web.json_response(found)
+
+        async def start(request: web.Request) -> web.Response:
+            cid = request.match_info["id"]
+            c = self.containers[cid]
+            self.calls.append(f"start {cid}")
+            argv = [sys.executable, "-c", "import sys; print('Error: CUDA out of memory'); sys.exit(1)"] if c.get("crash") \
+                else [sys.executable, str(STANDIN), str(c["port"]), cid]
+            self.procs[cid] = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+            return web.Response(status=204)
+
+        async def stop(request: web.Request) -> web.Response:
+            cid = request.match_info["id"]
+            self.calls.append(f"stop {cid} t={request.query.get('t')}")
+            if (p := self.procs.get(cid)) and p.poll() is None:
+                p.terminate()
+                p.wait(10)
+                return web.Response(status=204)
+            return web.Response(status=304)
+
+        async def inspect(request: web.Request) -> web.Response:
+            p = self.procs.get(request.match_info["id"])
+            running = p is not None and p.poll() is None
+            return web.json_response({"State": {"Running": running, "ExitCode": None if running else (p.poll() if p else 0)}})
+
+        async def logs(request: web.Request) -> web.Response:
+            line = b"Error: CUDA out of memory\n"
+            return web.Response(body=b"\x02\x00\x00\x00" + len(line).to_bytes(4, "big") + line)
+
+        app = web.Application()
+        app.router.add_get("/v1.41/containers/json", listing)
+        app.router.add_post("/v1.41/containers/{id}/start", start)
+        app.router.add_post("/v1.41/containers/{id}/stop", stop)
+        app.router.add_get("/v1.41/containers/{id}/json", inspect)
+        app.router.add_get("/v1.41/containers/{id}/logs", logs)
+        return app
+
+    def close(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def run(tmp_path: Path, containers: dict, body) -> FakeEngine:
+    engine = FakeEngine(containers)
+    sock = str(tmp_path / "docker.sock")
+
+    async def main():
+        runner = web.AppRunner(engine.app())
+        await runner.setup()
+        await web.UnixSite(runner, sock).start()
+        driver = Docker(sock, project="proj", stop_grace=5)
+        try:
+            await body(driver)
+        finally:
+            await driver.close()
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    finally:
+        engine.close()
+    return engine
+
+
+def model(name: str, port: int) -> ModelConfig:
+    return ModelConfig(name, "g", 0, "stop", f"http://127.0.0.1:{port}", service=name)
+
+
+def test_the_service_container_is_started_waited_for_and_stopped(tmp_path):
+    port = free_port()
+    containers = {"c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"}, "port": port},
+                  "c2": {"labels": {"com.docker.compose.project": "other", "com.docker.compose.service": "a"}, "port": 9}}
+    m = model("a", port)
+
+    async def body(driver: Docker):
+        await driver.load(m, timeout=20)
+        assert await driver.alive(m)
+        await driver.unload(m)
+        assert not await driver.alive(m)
+
+    engine = run(tmp_path, containers, body)
+    assert "start c1" in engine.calls and "stop c1 t=5" in engine.calls and "start c2" not in engine.calls
+    assert engine.calls[0] == "list com.docker.compose.project=proj com.docker.compose.service=a"
+
+
+def test_a_container_that_exits_while_starting_is_a_clear_load_error(tmp_path):
+    containers = {"c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"},
+                         "port": free_port(), "crash": True}}
+
+    async def body(driver: Docker):
+        with pytest.raises(LoadError) as err:
+            await driver.load(model("a", containers["c1"]["port"]), timeout=20)
+        assert "container a exited with code 1 before it was ready" in str(err.value)
+        assert "last log line: Error: CUDA out of memory" in str(err.value)
+
+    run(tmp_path, containers, body)
+
+
+def test_a_missing_container_names_the_service_and_the_fix(tmp_path):
+    async def body(driver: Docker):
+        with pytest.raises(LoadError) as err:
+            await driver.load(model("ghost", free_port()), timeout=5)
+        assert "0 containers for compose service ghost of project proj" in str(err.value)
+        assert "docker compose create" in str(err.value)
+
+    run(tmp_path, {}, body)
