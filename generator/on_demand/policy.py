@@ -17,7 +17,9 @@ Rules:
 - waiters older than load_timeout are refused (503 + Retry-After), never left hanging;
 - a loaded model with nothing in flight and no use for idle_timeout seconds (> 0) unloads, least
   recently used first;
-- a failed load refuses its waiters with the cause (502, naming the model); the next request retries.
+- a failed load refuses its waiters with the cause (502, naming the model); the next request retries;
+- backends found running when the controller starts are adopted (loaded, or asleep); a group found with
+  more than one loaded member unloads the least recently used ones, one at a time.
 """
 
 from __future__ import annotations
@@ -172,6 +174,14 @@ class Policy:
             m.last_error = f"unload: {error}"
         self._schedule(now)
 
+    def adopt(self, name: str, now: float, asleep: bool = False) -> None:
+        """The backend was found running (or asleep) when the controller started: take it as it is."""
+        m = self.models[name]
+        self._set(m, State.ASLEEP if asleep else State.LOADED, now)
+        if not asleep:
+            m.last_used = now  # its idle time counts from now
+        self._schedule(now)
+
     def lost(self, name: str, error: str, now: float) -> None:
         """A loaded backend went away by itself (crashed, killed): the next request loads it again."""
         m = self.models[name]
@@ -249,6 +259,10 @@ class Policy:
             if draining:
                 self._start_unload(draining[0], now, draining[0].unload_reason)
                 continue
+            crowded = self._crowded(lane)
+            if crowded is not None:
+                self._start_unload(crowded, now, f"group {crowded.spec.group}: more than one member loaded")
+                continue
             wanted = sorted((self.models[n] for n in lane if self.models[n].queue and not self.models[n].holds_room),
                             key=lambda m: m.queue[0].since)
             if wanted:
@@ -266,6 +280,16 @@ class Policy:
                           key=lambda m: m.last_used or 0.0)
             if idle:
                 self._start_unload(idle[0], now, f"idle {idle[0].spec.idle_timeout:g}s")
+
+    def _crowded(self, lane: frozenset[str]) -> ModelState | None:
+        """The least recently used loaded member of a group that has more than one (adopted at start)."""
+        groups: dict[str, list[ModelState]] = {}
+        for n in sorted(lane):
+            if self.models[n].state is State.LOADED:
+                groups.setdefault(self.models[n].spec.group, []).append(self.models[n])
+        extra = [m for members in groups.values() if len(members) > 1
+                 for m in sorted(members, key=lambda m: m.last_used or 0.0)[:-1]]
+        return extra[0] if extra else None
 
     def _idle(self, m: ModelState, now: float) -> bool:
         return (m.state is State.LOADED and m.in_flight == 0 and not m.queue and m.spec.idle_timeout > 0

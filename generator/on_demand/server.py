@@ -65,9 +65,29 @@ class Controller:
     async def start(self) -> None:
         # read timeout: none here; the gateway's request/stream timeouts bound a request
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10), follow_redirects=False)
+        await self._adopt()
         self._ticker = asyncio.create_task(self._tick_loop())
         log.info("controller ready: %s", ", ".join(f"{n} (group {m.group}, idle {m.idle_timeout:g}s, unload {m.unload})"
                                                    for n, m in self.config.models.items()))
+
+    async def _adopt(self) -> None:
+        """Backends already running (compose `up` started their containers, a controller restart) are taken
+        as loaded, or asleep; a backend this controller did not start and cannot stop is never adopted."""
+        for name, m in self.config.models.items():
+            driver = self.drivers[name]
+            try:
+                if not await driver.alive(m):
+                    continue
+                asleep = isinstance(driver, Sleep) and bool(await driver.is_sleeping(m))
+                if not asleep:
+                    assert self.client is not None
+                    if (await self.client.get(f"{m.url}/health", timeout=5)).status_code != 200:
+                        continue
+            except (httpx.HTTPError, LoadError):
+                continue
+            log.info("%s: found running at start (%s): adopted", name, "asleep" if asleep else "loaded")
+            self.policy.adopt(name, self.clock(), asleep=asleep)
+        self._act()
 
     async def stop(self) -> None:
         if self._ticker:

@@ -148,3 +148,26 @@ def test_a_missing_container_names_the_service_and_the_fix(tmp_path):
         assert "docker compose create" in str(err.value)
 
     run(tmp_path, {}, body)
+
+
+def test_the_controller_adopts_a_container_compose_already_started(tmp_path):
+    from generator.on_demand.config import ControllerConfig
+    from generator.on_demand.server import Controller
+
+    ports = {"a": free_port(), "b": free_port()}
+    containers = {n: {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": n}, "port": p}
+                  for n, p in ports.items()}
+
+    async def body(driver: Docker):
+        await driver.load(model("a", ports["a"]), timeout=20)  # as `docker compose up` would have
+        config = ControllerConfig(port=0, queue=4, load_timeout=20, drain_timeout=5,
+                                  models={n: model(n, p) for n, p in ports.items()})
+        controller = Controller(config, drivers={"a": driver, "b": driver})
+        await controller.start()
+        try:
+            assert {n: s["state"] for n, s in controller.status()["models"].items()} == {"a": "loaded", "b": "stopped"}
+        finally:
+            controller._ticker.cancel()
+            await controller.client.aclose()
+
+    run(tmp_path, containers, body)

@@ -256,3 +256,24 @@ def test_release_after_a_cut_never_goes_below_zero():
 def test_groups_sharing_a_gpu_index_share_a_lane(gpus_a, gpus_b, lanes):
     p = make(spec("a", "g1", gpus=gpus_a), spec("b", "g2", gpus=gpus_b))
     assert len(p.lanes) == lanes
+
+
+def test_backends_found_running_at_start_are_adopted_and_a_crowded_group_sheds_the_least_recently_used():
+    p = make(spec("a", idle=30), spec("b"), spec("c", "other"))
+    p.adopt("a", 0)
+    assert p.actions() == [] and p.models["a"].state is State.LOADED
+    p.adopt("b", 1)  # compose started both members of group g
+    assert kinds(p.actions()) == [("unload", "a", "stop")]  # a: used least recently
+    p.request("b", 2)
+    assert kinds(p.actions()) == [("admit", "b")]
+    p.adopt("c", 3, asleep=True)
+    assert p.models["c"].state is State.ASLEEP and p.actions() == []
+
+
+def test_an_adopted_model_unloads_when_idle_counting_from_its_adoption():
+    p = make(spec("a", idle=30))
+    p.adopt("a", 100)
+    p.tick(129)
+    assert p.actions() == []
+    p.tick(130)
+    assert kinds(p.actions()) == [("unload", "a", "stop")]

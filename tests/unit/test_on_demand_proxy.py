@@ -265,3 +265,23 @@ def test_sigterm_stops_the_controller_and_every_backend_it_started(controller):
     assert c.proc.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled, once shut down
     assert "controller stopped" in c.logs()
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+
+
+def test_a_bad_config_is_one_line_naming_the_file_and_field_and_exit_2(tmp_path):
+    path = tmp_path / "on-demand.json"
+    path.write_text(json.dumps({"port": 1, "models": {"a": {"group": "g", "idle_timeout": 0, "unload": "nap",
+                                                            "url": "http://x:1"}}}))
+    r = subprocess.run([sys.executable, "-m", "generator.on_demand", "--config", str(path)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {path}: models.a.unload is 'nap'; use stop or sleep"
+    path.write_text(json.dumps({"port": 1, "models": {"a": {"group": "g"}}}))
+    r = subprocess.run([sys.executable, "-m", "generator.on_demand", "--config", str(path)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().endswith("on-demand.json: models.a.unload is missing")
+
+
+def test_the_cause_of_a_failed_start_is_the_last_line_that_reads_like_an_error():
+    from generator.on_demand.drivers import last_error_line
+    log = "INFO loading\nValueError: No available memory for the cache blocks\nINFO shutting down\n\n"
+    assert last_error_line(log) == "ValueError: No available memory for the cache blocks"
+    assert last_error_line("INFO a\nINFO b\n") == "INFO b" and last_error_line("") == "(empty log)"
