@@ -36,6 +36,7 @@ from .config import ModelConfig
 
 log = logging.getLogger("on_demand")
 HEALTH_POLL = 0.5  # seconds between /health probes while a backend loads
+MARK = "--- on-demand load of "  # the line the controller writes into a backend's log at each start
 _ERROR_LINE = re.compile(r"error|exception|traceback|failed|unrecognized|invalid|no such", re.I)
 
 
@@ -52,12 +53,12 @@ class Driver(Protocol):
 
 def last_error_line(text: str) -> str:
     """The line of a log tail that says what went wrong: the last one that looks like an error, else the last."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith(MARK)]
     errors = [line for line in lines if _ERROR_LINE.search(line)]
     return (errors or lines or ["(empty log)"])[-1][:400]
 
 
-async def wait_healthy(url: str, timeout: float, gone=None, what: str = "") -> None:
+async def wait_healthy(url: str, timeout: float, gone=None) -> None:
     """Until GET {url}/health answers 200; LoadError when `gone()` returns a reason or after `timeout`."""
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=httpx.Timeout(5, connect=2)) as client:
@@ -70,7 +71,7 @@ async def wait_healthy(url: str, timeout: float, gone=None, what: str = "") -> N
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise LoadError(f"{what or url} not ready after {timeout:g}s")
+                raise LoadError(f"not ready after {timeout:g}s (the load timeout)")
             await asyncio.sleep(HEALTH_POLL)
 
 
@@ -94,7 +95,7 @@ class LocalProcesses:
         if m.api_key_env and m.api_key_env in os.environ:
             env["VLLM_API_KEY"] = os.environ[m.api_key_env]
         with path.open("ab") as fh:
-            fh.write(f"--- on-demand load of {m.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
+            fh.write(f"{MARK}{m.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
             fh.flush()
             try:
                 proc = subprocess.Popen(list(m.argv), env=env, cwd=m.cwd, stdout=fh, stderr=subprocess.STDOUT,
@@ -109,11 +110,11 @@ class LocalProcesses:
             return f"exited with code {proc.returncode} before it was ready: {last_error_line(tail(path))} (log: {path})"
 
         try:
-            await wait_healthy(m.url, timeout, gone, what=m.name)
+            await wait_healthy(m.url, timeout, gone)
         except LoadError as exc:
             await self.unload(m)
             if "not ready after" in str(exc):
-                raise LoadError(f"{exc} (stopped); last log line: {last_error_line(tail(path))} (log: {path})") from None
+                raise LoadError(f"{exc}, stopped; last log line: {last_error_line(tail(path))} (log: {path})") from None
             raise
 
     async def unload(self, m: ModelConfig, cut: int = 0) -> None:
@@ -203,7 +204,7 @@ class Docker:
 
         watcher = asyncio.create_task(watch())
         try:
-            await wait_healthy(m.url, timeout, gone, what=m.name)
+            await wait_healthy(m.url, timeout, gone)
         except LoadError as exc:
             logs = await self._last_log(cid)
             await self.unload(m)
@@ -270,7 +271,7 @@ class Sleep:
                 if time.monotonic() > deadline:
                     raise LoadError(f"still asleep {timeout:g}s after wake_up")
                 await asyncio.sleep(HEALTH_POLL)
-        await wait_healthy(m.url, timeout, what=m.name)
+        await wait_healthy(m.url, timeout)
 
     async def unload(self, m: ModelConfig, cut: int = 0) -> None:
         # drained (cut == 0): mode=wait changes nothing; cut: abort what is still running, as vLLM does by default

@@ -218,3 +218,92 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     (ROOT / ".cache").mkdir(exist_ok=True)
     (ROOT / ".cache/on-demand-timings.json").write_text(json.dumps(timings, indent=1))
     print("\non-demand timings:", json.dumps(timings, indent=1))
+
+
+# --- what a client sees through the real gateway when the controller refuses (stand-in backends: no vLLM) ---
+FAKE_VLLM = """#!{python}
+import os, sys, time
+args = sys.argv
+time.sleep(float(os.environ.get("STANDIN_START_DELAY", "0")))
+os.execv({python!r}, [{python!r}, {standin!r}, args[args.index("--port") + 1], args[args.index("--model") + 1],
+                      *[a for a in args if a == "--no-such-flag"]])
+"""
+
+
+class BrokenStack(LocalStack):
+    def controller_config(self):
+        config = super().controller_config()
+        config["models"]["broken"]["argv"].append("--no-such-flag")
+        return config
+
+
+@pytest.fixture(scope="module")
+def standin_stack(tmp_path_factory):
+    import sys
+    if os.environ.get("GATEWAY_URL"):
+        pytest.skip("starts its own local stack with on-demand models")
+    tmp = tmp_path_factory.mktemp("on-demand-standin")
+    fake = tmp / "fake-vllm"
+    fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(ROOT / "tests/unit/standin_backend.py")))
+    fake.chmod(0o755)
+    (tmp / "models.yml").write_text("gateway: {port: 4103}\n" + "".join(
+        f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
+        for name, port, delay in (("fast", 8111, 0), ("slow", 8112, 6), ("never", 8113, 120), ("broken", 8114, 0))))
+    plan = load_plan(tmp / "models.yml")
+    plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(m.name, 0, "stop")) for m in plan.models),
+                   controller=ControllerPlan(port=4104, queue=1, load_timeout=15, drain_timeout=30))
+    s = BrokenStack(plan, tmp / "state", str(fake))
+    try:
+        s.start(timeout=120)
+        yield s
+    finally:
+        s.stop()
+
+
+def _post(stack, model: str, **body) -> httpx.Response:
+    return httpx.post(f"{stack.gateway_url}/v1/chat/completions", timeout=120,
+                      headers={"Authorization": f"Bearer {stack.master_key}"},
+                      json={"model": model, "messages": HELLO, "max_tokens": 8, **body})
+
+
+def test_through_the_gateway_a_model_streams_after_its_load(standin_stack):
+    with httpx.stream("POST", f"{standin_stack.gateway_url}/v1/chat/completions", timeout=120,
+                      headers={"Authorization": f"Bearer {standin_stack.master_key}"},
+                      json={"model": "fast", "messages": HELLO, "max_tokens": 5, "stream": True}) as r:
+        assert r.status_code == 200
+        lines = [ln for ln in r.iter_lines() if ln.startswith("data:")]
+    assert lines[-1] == "data: [DONE]" and sum('"t' in ln for ln in lines) == 5
+
+
+def test_through_the_gateway_a_full_queue_is_a_503(standin_stack):
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(_post, standin_stack, "slow")
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{standin_stack.controller_url}/status").json()["models"]["slow"]["queued"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        r = _post(standin_stack, "slow")
+        print("\nqueue full, through the gateway:", r.status_code, dict(r.headers), r.text[:400])
+        assert r.status_code == 503, r.text
+        assert "model slow is loading: 1 requests already wait for it (queue: 1)" in r.text
+        assert waiting.result().status_code == 200
+
+
+def test_through_the_gateway_a_load_timeout_is_an_error_naming_the_model_not_a_hang(standin_stack):
+    """The waiter's timeout (503: not ready within the load timeout) and the load's own (502: the load gave
+    up and stopped the backend) fall at the same second for the request that started the load: either may
+    answer it, both name the model and the timeout."""
+    start = time.monotonic()
+    r = _post(standin_stack, "never")
+    print("\nload timeout, through the gateway:", r.status_code, dict(r.headers), r.text[:400])
+    assert time.monotonic() - start < 15 + 10
+    assert (r.status_code == 503 and "model never did not become ready within the load timeout (15s" in r.text) or \
+        (r.status_code == 502 and "model never failed to load: not ready after 15s (the load timeout), stopped" in r.text), r.text
+
+
+def test_through_the_gateway_a_failed_load_names_the_model_and_the_cause(standin_stack):
+    r = _post(standin_stack, "broken")
+    print("\nfailed load, through the gateway:", r.status_code, r.text[:400])
+    assert r.status_code >= 500 and "model broken failed to load" in r.text
+    assert "unrecognized arguments: --no-such-flag" in r.text
+    assert _post(standin_stack, "fast").status_code == 200

@@ -185,7 +185,7 @@ def test_a_waiter_past_the_load_timeout_gets_503_and_retry_after_not_a_hang(cont
     assert "did not become ready within the load timeout (2s" in r.json()["error"]["message"]
     assert time.monotonic() - start < 6
     c.wait_state("a", "failed")  # the load itself gave up too, and stopped the process
-    assert "not ready after 2s (stopped)" in c.status()["a"]["last_error"]
+    assert "not ready after 2s (the load timeout), stopped; last log line: " in c.status()["a"]["last_error"]
 
 
 def test_a_model_of_the_group_drains_before_the_other_loads_and_its_stream_runs_to_the_end(controller):
