@@ -285,3 +285,15 @@ def test_the_cause_of_a_failed_start_is_the_last_line_that_reads_like_an_error()
     log = "INFO loading\nValueError: No available memory for the cache blocks\nINFO shutting down\n\n"
     assert last_error_line(log) == "ValueError: No available memory for the cache blocks"
     assert last_error_line("INFO a\nINFO b\n") == "INFO b" and last_error_line("") == "(empty log)"
+
+
+def test_a_client_that_goes_away_while_waiting_leaves_the_queue_and_the_load_goes_on(controller):
+    c = controller({"a": {"args": ["--start-delay", "3"]}})
+    with pytest.raises(httpx.TimeoutException):
+        c.chat("a", timeout=1)
+    deadline = time.monotonic() + 5
+    while c.status()["a"]["queued"] != 0:
+        assert time.monotonic() < deadline, c.status()
+        time.sleep(0.05)
+    c.wait_state("a", "loaded")
+    assert c.status()["a"]["in_flight"] == 0 and c.chat("a").status_code == 200
