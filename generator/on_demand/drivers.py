@@ -20,10 +20,12 @@ error line.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -154,17 +156,29 @@ class Docker:
 
     def __init__(self, socket_path: str = "/var/run/docker.sock", project: str | None = None, stop_grace: int = 30,
                  transport: httpx.AsyncBaseTransport | None = None):
+        # the project: given, else $COMPOSE_PROJECT_NAME, else that of the controller's own container
         self.project = project or os.environ.get("COMPOSE_PROJECT_NAME")
         self.stop_grace = stop_grace
         self.client = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(uds=socket_path),
                                         base_url="http://docker/v1.41", timeout=httpx.Timeout(60, connect=5))
 
+    async def _own_project(self) -> str | None:
+        """The compose project of the container this controller runs in (its host name is its container id)."""
+        try:
+            r = await self.client.get(f"/containers/{socket.gethostname()}/json")
+            if r.status_code == 200:
+                return (r.json().get("Config", {}).get("Labels") or {}).get("com.docker.compose.project")
+        except (httpx.HTTPError, ValueError):
+            pass
+        return None
+
     async def container(self, m: ModelConfig) -> str:
+        if self.project is None:
+            self.project = await self._own_project() or ""
         labels = [f"com.docker.compose.service={m.service}"]
         if self.project:
             labels.append(f"com.docker.compose.project={self.project}")
-        import json as _json
-        r = await self.client.get("/containers/json", params={"all": "true", "filters": _json.dumps({"label": labels})})
+        r = await self.client.get("/containers/json", params={"all": "true", "filters": json.dumps({"label": labels})})
         if r.status_code != 200:
             raise LoadError(f"Docker Engine answered {r.status_code} listing containers: {r.text[:200]}")
         found = r.json()

@@ -109,8 +109,11 @@ class Controller:
     async def _tick_loop(self) -> None:
         while True:
             await asyncio.sleep(TICK)
-            self.policy.tick(self.clock())
-            self._act()
+            try:
+                self.policy.tick(self.clock())
+                self._act()
+            except Exception:  # noqa: BLE001 - a bug here must not stop every later timeout and idle unload
+                log.exception("tick")
 
     # --- policy <-> actions ---------------------------------------------------------------------
     def _act(self) -> None:

@@ -61,6 +61,8 @@ class FakeEngine:
             return web.Response(status=304)
 
         async def inspect(request: web.Request) -> web.Response:
+            if request.match_info["id"] == socket.gethostname():  # the controller's own container
+                return web.json_response({"Config": {"Labels": {"com.docker.compose.project": "proj"}}})
             p = self.procs.get(request.match_info["id"])
             running = p is not None and p.poll() is None
             return web.json_response({"State": {"Running": running, "ExitCode": None if running else (p.poll() if p else 0)}})
@@ -84,7 +86,7 @@ class FakeEngine:
                 p.wait()
 
 
-def run(tmp_path: Path, containers: dict, body) -> FakeEngine:
+def run(tmp_path: Path, containers: dict, body, project: str | None = "proj") -> FakeEngine:
     engine = FakeEngine(containers)
     sock = str(tmp_path / "docker.sock")
 
@@ -92,7 +94,7 @@ def run(tmp_path: Path, containers: dict, body) -> FakeEngine:
         runner = web.AppRunner(engine.app())
         await runner.setup()
         await web.UnixSite(runner, sock).start()
-        driver = Docker(sock, project="proj", stop_grace=5)
+        driver = Docker(sock, project=project, stop_grace=5)
         try:
             await body(driver)
         finally:
@@ -171,3 +173,17 @@ def test_the_controller_adopts_a_container_compose_already_started(tmp_path):
             await controller.client.aclose()
 
     run(tmp_path, containers, body)
+
+
+def test_without_a_project_the_driver_uses_that_of_its_own_container(tmp_path, monkeypatch):
+    monkeypatch.delenv("COMPOSE_PROJECT_NAME", raising=False)
+    port = free_port()
+    containers = {"c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"}, "port": port},
+                  "c2": {"labels": {"com.docker.compose.project": "other", "com.docker.compose.service": "a"}, "port": 9}}
+
+    async def body(driver: Docker):
+        await driver.load(model("a", port), timeout=20)
+        await driver.unload(model("a", port))
+
+    engine = run(tmp_path, containers, body, project=None)
+    assert "start c1" in engine.calls and "start c2" not in engine.calls
