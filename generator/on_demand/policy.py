@@ -160,7 +160,9 @@ class Policy:
         self._set(m, State.FAILED, now)
         m.last_error = error
         while m.queue:
-            self._emit(Refuse(m.queue.popleft(), 502, f"model {name} failed to load: {error}", None))
+            w = m.queue.popleft()  # one that waited load_timeout already (the load's own timeout): 503, as at a tick
+            self._emit(self._timed_out(m, w, now, error) if now - w.since >= self.settings.load_timeout
+                       else Refuse(w, 502, f"model {name} failed to load: {error}", None))
         self._schedule(now)
 
     def unloaded(self, name: str, now: float, error: str | None = None) -> None:
@@ -194,10 +196,7 @@ class Policy:
         """Timeouts: waiters past load_timeout, drains past drain_timeout, idle models."""
         for m in self.models.values():
             while m.queue and now - m.queue[0].since >= self.settings.load_timeout:
-                w = m.queue.popleft()
-                self._emit(Refuse(w, 503, f"model {m.spec.name} did not become ready within the load timeout "
-                                          f"({self.settings.load_timeout:g}s; it is {m.state.value}); try again later",
-                                  self._retry_after(m, now)))
+                self._emit(self._timed_out(m, m.queue.popleft(), now))
         self._schedule(now)
 
     def actions(self) -> list[Action]:
@@ -228,6 +227,11 @@ class Policy:
         m.in_flight += 1
         m.last_used = now
         self._emit(Admit(w))
+
+    def _timed_out(self, m: ModelState, w: Waiter, now: float, cause: str | None = None) -> Refuse:
+        why = f"its load failed: {cause}" if cause else f"it is {m.state.value}"
+        return Refuse(w, 503, f"model {m.spec.name} did not become ready within the load timeout "
+                              f"({self.settings.load_timeout:g}s; {why}); try again later", self._retry_after(m, now))
 
     def _retry_after(self, m: ModelState, now: float) -> int:
         """About when the model could be ready: the rest of its load, else its last load time, else 30 s."""

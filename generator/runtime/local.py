@@ -147,7 +147,9 @@ class LocalStack:
         config = str(self.state_dir / LITELLM_FILE)
         what = {"backends": [self._backend(m).cmd for m in self.plan.models], "gateway": self._gateway(Path(config)).cmd,
                 "gateway_env": self.gateway_env(), "files": self.gateway_files(),
-                "env": {m.name: m.env for m in self.plan.models}, "controller": self.controller_config()}
+                "env": {m.name: m.env for m in self.plan.models}}
+        if controller := self.controller_config():  # absent without on-demand models: the same digest as before
+            what["controller"] = controller
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     @classmethod

@@ -277,3 +277,14 @@ def test_an_adopted_model_unloads_when_idle_counting_from_its_adoption():
     assert p.actions() == []
     p.tick(130)
     assert kinds(p.actions()) == [("unload", "a", "stop")]
+
+
+def test_a_load_that_fails_at_the_load_timeout_gives_its_first_waiters_503_and_the_later_ones_502():
+    p = make(spec("a"), load_timeout=100)
+    p.request("a", 0)
+    p.request("a", 50)
+    p.actions()
+    p.load_failed("a", "not ready after 100s (the load timeout), stopped", 100)  # before any tick at 100
+    first, second = p.actions()
+    assert first.status == 503 and first.retry_after >= 1 and "load timeout (100s; its load failed: not ready" in first.message
+    assert second.status == 502 and second.message.startswith("model a failed to load: not ready after 100s")
