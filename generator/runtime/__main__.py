@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     for failure in failures:
         console.print(f"[red]failed:[/] {failure}", soft_wrap=True)
     failed = {f.name for f in failures}
-    serving = [m.served_name for m in plan.models if m.name not in failed]
+    serving = [m.served_name + (" (on demand)" if m.on_demand and plan.controller else "")
+               for m in plan.models if m.name not in failed]
     console.print(f"gateway ready at {stack.gateway_url}/v1 serving {', '.join(serving) or 'no model'}; "
                   f"key: {plan.gateway.master_key_env} in {stack.env_path}", soft_wrap=True)
     if failures:

@@ -6,6 +6,12 @@ The gateway's metrics process (LiteLLM's --prometheus_metrics_port) gets a free 
 own per start and a PROMETHEUS_MULTIPROC_DIR in STATE_DIR (LiteLLM wipes that folder at start: a
 shared /tmp default would let two local stacks erase each other's metrics); both are in state.json.
 
+On-demand models (models.yml `on_demand:`) are not started with the stack: the on-demand controller
+(`python -m generator.on_demand`, the gateway's interpreter) starts and stops them as requests come and go,
+from the config this runtime writes to STATE_DIR/on-demand.json (their command lines, environment without
+keys, logs); the gateway reaches them through it (http://127.0.0.1:<controller port>/m/<model>/v1). The
+controller runs in its own session with its backends in it: `down` ends them with it.
+
 Start-up: ports are checked first (a taken port is refused, naming its process); the gateway starts at
 once; each backend starts when the models in its `start_after` are healthy (or have failed: a dead
 process holds no GPU memory), so models sharing a GPU start one after another. A backend that fails is
@@ -43,9 +49,12 @@ from ..renderers.text import dump_yaml, header
 from ..plan import ModelPlan, Plan
 from ..gateway_process import gateway_args, gateway_env, metrics_env
 from ..renderers.litellm import local_api_base, render_litellm
-from .processes import Proc, port_problem, signal_group, started_at, stop_processes, tail
+from ..renderers.on_demand import controller_config
+from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
+CONTROLLER = "on-demand"  # the controller's process name (state.json, logs/on-demand.log)
+CONTROLLER_FILE = "on-demand.json"
 KEYS_HEADER = "# Keys of the local stack, made by `python -m generator.runtime up`. Never commit."
 
 
@@ -114,12 +123,18 @@ class LocalStack:
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.plan.gateway.port}"
 
-    def gateway_files(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> dict[str, str]:
+    def api_base(self, m: ModelPlan) -> str:
+        """Where the gateway reaches a model: its loopback port, or the controller for an on-demand model
+        (the LiteLLM renderer routes those through the controller on 127.0.0.1 for local_api_base)."""
+        return render_litellm(self.plan, local_api_base)["model_list"][self.plan.models.index(m)]["litellm_params"]["api_base"]
+
+    def gateway_files(self, api_base: Callable[[ModelPlan], str] | None = None) -> dict[str, str]:
         """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
+        api_base = api_base or local_api_base
         return {LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
                 **gateway_modules(self.plan), **supervisor_file(self.plan)}
 
-    def write_gateway_config(self, api_base: Callable[[ModelPlan], str] = local_api_base) -> Path:
+    def write_gateway_config(self, api_base: Callable[[ModelPlan], str] | None = None) -> Path:
         for rel, text in self.gateway_files(api_base).items():
             (self.state_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.state_dir / rel).write_text(text)
@@ -133,6 +148,8 @@ class LocalStack:
         what = {"backends": [self._backend(m).cmd for m in self.plan.models], "gateway": self._gateway(Path(config)).cmd,
                 "gateway_env": self.gateway_env(), "files": self.gateway_files(),
                 "env": {m.name: m.env for m in self.plan.models}}
+        if controller := self.controller_config():  # absent without on-demand models: the same digest as before
+            what["controller"] = controller
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     @classmethod
@@ -149,9 +166,10 @@ class LocalStack:
             return None
         if metrics_url := state.get("metrics_url"):  # kept when the fault tests restart a backend through us
             stack.metrics_port = int(metrics_url.rsplit(":", 1)[1].split("/")[0])
-        expected = {"gateway", *(m.name for m in plan.models)}
+        expected = {"gateway", *(m.name for m in stack.always_on), *([CONTROLLER] if plan.controller else [])}
         health = {"gateway": f"{stack.gateway_url}/health/liveliness",
-                  **{m.name: f"http://127.0.0.1:{m.port}/health" for m in plan.models}}
+                  **{m.name: f"http://127.0.0.1:{m.port}/health" for m in stack.always_on},
+                  **({CONTROLLER: stack.controller_url + "/healthz"} if plan.controller else {})}
         for entry in state.get("procs", []):
             if entry["name"] in expected and started_at(entry["pid"]) == entry.get("started"):
                 stack.procs.append(Proc(entry["name"], entry["cmd"], state_dir / "logs" / f"{entry['name']}.log",
@@ -166,13 +184,48 @@ class LocalStack:
             return None
         return stack
 
+    # --- on-demand models -----------------------------------------------------------------------
+    @property
+    def always_on(self) -> tuple[ModelPlan, ...]:
+        """The models the stack starts itself (on-demand ones are the controller's)."""
+        return tuple(m for m in self.plan.models if m.on_demand is None or self.plan.controller is None)
+
+    @property
+    def controller_url(self) -> str:
+        assert self.plan.controller is not None
+        return f"http://127.0.0.1:{self.plan.controller.port}"
+
+    def controller_config(self) -> dict | None:
+        """The controller's on-demand.json (generator/on_demand/config.py): the fields of the compose target's,
+        plus how to start each backend here (argv, env without its key, cwd, log); None without on-demand models."""
+        c = self.plan.controller
+        if c is None or not self.plan.on_demand:
+            return None
+        config = controller_config(self.plan, lambda m: f"http://127.0.0.1:{m.port}")  # the compose target's fields
+        for m in self.plan.on_demand:
+            proc = self._backend(m)
+            config["models"][m.name].update(
+                argv=proc.cmd, cwd=os.getcwd(), log=str(proc.log),
+                env={k: v for k, v in proc.env.items() if k != "VLLM_API_KEY"})  # the controller sets the key itself
+        return {**config, "host": "127.0.0.1", "docker_socket": False}
+
+    def _controller(self) -> Proc:
+        path = self.state_dir / CONTROLLER_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.controller_config(), indent=1) + "\n")
+        keys = self.keys()
+        env = {m.api_key_env: keys[m.api_key_env] for m in self.plan.on_demand}
+        return Proc(CONTROLLER, [self.gateway_python, "-m", "generator.on_demand", "--config", str(path)],
+                    self.state_dir / "logs" / f"{CONTROLLER}.log", self.controller_url + "/healthz", env=env)
+
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
         cmd = [self.vllm_python, *VLLM_ENTRYPOINT, "--model", m.model, *m.flag_args, "--host", "127.0.0.1"]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
         env = {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
+        always = {x.name for x in self.always_on}  # an on-demand model is never waited for (it starts on a request)
         return Proc(m.name, cmd, self.state_dir / "logs" / f"{m.name}.log", f"http://127.0.0.1:{m.port}/health",
-                    env=env, waits_for=m.start_after)
+                    env=env, waits_for=tuple(w for w in m.start_after if w in always))
 
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
@@ -202,7 +255,8 @@ class LocalStack:
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
 
     def ports(self) -> dict[int, str]:
-        return {self.plan.gateway.port: "gateway", **{m.port: m.name for m in self.plan.models}}
+        controller = {self.plan.controller.port: CONTROLLER} if self.plan.controller and self.plan.on_demand else {}
+        return {self.plan.gateway.port: "gateway", **{m.port: m.name for m in self.plan.models}, **controller}
 
     def start(self, timeout: float = 900, partial: bool = False) -> tuple[Failure, ...]:
         """Start the gateway at once and each backend after its `start_after` models; wait until every
@@ -215,7 +269,11 @@ class LocalStack:
         try:
             gateway = self.start_gateway(wait=False)
             self.console.print("gateway: starting (it never waits for a backend)")
-            failures = self._run([self._backend(m) for m in self.plan.models], gateway, timeout)
+            controller = [self._controller()] if self.controller_config() else []
+            if controller:
+                self.console.print(f"{CONTROLLER}: starting (loads {', '.join(m.name for m in self.plan.on_demand)} "
+                                   f"on request)")
+            failures = self._run([*controller, *(self._backend(m) for m in self.always_on)], gateway, timeout)
         except BaseException:
             self.stop()
             raise
@@ -232,10 +290,10 @@ class LocalStack:
         if wait:
             self._wait([proc], timeout)
 
-    def start_gateway(self, api_base: Callable[[ModelPlan], str] = local_api_base, wait: bool = True) -> Proc:
+    def start_gateway(self, api_base: Callable[[ModelPlan], str] | None = None, wait: bool = True) -> Proc:
         if problem := port_problem(self.plan.gateway.port, "gateway"):
             raise StackError(problem)
-        proc = self._gateway(self.write_gateway_config(api_base))
+        proc = self._gateway(self.write_gateway_config(api_base or local_api_base))
         env = {**self.keys(), **self.gateway_env()}
         if "PROMETHEUS_METRICS_PORT" in env:  # the generated gateway (a bench variant may have none)
             env.update(self.local_metrics_env())
@@ -361,8 +419,12 @@ class LocalStack:
         return table
 
     def stop(self, grace: float = 15) -> None:
-        """End exactly the processes this stack started (their whole process groups)."""
+        """End exactly the processes this stack started (their whole process groups; the controller's
+        session, where its backends run, too: it stops them itself on SIGTERM, this ends what outlived it)."""
+        controllers = [(p.pid, p.started) for p in self.procs if p.name == CONTROLLER]
         stop_processes(self.procs, grace)
+        for sid, started in controllers:
+            end_session(sid, started)
         self.procs.clear()
         state = self.state_dir / "state.json"
         state.unlink(missing_ok=True)

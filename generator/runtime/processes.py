@@ -103,6 +103,24 @@ def _session_members(sid: int) -> list[psutil.Process]:
     return members
 
 
+def end_session(sid: int | None, started: float | None, grace: float = 10) -> int:
+    """End what is left of the session `sid` (SIGTERM, then SIGKILL), if its leader was ours (start time
+    `started`) or is gone; the number of processes signalled."""
+    if not sid:
+        return 0
+    members = _session_members(sid)
+    leader = next((p for p in members if p.pid == sid), None)
+    if leader is not None and (started is None or abs((started_at(sid) or 0) - started) > 1):
+        return 0  # the pid was reused by a stranger
+    for p in members:
+        _signal(p, signal.SIGTERM)
+    _, alive = psutil.wait_procs(members, timeout=grace)
+    for p in alive:
+        _signal(p, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=10)
+    return len(members)
+
+
 def stop_recorded(state_dir: Path, grace: float = 15) -> int:
     """`down` from another process: end every process of the sessions state.json recorded.
 

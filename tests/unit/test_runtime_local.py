@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -193,3 +194,70 @@ def test_up_again_reuses_a_healthy_stack_of_the_same_file_and_not_a_changed_or_b
         assert LocalStack.attach(plan(text), state, str(fake), gateway_python=str(fake)) is None
     finally:
         first.stop(grace=2)
+
+
+# stands in for vLLM: the on-demand stand-in backend (sleep mode, /stats), on the `--port` of its command line
+FAKE_VLLM = """#!{python}
+import os, sys
+args = sys.argv
+os.execv({python!r}, [{python!r}, {standin!r}, args[args.index("--port") + 1], args[args.index("--model") + 1]])
+"""
+
+
+def on_demand(p, names, group="g", idle=0.0, port=None):
+    """The plan with these models on demand (as the loader marks them) and a controller."""
+    from dataclasses import replace
+
+    from generator.plan import ControllerPlan, OnDemandPlan
+    models = tuple(replace(m, on_demand=OnDemandPlan(group, idle, "stop")) if m.name in names else m for m in p.models)
+    return replace(p, models=models, controller=ControllerPlan(port=port or free_port(), load_timeout=30))
+
+
+def test_on_demand_models_are_left_to_the_controller_which_starts_them_on_request_and_down_ends_them(plan, tmp_path):
+    fake = tmp_path / "fake-vllm"
+    fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(Path(__file__).parent / "standin_backend.py")))
+    fake.chmod(0o755)
+    p = on_demand(plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+                       f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n"
+                       f"  start_after: [a]\n"
+                       f"gateway: {{port: {free_port()}}}\n"), {"a", "b"})
+    s = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
+    a = p.models[0]
+    assert s.always_on == () and s.api_base(a) == f"http://127.0.0.1:{p.controller.port}/m/a/v1"
+    config = s.controller_config()
+    ma = config["models"]["a"]
+    assert config["port"] == p.controller.port and config["host"] == "127.0.0.1"
+    assert ma["argv"] == s._backend(a).cmd and ma["url"] == f"http://127.0.0.1:{a.port}" and ma["group"] == "g"
+    assert "VLLM_API_KEY" not in ma["env"] and ma["api_key_env"] == a.api_key_env  # no key in the file
+    assert s._backend(p.models[1]).waits_for == ()  # an on-demand model waits for no one
+    assert f"/m/a/v1" in s.gateway_files()["litellm/config.yaml"]
+    controller = s._controller()
+    s._spawn(controller, controller.env)
+    try:
+        s._wait([controller], 30)
+        r = httpx.post(f"{s.controller_url}/m/a/v1/chat/completions", json={"messages": []}, timeout=30,
+                       headers={"Authorization": f"Bearer {s.keys()[a.api_key_env]}"})
+        assert r.status_code == 200 and r.json()["backend"] == "o/a", r.text
+        backend = r.json()["pid"]
+        assert json.loads((s.state_dir / "state.json").read_text())["procs"][0]["name"] == "on-demand"
+        assert stop_recorded(s.state_dir, grace=10) >= 2  # `down`: the controller and the backend it started
+        assert not psutil.pid_exists(backend) or psutil.Process(backend).status() == psutil.STATUS_ZOMBIE
+    finally:
+        s.stop(grace=10)
+
+
+def test_stop_ends_the_controller_and_its_backends(plan, tmp_path):
+    fake = tmp_path / "fake-vllm"
+    fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(Path(__file__).parent / "standin_backend.py")))
+    fake.chmod(0o755)
+    p = on_demand(plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+                       f"gateway: {{port: {free_port()}}}\n"), {"a"})
+    s = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
+    controller = s._controller()
+    s._spawn(controller, controller.env)
+    s._wait([controller], 30)
+    r = httpx.post(f"{s.controller_url}/m/a/v1/chat/completions", json={"messages": []}, timeout=30)
+    backend = r.json()["pid"]
+    s.stop(grace=15)
+    assert not psutil.pid_exists(backend) or psutil.Process(backend).status() == psutil.STATUS_ZOMBIE
+    assert "controller stopped" in (s.state_dir / "logs" / "on-demand.log").read_text()

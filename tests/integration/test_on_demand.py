@@ -1,0 +1,305 @@
+"""On-demand models for real: two vLLM CPU backends (the demo's models) in ONE group behind the on-demand
+controller and the real LiteLLM gateway, started by the local runtime (`pytest -m on_demand`).
+
+One stack, one test, in steps, to keep real loads few (each is 40-140 s of CPU here):
+  1. A is stopped; two clients ask for it at once (plain + streamed): both wait through its load and succeed;
+  2. a stream of A is under way when B is asked for: A drains (its stream runs to the end), unloads, B loads;
+  3. two clients alternate A, B (plain and streamed) at once: every request succeeds;
+  4. a third model whose start fails (a bad flag in its command line) answers a clear error naming the
+     model and vLLM's own complaint, while B keeps serving;
+  5. B, idle, unloads after its idle_timeout.
+Throughout, a sampler reads the controller's /status every 0.5 s: A and B are never loaded (or loading,
+or draining) at the same time. Load and unload times are printed and written to
+.cache/on-demand-timings.json; they are measurements, not pass/fail conditions.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import socket
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import yaml
+
+from generator.loader import load_plan
+from generator.plan import ControllerPlan, OnDemandPlan
+from generator.runtime.local import LocalStack
+from tests.integration.helpers import UNIT
+
+pytestmark = pytest.mark.on_demand
+
+ROOT = Path(__file__).resolve().parents[2]
+A, B, BROKEN = "reasoner", "tool-caller", "broken"
+PORTS = {A: 8101, B: 8102, BROKEN: 8103}
+GATEWAY_PORT, CONTROLLER_PORT = 4100, 4102
+IDLE = 20  # seconds
+HELLO = [{"role": "user", "content": "Say hello."}]
+BUSY = {"loading", "loaded", "draining"}
+
+
+class Stack(LocalStack):
+    """The runtime as it is, but the broken model's command line gets a flag vLLM does not know (the loader
+    would refuse it in models.yml, so it is added where the controller reads it)."""
+
+    def controller_config(self):
+        config = super().controller_config()
+        config["models"][BROKEN]["argv"].append("--no-such-flag")
+        return config
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    if os.environ.get("GATEWAY_URL"):
+        pytest.skip("starts its own local stack with on-demand models")
+    vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    if not Path(vllm_python).exists():
+        pytest.fail(f"no vLLM interpreter at {vllm_python}: run `make venv-vllm`")
+    taken = [p for p in (*PORTS.values(), GATEWAY_PORT, CONTROLLER_PORT) if _port_open(p)]
+    if taken:
+        pytest.fail(f"ports {taken} are taken (another stack?)")
+    tmp = tmp_path_factory.mktemp("on-demand")
+    doc = yaml.safe_load((ROOT / "examples/cpu-demo/models.yml").read_text())
+    doc["gateway"] = {"port": GATEWAY_PORT, "request_timeout": 900, "stream_timeout": 900}
+    doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses"}
+    for name, port in PORTS.items():
+        doc[name]["port"] = port
+        doc[name]["command"] = doc[name]["command"].replace(".cache/demo-models", str(ROOT / ".cache/demo-models"))
+        doc[name].pop("start_after", None)
+    (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    plan = load_plan(tmp / "models.yml")
+    groups = {A: ("pair", IDLE), B: ("pair", IDLE), BROKEN: ("solo", 0)}
+    plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(groups[m.name][0], groups[m.name][1], "stop"))
+                                      for m in plan.models),
+                   controller=ControllerPlan(port=CONTROLLER_PORT, queue=16, load_timeout=600, drain_timeout=300))
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    s = Stack(plan, tmp / "state", vllm_python)
+    try:
+        s.start(timeout=300)
+        yield s
+    finally:
+        s.stop()
+        os.chdir(cwd)
+        left = [n for n, p in PORTS.items() if _port_open(p)]
+        assert not left, f"still listening after stop: {left}"
+
+
+class Sampler(threading.Thread):
+    def __init__(self, url: str):
+        super().__init__(daemon=True)
+        self.url, self.samples, self.halt = url, [], threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self.halt.is_set():
+                try:
+                    self.samples.append((time.monotonic(), client.get(self.url + "/status").json()["models"]))
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
+
+    def both_busy(self) -> list:
+        return [(t, {n: m["state"] for n, m in s.items()}) for t, s in self.samples
+                if s[A]["state"] in BUSY and s[B]["state"] in BUSY]
+
+
+def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
+    client = openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, timeout=900, max_retries=0)
+    status = lambda: httpx.get(f"{stack.controller_url}/status", timeout=10).json()["models"]  # noqa: E731
+
+    def plain(model: str) -> str:
+        r = client.chat.completions.create(model=model, messages=HELLO, max_tokens=32)
+        assert r.choices[0].message is not None
+        return r.choices[0].finish_reason
+
+    def streamed(model: str, messages=HELLO) -> str | None:
+        """The finish reason of a streamed answer (None: it ended without one)."""
+        finish = None
+        for chunk in client.chat.completions.create(model=model, messages=messages, max_tokens=32, stream=True):
+            if chunk.choices and chunk.choices[0].finish_reason:
+                finish = chunk.choices[0].finish_reason
+        return finish
+
+    assert {n: m["state"] for n, m in status().items()} == {A: "stopped", B: "stopped", BROKEN: "stopped"}
+    assert not any(_port_open(p) for p in PORTS.values())  # nothing on demand started with the stack
+    sampler = Sampler(stack.controller_url)
+    sampler.start()
+    steps: dict[str, float] = {}
+    try:
+        # 1. two clients at once while A loads: both wait and succeed
+        t = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first = [pool.submit(plain, A), pool.submit(streamed, A)]
+            assert [f.result() for f in first] and all(f.result() for f in first), "a request during the load failed"
+        steps["1: A loaded, both waiting requests answered"] = time.monotonic() - t
+        assert any(s[A]["state"] == "loading" and s[A]["queued"] >= 1 for _, s in sampler.samples)
+
+        # 2. B asked for while a stream of A runs (a long prompt: prefill keeps it in flight for seconds):
+        #    the stream runs to its end, then A unloads and B loads
+        t = time.monotonic()
+        long_prompt = [{"role": "user", "content": "Say hello. " + UNIT * 900}]  # ~60 KB
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            a = pool.submit(streamed, A, long_prompt)
+            deadline = time.monotonic() + 120
+            while status()[A]["in_flight"] < 1:
+                assert time.monotonic() < deadline and not a.done(), "the stream of A never reached the controller"
+                time.sleep(0.02)
+            b = pool.submit(plain, B)
+            drain_seen = False
+            while not a.done():
+                s = status()[A]
+                drain_seen |= s["state"] == "draining" and s["in_flight"] >= 1
+                time.sleep(0.1)
+            assert a.result() is not None, "the stream of A did not run to its end"
+            assert b.result()
+        steps["2: A drained and unloaded, B loaded and answered"] = time.monotonic() - t
+
+        # 3. two clients alternating A, B at once (plain and streamed)
+        t = time.monotonic()
+        barrier = threading.Barrier(2)
+
+        def client_run(calls):
+            out = []
+            for fn, model in calls:
+                barrier.wait(timeout=900)
+                out.append(fn(model))
+            return out
+
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            x = pool.submit(client_run, [(plain, A), (streamed, B)])
+            y = pool.submit(client_run, [(streamed, A), (plain, B)])
+            assert all(x.result()) and all(y.result())
+        steps["3: A, B alternated by two clients"] = time.monotonic() - t
+
+        # 4. a model that cannot start: a clear error; B keeps serving
+        t = time.monotonic()
+        with pytest.raises(openai.APIStatusError) as err:
+            plain(BROKEN)
+        message = str(err.value)
+        assert "model broken failed to load" in message and "unrecognized arguments: --no-such-flag" in message, message
+        assert status()[BROKEN]["state"] == "failed" and "--no-such-flag" in status()[BROKEN]["last_error"]
+        assert plain(B) and status()[B]["state"] == "loaded"
+        steps["4: broken model failed"] = time.monotonic() - t
+
+        # 5. B unloads once idle for IDLE seconds
+        t = time.monotonic()
+        deadline = t + IDLE + 120
+        while status()[B]["state"] != "stopped":
+            assert time.monotonic() < deadline, status()[B]
+            time.sleep(0.5)
+        steps[f"5: B idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
+        assert not _port_open(PORTS[B])
+    finally:
+        sampler.halt.set()
+        sampler.join()
+    assert not sampler.both_busy(), f"A and B were both loaded at once: {sampler.both_busy()[:5]}"
+
+    log = (stack.state_dir / "logs" / "on-demand.log").read_text()
+    timings = {"loads": [(m, float(s)) for m, s in re.findall(r"INFO (\S+): loaded in ([\d.]+)s", log)],
+               "unloads": [(m, float(s)) for m, s in re.findall(r"INFO (\S+): unloaded in ([\d.]+)s", log)],
+               "failed_loads": [(m, float(s)) for m, s in re.findall(r"ERROR (\S+): load failed after ([\d.]+)s", log)],
+               "steps": {k: round(v, 1) for k, v in steps.items()},
+               "status_samples": len(sampler.samples), "drain_seen_with_a_stream_in_flight": drain_seen}
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    (ROOT / ".cache/on-demand-timings.json").write_text(json.dumps(timings, indent=1))
+    print("\non-demand timings:", json.dumps(timings, indent=1))
+
+
+# --- what a client sees through the real gateway when the controller refuses (stand-in backends: no vLLM) ---
+FAKE_VLLM = """#!{python}
+import os, sys, time
+args = sys.argv
+time.sleep(float(os.environ.get("STANDIN_START_DELAY", "0")))
+os.execv({python!r}, [{python!r}, {standin!r}, args[args.index("--port") + 1], args[args.index("--model") + 1],
+                      *[a for a in args if a == "--no-such-flag"]])
+"""
+
+
+class BrokenStack(LocalStack):
+    def controller_config(self):
+        config = super().controller_config()
+        config["models"]["broken"]["argv"].append("--no-such-flag")
+        return config
+
+
+@pytest.fixture(scope="module")
+def standin_stack(tmp_path_factory):
+    import sys
+    if os.environ.get("GATEWAY_URL"):
+        pytest.skip("starts its own local stack with on-demand models")
+    tmp = tmp_path_factory.mktemp("on-demand-standin")
+    fake = tmp / "fake-vllm"
+    fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(ROOT / "tests/unit/standin_backend.py")))
+    fake.chmod(0o755)
+    (tmp / "models.yml").write_text("gateway: {port: 4103}\n" + "".join(
+        f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
+        for name, port, delay in (("fast", 8111, 0), ("slow", 8112, 6), ("never", 8113, 120), ("broken", 8114, 0))))
+    plan = load_plan(tmp / "models.yml")
+    plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(m.name, 0, "stop")) for m in plan.models),
+                   controller=ControllerPlan(port=4104, queue=1, load_timeout=15, drain_timeout=30))
+    s = BrokenStack(plan, tmp / "state", str(fake))
+    try:
+        s.start(timeout=120)
+        yield s
+    finally:
+        s.stop()
+
+
+def _post(stack, model: str, **body) -> httpx.Response:
+    return httpx.post(f"{stack.gateway_url}/v1/chat/completions", timeout=120,
+                      headers={"Authorization": f"Bearer {stack.master_key}"},
+                      json={"model": model, "messages": HELLO, "max_tokens": 8, **body})
+
+
+def test_through_the_gateway_a_model_streams_after_its_load(standin_stack):
+    with httpx.stream("POST", f"{standin_stack.gateway_url}/v1/chat/completions", timeout=120,
+                      headers={"Authorization": f"Bearer {standin_stack.master_key}"},
+                      json={"model": "fast", "messages": HELLO, "max_tokens": 5, "stream": True}) as r:
+        assert r.status_code == 200
+        lines = [ln for ln in r.iter_lines() if ln.startswith("data:")]
+    assert lines[-1] == "data: [DONE]" and sum('"t' in ln for ln in lines) == 5
+
+
+def test_through_the_gateway_a_full_queue_is_a_503(standin_stack):
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(_post, standin_stack, "slow")
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{standin_stack.controller_url}/status").json()["models"]["slow"]["queued"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        r = _post(standin_stack, "slow")
+        print("\nqueue full, through the gateway:", r.status_code, dict(r.headers), r.text[:400])
+        assert r.status_code == 503, r.text
+        assert "model slow is loading: 1 requests already wait for it (queue: 1)" in r.text
+        assert waiting.result().status_code == 200
+
+
+def test_through_the_gateway_a_load_timeout_is_a_503_naming_the_model_not_a_hang(standin_stack):
+    start = time.monotonic()
+    r = _post(standin_stack, "never")
+    print("\nload timeout, through the gateway:", r.status_code, dict(r.headers), r.text[:400])
+    assert time.monotonic() - start < 15 + 10
+    assert r.status_code == 503 and "model never did not become ready within the load timeout (15s" in r.text, r.text
+
+
+def test_through_the_gateway_a_failed_load_names_the_model_and_the_cause(standin_stack):
+    r = _post(standin_stack, "broken")
+    print("\nfailed load, through the gateway:", r.status_code, r.text[:400])
+    assert r.status_code >= 500 and "model broken failed to load" in r.text
+    assert "unrecognized arguments: --no-such-flag" in r.text
+    assert _post(standin_stack, "fast").status_code == 200
