@@ -16,7 +16,8 @@ Where the gateway and its key are found (first that applies):
   otherwise models.yml (--models): http://127.0.0.1:<gateway.port>, key from compose/.env, or from
   k8s/secrets.env with --k8s (after `kubectl -n llm-gateway port-forward svc/litellm <port>:<port>`).
 
-Exit code: 0 when the gateway and every model are healthy, 1 otherwise, 2 when no key is found.
+Exit code: 0 when the gateway and every model are healthy (an on-demand model: loaded, loading, draining,
+asleep or stopped), 1 otherwise, 2 when no key is found.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ from .plan import Plan
 
 ROUTE = "/gateway/status"
 DEFAULT_STATE = Path(".cache/local-stack")
-STATE_STYLE = {"healthy": "green", "starting": "yellow", "unhealthy": "red", "down": "red"}
+STATE_STYLE = {"healthy": "green", "starting": "yellow", "unhealthy": "red", "down": "red",
+               # on-demand models (the controller's states): not loaded is not a failure
+               "loaded": "green", "loading": "yellow", "draining": "yellow", "asleep": "blue", "stopped": "blue",
+               "failed": "red"}
+FINE = {"healthy", "loaded", "loading", "draining", "asleep", "stopped"}  # exit 0
 
 
 # --- where the gateway is ---------------------------------------------------------------------
@@ -182,7 +187,7 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
 
 
 def healthy(rep: dict) -> bool:
-    return rep["gateway"]["state"] == "healthy" and all(m["state"] == "healthy" for m in rep["models"])
+    return rep["gateway"]["state"] == "healthy" and all(m["state"] in FINE for m in rep["models"])
 
 
 # --- the terminal view ---------------------------------------------------------------------------
@@ -213,7 +218,7 @@ def render(rep: dict) -> Group:
             _num(m["prompt_tokens_per_s"], "{:.1f}"), _num(m["generation_tokens_per_s"], "{:.1f}"),
             "-" if m["ttft_p50_s"] is None else f"{1000 * m['ttft_p50_s']:.0f} ms",
             _num(m["gateway_errors_total"]))
-    notes = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"] if m["state"] != "healthy"]
+    notes = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"] if m["state"] not in ("healthy", "loaded")]
     if g.get("error"):
         notes.insert(0, Text(g["error"], style="red" if g["state"] != "healthy" else "dim"))
     return Group(head, table, *notes)

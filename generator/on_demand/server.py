@@ -29,6 +29,7 @@ from .policy import Admit, Load, Policy, Refuse, State, Unload, Waiter
 
 log = logging.getLogger("on_demand")
 TICK = 0.5  # seconds between timeout / idle checks
+STATE_HEADER = "x-on-demand-state"  # on every /m/<model>/ answer: the model's state (gateway_status.py reads it)
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
               "transfer-encoding", "upgrade", "host", "content-length"}
 
@@ -242,7 +243,8 @@ class Controller:
                 log.info("%s: %s /%s while %s: 503, not loading it", m.name, method, rest, state.state.value)
                 await _json(send, 503, {**_error(f"model {m.name} is {state.state.value} (on demand: a request "
                                                  f"loads it; this {method} does not)", 503),
-                                        "model": m.name, "state": state.state.value, "last_error": state.last_error})
+                                        "model": m.name, "state": state.state.value, "last_error": state.last_error},
+                            {STATE_HEADER: state.state.value})
                 return
             await self._forward(scope, receive, send, m, rest, b"", counted=False)
             return
@@ -288,6 +290,8 @@ class Controller:
         try:
             out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in upstream.headers.multi_items()
                            if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"]
+            out_headers.append((STATE_HEADER.encode(), State.LOADED.value.encode()))  # the status reader tells
+            # an on-demand model's /health from an always-on backend's by it
 
             async def stream() -> None:
                 await send({"type": "http.response.start", "status": upstream.status_code, "headers": out_headers})

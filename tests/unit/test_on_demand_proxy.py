@@ -120,6 +120,7 @@ def test_get_health_and_models_of_an_unloaded_model_answer_503_with_its_state_an
     for path in ("health", "v1/models", "metrics"):
         r = httpx.get(f"{c.url}/m/a/{path}", timeout=5)
         assert r.status_code == 503 and r.json()["state"] == "stopped", r.text
+        assert r.headers["x-on-demand-state"] == "stopped"  # what the gateway's status route reads
     time.sleep(1)
     assert c.state("a") == "stopped" and not port_open(c.ports["a"])
     assert "GET /health while stopped: 503, not loading it" in c.logs()
@@ -132,7 +133,8 @@ def test_a_request_loads_the_model_and_streams_through_chunk_by_chunk_with_its_h
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "ok from a"
     assert r.json()["auth"] == KEY  # Authorization passed through
     assert c.state("a") == "loaded" and c.status()["a"]["load_seconds"] is not None
-    assert httpx.get(f"{c.url}/m/a/health", timeout=5).status_code == 200  # loaded: forwarded
+    health = httpx.get(f"{c.url}/m/a/health", timeout=5)
+    assert health.status_code == 200 and health.headers["x-on-demand-state"] == "loaded"  # loaded: forwarded
     arrivals = []
     with httpx.stream("POST", f"{c.url}/m/a/v1/chat/completions", timeout=30, headers={"Authorization": KEY},
                       json={"model": "a", "messages": [], "stream": True, "max_tokens": 6, "delay": 0.4}) as s:

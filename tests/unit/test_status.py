@@ -346,3 +346,45 @@ def test_no_models_yml_and_no_stack_is_exit_2_naming_the_file(tmp_path, monkeypa
     monkeypatch.delenv("GATEWAY_URL", raising=False)
     assert status.main(["--state-dir", str(tmp_path / "none")]) == 2
     assert "models.yml: not found" in capsys.readouterr().err
+
+
+def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_failure(demo_target):
+    """The on-demand controller answers /m/<model>/health with its state in x-on-demand-state (503 + JSON while
+    not loaded, the backend's 200 when loaded): status shows that state, and only `failed` makes it exit 1."""
+    import http.server
+    import threading
+
+    answers = {"/m/a/health": (503, "stopped", {"state": "stopped", "last_error": None}),
+               "/m/b/health": (200, "loaded", {}),
+               "/m/c/health": (503, "failed", {"state": "failed", "last_error": "exited with code 2: bad flag"})}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            code, state, obj = answers.get(self.path, (503, "stopped", {}))
+            body = json.dumps(obj).encode()
+            self.send_response(code)
+            self.send_header("x-on-demand-state", state)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        async def go():
+            route._client = None
+            return [await route.backend(n, {"litellm_params": {"api_base": f"http://127.0.0.1:{server.server_address[1]}/m/{n}/v1"}})
+                    for n in "abc"]
+        a, b, c = asyncio.run(go())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (a["state"], a["reason"]) == ("stopped", "on demand: stopped (a request loads it)")
+    assert (b["state"], b["reason"]) == ("loaded", "on demand: loaded, /health 200")
+    assert (c["state"], c["reason"]) == ("failed", "on demand: failed (exited with code 2: bad flag)")
+    rep = {"gateway": {"state": "healthy"}, "models": [{"state": s} for s in ("loaded", "stopped", "asleep", "loading")]}
+    assert status.healthy(rep)
+    assert not status.healthy({**rep, "models": [*rep["models"], {"state": "failed"}]})
