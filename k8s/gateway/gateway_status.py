@@ -25,6 +25,10 @@ listens only once it is ready to serve; /health is 200 while its engine runs, 50
 
 There is no ``starting`` from a probe: a loading vLLM 0.32 refuses connections exactly as a dead one
 does (measured), so nothing seen from the network tells them apart; ``reason`` says so.
+
+An on-demand model (its api_base is the on-demand controller) has the controller's state instead, from the
+``x-on-demand-state`` header the controller puts on every answer: ``loaded`` (its /health 200, forwarded),
+``loading``, ``draining``, ``asleep``, ``stopped`` (a GET never loads it) or ``failed`` (its last error).
 Prometheus text is parsed with prometheus_client's parser.
 """
 
@@ -137,6 +141,21 @@ def state_of(outcome: int | Exception) -> tuple[str, str]:
     return "down", f"{type(outcome).__name__}: {outcome}"[:200]
 
 
+ON_DEMAND_HEADER = "x-on-demand-state"  # generator/on_demand/server.py STATE_HEADER
+
+
+def on_demand_state(state: str, health: httpx.Response) -> tuple[str, str]:
+    """(state, reason) of an on-demand model from its controller's answer to /health."""
+    if state == "loaded":
+        return ("loaded", "on demand: loaded, /health 200") if health.status_code == 200 else \
+            ("unhealthy", f"on demand: loaded, but /health answered {health.status_code}")
+    try:
+        error = health.json().get("last_error")
+    except ValueError:
+        error = None
+    return state, f"on demand: {state}" + (f" ({error})" if error else " (a request loads it)" if state == "stopped" else "")
+
+
 _client: httpx.AsyncClient | None = None
 
 
@@ -162,6 +181,9 @@ async def backend(name: str, dep: object) -> dict:
         return {"name": name, "backend": None, "state": "down", "reason": "no api_base in the config", "metrics": None}
     health, metrics = await asyncio.gather(fetch(root + "/health"), fetch(root + "/metrics", gb.backend_headers(dep)))
     state, reason = state_of(health.status_code if isinstance(health, httpx.Response) else health)
+    on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
+    if on_demand:
+        state, reason = on_demand_state(on_demand, health)
     parsed = None
     if isinstance(metrics, httpx.Response) and metrics.status_code == 200:
         try:
