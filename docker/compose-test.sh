@@ -27,9 +27,11 @@ cleanup() {
   local code=$?
   if [ -f "$TMP/compose/docker-compose.yml" ]; then
     echo "compose-test: docker compose down -v"
-    docker compose -f "$TMP/compose/docker-compose.yml" down -v --remove-orphans --timeout 20 2>&1 | grep -v '^ *$' | tail -n 3
+    # --profile on-demand: the on-demand backends too (a plain down leaves a profile's containers behind)
+    docker compose -f "$TMP/compose/docker-compose.yml" --profile on-demand down -v --remove-orphans --timeout 20 2>&1 | grep -v '^ *$' | tail -n 3
     left=$(docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" | wc -l)
     echo "compose-test: containers of $COMPOSE_PROJECT_NAME left: $left"
+    [ "$left" = 0 ] || { echo "compose-test: FAILED: containers left after down"; [ $code != 0 ] || code=1; }
   fi
   rm -rf "$TMP"
   if [ $OURS = yes ]; then docker/engine.sh down; else echo "compose-test: the engine was running before; left running"; fi
@@ -59,7 +61,7 @@ phase integration-tests
 COMPOSE_ENV_FILE=$TMP/compose/.env GATEWAY_MODELS=$EXAMPLE $PY -m pytest -q tests/compose -p no:cacheprovider \
   --ignore tests/compose/test_apply.py || exit 1
 phase compose-tests
-# last: `make apply` changes the stack (a gateway reload under load, a flag, a renamed model)
+# last: `make apply` changes the stack (a gateway reload under load, a flag + a renamed model, a model made on demand)
 COMPOSE_ENV_FILE=$TMP/compose/.env GATEWAY_MODELS=$EXAMPLE $PY -m pytest -q -s tests/compose/test_apply.py \
   -p no:cacheprovider || { docker compose logs --tail 30; exit 1; }
 phase apply-tests

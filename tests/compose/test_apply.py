@@ -7,7 +7,11 @@ In order, each step applying a changed copy of the example to the stack the earl
 2. in one apply, one model's flag changed and the other model renamed: the first container is recreated,
    the renamed model's old container removed and a new one added (served and listed), the gateway
    recreated, and every other container (Prometheus) keeps its id. One apply, so the two backend loads
-   overlap instead of running one after the other (CI time).
+   overlap instead of running one after the other (CI time);
+3. the renamed model made on demand (`on_demand: {idle: 20s}`, `docker_socket: true`): the on-demand
+   controller is added; through the real Docker engine it stops the model's container (idle), starts it
+   again when a request asks for the model (the request waits through the load and gets its tool call),
+   and stops it once more when idle; the gateway's status shows each state; the always-on model keeps serving.
 """
 
 from __future__ import annotations
@@ -211,3 +215,77 @@ def test_a_flag_and_a_rename_recreate_only_those_models(stack):
                  "type": "object", "properties": {"city": {"type": "string"}}}}}])
     assert r.status_code == 200, r.text
     assert json.loads(r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
+
+
+def gateway_states(deployed) -> dict[str, str]:
+    r = httpx.get(deployed.url.removesuffix("/v1") + "/gateway/status", headers=headers(deployed), timeout=30)
+    r.raise_for_status()
+    return {m["name"]: m["state"] for m in r.json()["models"]}
+
+
+def running(service: str) -> bool:
+    out = docker("ps", "-a", "--filter", f"label=com.docker.compose.project={os.environ['COMPOSE_PROJECT_NAME']}",
+                 "--filter", f"label=com.docker.compose.service={service}", "--format", "{{.State}}")
+    return out.strip() == "running"
+
+
+def wait_for(predicate, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(1)
+    raise AssertionError(f"not {what} within {seconds:.0f}s")
+
+
+def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through_docker(stack):
+    deployed, folder = stack
+    text = (folder / "flag + rename.yml").read_text()
+    new = text.replace("\nreasoner:", "\non_demand: {docker_socket: true}   # the controller starts/stops caller-b's container\n\nreasoner:", 1)
+    new = re.sub(r"^(caller-b:\n)", r"\1  on_demand: {idle: 20s}\n", new, flags=re.M)
+    assert "on_demand: {idle: 20s}" in new and "docker_socket: true" in new
+    out = apply(deployed, folder, "on demand", new)
+    assert "add on-demand" in out, out
+    assert "on-demand" in ids()
+    caller, reasoner = deployed.served_name("caller-b"), deployed.served_name("reasoner")
+    # `make apply` created caller-b's container stopped, or the controller adopted the running one and its
+    # idle timeout stops it: either way it ends stopped, by the controller's hand (through the Docker socket)
+    t0 = time.monotonic()
+    wait_for(lambda: not running("caller-b") and gateway_states(deployed).get(caller) == "stopped", 180,
+             "caller-b stopped")
+    assert gateway_states(deployed)[reasoner] == "healthy"
+    seen: set[str] = set()
+    sampling = threading.Event()
+
+    def sample():
+        while not sampling.is_set():
+            try:
+                seen.add(gateway_states(deployed)[caller])
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    t1 = time.monotonic()
+    r = chat(deployed, caller, "What is the weather in Paris? Use the tool.", timeout=600, max_tokens=64,
+             tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {
+                 "type": "object", "properties": {"city": {"type": "string"}}}}}])
+    loaded_after = time.monotonic() - t1
+    sampling.set()
+    sampler.join(timeout=30)
+    assert r.status_code == 200, r.text
+    assert json.loads(r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
+    assert running("caller-b"), "the controller did not start caller-b's container"
+    assert "loading" in seen, f"status never showed caller-b loading: {seen}"
+    assert gateway_states(deployed)[caller] == "loaded"
+    assert chat(deployed, reasoner, max_tokens=8).status_code == 200  # the always-on model was never touched
+    t2 = time.monotonic()
+    wait_for(lambda: not running("caller-b"), 120, "caller-b stopped after 20 s idle")
+    unloaded_after = time.monotonic() - t2
+    assert gateway_states(deployed)[caller] == "stopped"
+    TIMES["on-demand first stop"] = t1 - t0
+    TIMES["on-demand load through the gateway"] = loaded_after
+    TIMES["on-demand idle stop"] = unloaded_after
+    print(f"on demand (compose): stopped {t1 - t0:.0f}s after apply, a request waited {loaded_after:.0f}s through "
+          f"its container's start, stopped again {unloaded_after:.0f}s after its last request (idle 20 s); "
+          f"states seen: {sorted(seen)}")
