@@ -227,6 +227,31 @@ class MaxTokensClamp(CustomLogger):
         note = self._notes.pop(call_id, None) if isinstance(call_id, str) else None
         return {HEADER: note} if note else None
 
+    async def async_post_call_failure_hook(self, request_data: dict, original_exception: Exception,
+                                           user_api_key_dict: Any, traceback_str: str | None = None):
+        """A backend's (the on-demand controller's) `Retry-After` reaches the client as `Retry-After`: LiteLLM
+        passes a provider's headers on only renamed (`llm_provider-retry-after`), which no client's retry logic
+        reads. LiteLLM uses an exception's own `headers` when it has them (common_request_processing)."""
+        retry = retry_after_of(original_exception)
+        if retry and not getattr(original_exception, "headers", None):
+            try:
+                original_exception.headers = {"retry-after": retry}
+            except AttributeError:  # an exception type with a read-only headers property: left as it is
+                pass
+        return None
+
+
+def retry_after_of(exc: Exception) -> str | None:
+    """The Retry-After of the backend answer behind a LiteLLM exception (its response or its recorded headers)."""
+    for source in (getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "litellm_response_headers", None)):
+        try:
+            value = dict(source or {}).get("retry-after") or dict(source or {}).get("Retry-After")
+        except (TypeError, ValueError):
+            continue
+        if value:
+            return str(value)
+    return None
+
 
 proxy_handler_instance = MaxTokensClamp(clamp=True)
 checks_only_instance = MaxTokensClamp(clamp=False)

@@ -285,6 +285,7 @@ def test_through_the_gateway_a_full_queue_is_a_503(standin_stack):
         r = _post(standin_stack, "slow")
         print("\nqueue full, through the gateway:", r.status_code, dict(r.headers), r.text[:400])
         assert r.status_code == 503, r.text
+        assert int(r.headers["retry-after"]) >= 1  # the controller's, as Retry-After (clients' retry logic reads it)
         assert "model slow is loading: 1 requests already wait for it (queue: 1)" in r.text
         assert waiting.result().status_code == 200
 
@@ -295,6 +296,7 @@ def test_through_the_gateway_a_load_timeout_is_a_503_naming_the_model_not_a_hang
     print("\nload timeout, through the gateway:", r.status_code, dict(r.headers), r.text[:400])
     assert time.monotonic() - start < 15 + 10
     assert r.status_code == 503 and "model never did not become ready within the load timeout (15s" in r.text, r.text
+    assert int(r.headers["retry-after"]) >= 1
 
 
 def test_through_the_gateway_a_failed_load_names_the_model_and_the_cause(standin_stack):

@@ -350,3 +350,22 @@ def test_the_guard_replaces_litellms_per_request_otel_import_only_when_it_cannot
     monkeypatch.setattr(auth, "_seed_request_destinations", original)
     monkeypatch.setitem(sys.modules, "litellm.integrations.otel.logger", object())  # an importable OTel
     assert guard.skip_failing_otel_seed() is False and auth._seed_request_destinations is original
+
+
+def test_a_backends_retry_after_reaches_the_client_as_retry_after(hook):
+    """The on-demand controller's 503 + Retry-After: LiteLLM's exception for it carries the backend's answer; the
+    failure hook gives the exception its own headers, which LiteLLM sends as they are (else only
+    llm_provider-retry-after would reach the client, which no client's retry logic reads)."""
+    import httpx
+    import litellm
+
+    answer = httpx.Response(503, headers={"Retry-After": "7"}, request=httpx.Request("POST", "http://c/m/a/v1/chat/completions"))
+    exc = litellm.ServiceUnavailableError(message="model a is loading", llm_provider="hosted_vllm", model="a",
+                                          response=answer)
+    handler = hook.MaxTokensClamp(clamp=True)
+    assert asyncio.run(handler.async_post_call_failure_hook({}, exc, None)) is None  # the error itself is unchanged
+    assert exc.headers == {"retry-after": "7"} and exc.status_code == 503
+    plain = litellm.ServiceUnavailableError(message="down", llm_provider="hosted_vllm", model="a",
+                                            response=httpx.Response(503, request=answer.request))
+    asyncio.run(handler.async_post_call_failure_hook({}, plain, None))
+    assert not getattr(plain, "headers", None)  # nothing to pass on: LiteLLM's own handling stays
