@@ -60,8 +60,11 @@ def gateway(tmp_path):
     port = free_port()
     args = [a.replace(mount["mountPath"], str(volume)) for a in container["args"]]
     args[args.index("--port") + 1] = str(port)
+    # the container's own command: gateway_start.py from the mounted ConfigMap (it resolves `--num_workers
+    # auto` for this process's CPUs and execs LiteLLM); python3 of the image = this interpreter here
+    command = [sys.executable if c == "python3" else c.replace(mount["mountPath"], str(volume)) for c in container["command"]]
     log = (tmp_path / "gateway.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "litellm.proxy.proxy_cli", *args, "--host", "127.0.0.1"],
+    proc = subprocess.Popen([*command, *args, "--host", "127.0.0.1"],
                             env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
@@ -76,11 +79,13 @@ def gateway(tmp_path):
                 pass
             assert time.monotonic() < deadline, "gateway did not start in 180 s"
             time.sleep(1)
-        yield url, keys["LITELLM_MASTER_KEY"], container
+        yield url, keys["LITELLM_MASTER_KEY"], container, tmp_path / "gateway.log"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
         try:
+            os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
+        except ProcessLookupError:  # it had exited (the failure above says why)
+            pass
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -88,7 +93,10 @@ def gateway(tmp_path):
 
 
 def test_gateway_from_the_configmap_answers_probes_and_guards_the_api(gateway):
-    url, key, container = gateway
+    url, key, container, log = gateway
+    # the pod's command resolved `--num_workers auto` itself (the args say auto: LiteLLM alone refuses it)
+    assert container["args"][container["args"].index("--num_workers") + 1] == "auto"
+    assert "gateway: " in log.read_text() and "worker(s) (gateway.workers: auto: " in log.read_text()
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         r = httpx.get(url + container[probe]["httpGet"]["path"], timeout=10)
         assert r.status_code == 200, (probe, r.text)
