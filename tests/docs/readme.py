@@ -54,7 +54,8 @@ WHERE: list[tuple[str, str]] = [
     (r"^make bench BACKEND_URL=", NOT_HERE + "a running GPU deployment (a real backend to compare with)"),
     (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
     (r"^cd compose && docker compose (up -d && docker compose )?--profile on-demand (create|down)$", NOT_HERE + "a GPU compose stack with on-demand models; "
-     "tests/unit/test_on_demand.py checks the profile and the controller in the generated file"),
+     "tests/unit/test_on_demand.py checks the profile and the controller in the generated file; make compose-test's "
+     "last step makes a CPU model on demand with make apply (which runs the create) and stops it with the profile's down"),
     (r"^cd compose && docker compose up -d", NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
                                                        "compose file of the same shape (examples/cpu-compose) in a real engine"),
     (r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",
