@@ -243,6 +243,7 @@ def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through
     text = (folder / "flag + rename.yml").read_text()
     new = text.replace("\nreasoner:", "\non_demand: {docker_socket: true}   # the controller starts/stops caller-b's container\n\nreasoner:", 1)
     new = re.sub(r"^(caller-b:\n)", r"\1  on_demand: {idle: 20s}\n", new, flags=re.M)
+    new = re.sub(r"^  start_after: \[reasoner\].*\n", "", new, flags=re.M)  # on demand: no start order (a rule)
     assert "on_demand: {idle: 20s}" in new and "docker_socket: true" in new
     out = apply(deployed, folder, "on demand", new)
     assert "add on-demand" in out, out

@@ -1,5 +1,6 @@
-"""On-demand models for real: two vLLM CPU backends (the demo's models) in ONE group behind the on-demand
-controller and the real LiteLLM gateway, started by the local runtime (`pytest -m on_demand`).
+"""On-demand models for real: two vLLM CPU backends (examples/cpu-on-demand/models.yml: the demo's models) in ONE
+group behind the on-demand controller and the real LiteLLM gateway, started by the local runtime from that file
+(`pytest -m on_demand`).
 
 One stack, one test, in steps, to keep real loads few (each is 40-140 s of CPU here):
   1. A is stopped; two clients ask for it at once (plain + streamed): both wait through its load and succeed;
@@ -38,6 +39,7 @@ from tests.integration.helpers import UNIT
 pytestmark = pytest.mark.on_demand
 
 ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples/cpu-on-demand/models.yml"
 A, B, BROKEN = "reasoner", "tool-caller", "broken"
 PORTS = {A: 8101, B: 8102, BROKEN: 8103}
 GATEWAY_PORT, CONTROLLER_PORT = 4100, 4102
@@ -73,19 +75,20 @@ def stack(tmp_path_factory):
     if taken:
         pytest.fail(f"ports {taken} are taken (another stack?)")
     tmp = tmp_path_factory.mktemp("on-demand")
-    doc = yaml.safe_load((ROOT / "examples/cpu-demo/models.yml").read_text())
-    doc["gateway"] = {"port": GATEWAY_PORT, "request_timeout": 900, "stream_timeout": 900}
-    doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses"}
-    for name, port in PORTS.items():
-        doc[name]["port"] = port
+    # the user's example, through models.yml's own syntax (loader -> plan -> runtime): its two models in one
+    # group; here a 20 s idle timeout and a third model, alone in its group, whose start fails
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["gateway"] = {**doc["gateway"], "request_timeout": 900, "stream_timeout": 900}
+    doc["defaults"]["on_demand"] = {"group": "pair", "idle": f"{IDLE}s"}
+    doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses", "port": PORTS[BROKEN],
+                   "on_demand": {"group": "solo", "idle": 0}}
+    for name in PORTS:
         doc[name]["command"] = doc[name]["command"].replace(".cache/demo-models", str(ROOT / ".cache/demo-models"))
-        doc[name].pop("start_after", None)
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = load_plan(tmp / "models.yml")
-    groups = {A: ("pair", IDLE), B: ("pair", IDLE), BROKEN: ("solo", 0)}
-    plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(groups[m.name][0], groups[m.name][1], "stop"))
-                                      for m in plan.models),
-                   controller=ControllerPlan(port=CONTROLLER_PORT, queue=16, load_timeout=600, drain_timeout=300))
+    assert {m.name: (m.port, m.on_demand.group) for m in plan.models} == \
+        {A: (PORTS[A], "pair"), B: (PORTS[B], "pair"), BROKEN: (PORTS[BROKEN], "solo")}
+    assert (plan.gateway.port, plan.controller.port) == (GATEWAY_PORT, CONTROLLER_PORT)
     cwd = os.getcwd()
     os.chdir(ROOT)
     s = Stack(plan, tmp / "state", vllm_python)
@@ -204,6 +207,14 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
             time.sleep(0.5)
         steps[f"5: B idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
         assert not _port_open(PORTS[B])
+        # what a user sees: `make status` (python -m generator.status) on this stack shows the controller's states
+        import subprocess
+        import sys
+        out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1",
+                              "--state-dir", str(stack.state_dir)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
+        assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
+        assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
     finally:
         sampler.halt.set()
         sampler.join()
