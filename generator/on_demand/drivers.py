@@ -33,7 +33,6 @@ from typing import Protocol
 
 import httpx
 
-from ..runtime.processes import signal_group, tail
 from .config import ModelConfig
 
 log = logging.getLogger("on_demand")
@@ -81,6 +80,10 @@ class LocalProcesses:
     """Backends as local processes (config: argv, env, cwd, log); keys from the controller's environment."""
 
     def __init__(self, grace: float = 10):
+        # imported here, not at the top: the compose controller's copy of this package has no runtime/ (nor psutil)
+        from ..runtime.processes import signal_group, tail
+
+        self._signal_group, self._tail = signal_group, tail
         self.grace = grace
         self.procs: dict[str, subprocess.Popen] = {}
 
@@ -109,28 +112,28 @@ class LocalProcesses:
         def gone() -> str | None:
             if proc.poll() is None:
                 return None
-            return f"exited with code {proc.returncode} before it was ready: {last_error_line(tail(path))} (log: {path})"
+            return f"exited with code {proc.returncode} before it was ready: {last_error_line(self._tail(path))} (log: {path})"
 
         try:
             await wait_healthy(m.url, timeout, gone)
         except LoadError as exc:
             await self.unload(m)
             if "not ready after" in str(exc):
-                raise LoadError(f"{exc}, stopped; last log line: {last_error_line(tail(path))} (log: {path})") from None
+                raise LoadError(f"{exc}, stopped; last log line: {last_error_line(self._tail(path))} (log: {path})") from None
             raise
 
     async def unload(self, m: ModelConfig, cut: int = 0) -> None:
         proc = self.procs.pop(m.name, None)
         if proc is None or proc.poll() is not None:
             return
-        signal_group(proc.pid, signal.SIGTERM)
+        self._signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         while proc.poll() is None and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         if proc.poll() is None:
-            signal_group(proc.pid, signal.SIGKILL)
+            self._signal_group(proc.pid, signal.SIGKILL)
             await asyncio.to_thread(proc.wait, 10)
-        signal_group(proc.pid, signal.SIGKILL)  # whatever of its group outlived it (engine subprocesses)
+        self._signal_group(proc.pid, signal.SIGKILL)  # whatever of its group outlived it (engine subprocesses)
 
     async def alive(self, m: ModelConfig) -> bool:
         proc = self.procs.get(m.name)
@@ -140,12 +143,12 @@ class LocalProcesses:
         for name in list(self.procs):
             proc = self.procs[name]
             if proc.poll() is None:
-                signal_group(proc.pid, signal.SIGTERM)
+                self._signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         while any(p.poll() is None for p in self.procs.values()) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         for proc in self.procs.values():
-            signal_group(proc.pid, signal.SIGKILL)
+            self._signal_group(proc.pid, signal.SIGKILL)
             if proc.poll() is None:
                 await asyncio.to_thread(proc.wait, 10)
         self.procs.clear()
