@@ -123,11 +123,6 @@ class LocalStack:
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.plan.gateway.port}"
 
-    def api_base(self, m: ModelPlan) -> str:
-        """Where the gateway reaches a model: its loopback port, or the controller for an on-demand model
-        (the LiteLLM renderer routes those through the controller on 127.0.0.1 for local_api_base)."""
-        return render_litellm(self.plan, local_api_base)["model_list"][self.plan.models.index(m)]["litellm_params"]["api_base"]
-
     def gateway_files(self, api_base: Callable[[ModelPlan], str] | None = None) -> dict[str, str]:
         """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
         api_base = api_base or local_api_base

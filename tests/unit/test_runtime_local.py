@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+import yaml
 
+from generator.renderers import LITELLM_FILE
 from generator.runtime.local import LocalStack, StackError
 from generator.runtime.processes import Proc, port_problem, stop_recorded
 
@@ -223,7 +225,9 @@ def test_on_demand_models_are_left_to_the_controller_which_starts_them_on_reques
                        f"gateway: {{port: {free_port()}}}\n"), {"a", "b"})
     s = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
     a = p.models[0]
-    assert s.always_on == () and s.api_base(a) == f"http://127.0.0.1:{p.controller.port}/m/a/v1"
+    gateway_config = yaml.safe_load(s.gateway_files()[LITELLM_FILE])  # what the local gateway is started with
+    assert s.always_on == () and \
+        gateway_config["model_list"][0]["litellm_params"]["api_base"] == f"http://127.0.0.1:{p.controller.port}/m/a/v1"
     config = s.controller_config()
     ma = config["models"]["a"]
     assert config["port"] == p.controller.port and config["host"] == "127.0.0.1"
