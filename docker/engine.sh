@@ -17,9 +17,8 @@ up() {
   if [ "$(id -u)" != 0 ]; then echo "engine: SKIP: no Docker engine answers and starting one needs root"; return 3; fi
   if ! command -v dockerd >/dev/null || ! command -v iptables >/dev/null; then
     echo "engine: installing docker.io and iptables (apt)"
-    { apt-get install -y -q --no-install-recommends docker.io iptables >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends docker.io iptables >/dev/null; }; } ||
-      { echo "engine: SKIP: could not install docker.io with apt"; return 3; }
+    tools/apt.sh install --no-recommends docker.io iptables ||
+      { echo "engine: could not install docker.io and iptables with apt (tools/apt.sh said why above)"; return 3; }
   fi
   mkdir -p "$STATE"
   # what dockerd changes on the host, to put back on `down`

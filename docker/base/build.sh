@@ -14,7 +14,7 @@ hash=$( { echo "$SUITE $INCLUDE"; cat "$0" "${SOURCES[@]}"; } | sha256sum | cut 
 if [ -n "$(docker images -q --filter "label=org.llm-gateway.inputs=$hash" "$TAG")" ]; then
   echo "base: $TAG is up to date (inputs $hash)"; echo "$TAG"; exit 0
 fi
-command -v mmdebstrap >/dev/null || apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null
+command -v mmdebstrap >/dev/null || "$(dirname "$0")/../../tools/apt.sh" install --no-recommends mmdebstrap >&2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "base: mmdebstrap $SUITE ($INCLUDE) from ${SOURCES[*]}"
 mmdebstrap --quiet --variant=minbase --include="$INCLUDE" \
