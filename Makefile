@@ -72,7 +72,7 @@ status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=
 	@$(PY) -m generator.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)
 
-test: venv venv-vllm demo-models promtool ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+test: venv venv-vllm demo-models promtool bench-tools ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest
 
 unit: venv promtool ## unit tests only (no vLLM needed)
@@ -99,16 +99,14 @@ bench-profile: venv bench-tools ## py-spy on one gateway worker under load: chat
 bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS (2) workers; gateway memory over time
 	$(PY) -m bench.soak --minutes $(SOAK_MINUTES) --workers $(SOAK_WORKERS)
 
-bench-tools: ## nginx, the benchmark's mock backend (installed with apt-get when missing)
+bench-tools: ## nginx, the benchmark's mock backend (installed with apt when missing: tools/apt.sh)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
-	  echo "installing nginx-light (the benchmark's mock backend)"; \
-	  apt-get install -y -q nginx-light >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light >/dev/null; } || \
-	  { echo "could not install nginx: run 'sudo apt-get install nginx-light'"; exit 1; }; }
+	  echo "installing nginx-light (the benchmark's mock backend)"; tools/apt.sh install nginx-light; }
 
 promtool: ## Debian's promtool (checks the generated Prometheus config), unpacked into .cache/promtool (no service)
 	@[ -x .cache/promtool/usr/bin/promtool ] || command -v promtool >/dev/null || { \
-	  mkdir -p .cache/promtool && cd .cache/promtool && rm -f prometheus_*.deb && \
-	  { apt-get download prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get download prometheus >/dev/null; }; } && \
+	  mkdir -p .cache/promtool && rm -f .cache/promtool/prometheus_*.deb && \
+	  tools/apt.sh download prometheus .cache/promtool && cd .cache/promtool && \
 	  dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb && echo "promtool: $$(usr/bin/promtool --version | head -1)"; }
 
 compose-test: venv demo-models ## the generated CPU stack in a real Docker engine: build/reuse images, up --wait, tests, down
