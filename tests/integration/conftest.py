@@ -58,9 +58,6 @@ class Gateway:
         script = self.scripts.get(m.served_name)
         return script == "reasoner" if script else m.reasoning_parser is not None
 
-    def takes_no_tools(self, m: ModelPlan) -> bool:
-        return m.tool_parser is None
-
 
 @functools.cache
 def target() -> tuple[Plan, dict[str, str]]:
@@ -71,14 +68,13 @@ def target() -> tuple[Plan, dict[str, str]]:
 
 
 def pytest_generate_tests(metafunc):
-    """`model` / `tool_model` / `reasoning_model` / `no_tools_model` arguments run once per matching model."""
+    """`model` / `tool_model` / `reasoning_model` arguments run once per matching model."""
     plan, scripts = target()
     probe = Gateway("", "", plan, scripts)
     selectors = {
         "model": lambda m: True,
         "tool_model": probe.wants_tools,
         "reasoning_model": probe.wants_reasoning,
-        "no_tools_model": probe.takes_no_tools,
     }
     for arg, wanted in selectors.items():
         if arg in metafunc.fixturenames:

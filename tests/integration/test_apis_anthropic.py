@@ -151,15 +151,6 @@ def test_a_prompt_longer_than_the_context_is_one_clear_400(gateway, model, strea
     assert "context_window_fallback" not in message and "litellm" not in message.lower(), message
 
 
-def test_tools_to_a_model_without_a_tool_parser_are_a_clear_400(gateway, no_tools_model):
-    with pytest.raises(anthropic.BadRequestError) as err:
-        gateway.anthropic().messages.create(model=no_tools_model.served_name, max_tokens=64,
-                                            messages=ASK_WEATHER, tools=[TOOL])
-    message = err.value.body["error"]["message"]
-    assert f"{no_tools_model.served_name} takes no tools" in message
-    assert all(m.served_name in message for m in gateway.plan.models if m.tool_parser), message
-
-
 # --- count_tokens ----------------------------------------------------------------------------------
 
 SYSTEM = "You are terse."

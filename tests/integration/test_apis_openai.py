@@ -219,18 +219,6 @@ def test_a_prompt_longer_than_the_context_is_one_clear_400(gateway, model, api, 
     _check_too_long(model, err)
 
 
-@pytest.mark.parametrize("api", ["chat", "responses"])
-def test_tools_to_a_model_without_a_tool_parser_are_a_clear_400(gateway, no_tools_model, api):
-    tools = [WEATHER_TOOL] if api == "chat" else [RESPONSES_TOOL]
-    with pytest.raises(openai.BadRequestError) as err:
-        CALLS[api](gateway.client(), no_tools_model.served_name, QUESTION, tools=tools)
-    message = str(err.value)
-    takers = [m.served_name for m in gateway.plan.models if m.tool_parser]
-    assert f"{no_tools_model.served_name} takes no tools" in message, message
-    assert all(name in message for name in takers), message
-    assert "--enable-auto-tool-choice" not in message
-
-
 def test_the_backends_own_context_error_carries_no_litellm_advice(gateway, model):
     """When the gateway cannot count (here: a batch of two prompts), vLLM refuses the long one itself;
     its message reaches the client without LiteLLM's "Set 'context_window_fallback'" advice."""
