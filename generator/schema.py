@@ -159,6 +159,20 @@ EnvValue = Annotated[str, BeforeValidator(_env_value), _json("text (numbers are 
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
+def _not_bool(value: object) -> object:
+    """pydantic reads true as 1 where a number belongs (`gpus: [true]` would be GPU 1): refuse it."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()} (YAML reads true/false, yes/no and on/off "
+                         "as booleans)")
+    return value
+
+
+# after any Field(ge=...) of the same Annotated, so the JSON schema keeps the bounds as minimum/maximum
+NOT_BOOL = BeforeValidator(_not_bool)
+Int = Annotated[int, NOT_BOOL]
+Float = Annotated[float, NOT_BOOL]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -167,16 +181,16 @@ class LitellmParams(_Strict):
     """Request defaults the gateway applies for this model (a client's own values win): vLLM's sampling parameters,
     under the names of its OpenAI-compatible API."""
 
-    temperature: float | None = Field(None, ge=0, le=2)
-    top_p: float | None = Field(None, gt=0, le=1)
-    top_k: int | None = Field(None, ge=-1)
-    min_p: float | None = Field(None, ge=0, le=1)
+    temperature: Annotated[float, Field(ge=0, le=2), NOT_BOOL] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1), NOT_BOOL] | None = None
+    top_k: Annotated[int, Field(ge=-1), NOT_BOOL] | None = None
+    min_p: Annotated[float, Field(ge=0, le=1), NOT_BOOL] | None = None
     max_tokens: Size | None = None
     """The output budget; must stay below the model's context (absent: half the context)."""
-    presence_penalty: float | None = Field(None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    repetition_penalty: float | None = Field(None, gt=0)
-    seed: int | None = None
+    presence_penalty: Annotated[float, Field(ge=-2, le=2), NOT_BOOL] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2, le=2), NOT_BOOL] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0), NOT_BOOL] | None = None
+    seed: Int | None = None
     stop: list[str] | None = None
 
 
@@ -226,7 +240,7 @@ class Toleration(_Strict):
     operator: Literal["Exists", "Equal"] = "Equal"
     value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(None, ge=0)
+    toleration_seconds: Annotated[int, Field(ge=0), NOT_BOOL] | None = None
 
     @model_validator(mode="after")
     def _operator_fits(self):
@@ -240,7 +254,7 @@ class Toleration(_Strict):
 class ModelK8s(_Strict):
     """Per-model settings only Kubernetes needs (also allowed under `defaults:`; a model's own win)."""
 
-    replicas: int = Field(1, ge=1, le=64)
+    replicas: Int = Field(1, ge=1, le=64)
     """Pods of this model; more than 1 makes the cache volume ReadWriteMany (your storage class must offer it)."""
     node_selector: dict[LabelKey, LabelValue] = {}
     """The pod's nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-L40S}."""
@@ -261,7 +275,7 @@ class ModelK8s(_Strict):
 class GatewayK8s(_Strict):
     """The gateway's Kubernetes settings."""
 
-    replicas: int = Field(1, ge=1, le=64)
+    replicas: Int = Field(1, ge=1, le=64)
     """Gateway pods; the generated LiteLLM config is stateless: any number works."""
     expose: Literal["none", "loadbalancer", "nodeport"] = "none"
     """none: ClusterIP only (kubectl port-forward, or your own Ingress); loadbalancer/nodeport: reachable from
@@ -304,9 +318,9 @@ OnDemandField = Annotated[OnDemand | None, BeforeValidator(_on_demand, json_sche
 class Controller(_Strict):
     """Top-level `on_demand:`: the controller that loads and unloads the on-demand models."""
 
-    port: int = Field(4002, ge=1, le=65535)
+    port: Int = Field(4002, ge=1, le=65535)
     """Internal: where the gateway reaches the controller (never published)."""
-    queue: int = Field(64, ge=1, le=100000)
+    queue: Int = Field(64, ge=1, le=100000)
     """Requests waiting per model while it loads; past that: 503 + Retry-After."""
     load_timeout: PositiveSeconds = 900.0
     """How long a waiting request (and a load) may take."""
@@ -337,7 +351,7 @@ WORKERS = _json("auto or 1..64", {"const": "auto"}, {"type": "integer", "minimum
 class Gateway(_Strict):
     """The LiteLLM gateway: the only service with a published port."""
 
-    port: Annotated[int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
+    port: Annotated[Int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
     """The published port (4001 is taken: the gateway's internal metrics port)."""
     bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
     """The address the port is published on; 0.0.0.0 is an explicit opt-in (a warning says so)."""
@@ -350,9 +364,9 @@ class Gateway(_Strict):
     """LiteLLM's own log level; below error it logs every request (about 9% more CPU per request)."""
     clamp_max_tokens: StrictBool = True
     """Lower a request's max_tokens to what the context leaves (with an x-gateway-max-tokens-clamped header)."""
-    request_timeout: int = Field(600, ge=1)
+    request_timeout: Int = Field(600, ge=1)
     """Seconds for a whole non-streamed answer (reasoning models are slow)."""
-    stream_timeout: int = Field(120, ge=1)
+    stream_timeout: Int = Field(120, ge=1)
     """Seconds to wait for the first streamed chunk."""
     backend_internet: StrictBool = True
     """Backends may download weights (an egress network; no port is published either way); false sets
@@ -382,7 +396,7 @@ class Grafana(_Strict):
     """The dashboard (opt-in): Grafana with the Prometheus datasource and a dashboard made from models.yml."""
 
     enabled: StrictBool = False
-    port: int = Field(3000, ge=1, le=65535)
+    port: Int = Field(3000, ge=1, le=65535)
     """Published on metrics.bind; login admin / GRAFANA_ADMIN_PASSWORD from compose/.env."""
     image: str = GRAFANA_IMAGE
 
@@ -405,7 +419,7 @@ class Metrics(_Strict):
 
     enabled: StrictBool = True
     """false: no Prometheus, no prometheus/ files, no scrape annotations."""
-    port: int = Field(9090, ge=1, le=65535)
+    port: Int = Field(9090, ge=1, le=65535)
     """Prometheus's UI and API on the host."""
     bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
     """0.0.0.0 is an explicit opt-in (a warning: Prometheus has no login)."""
@@ -436,7 +450,7 @@ class ModelEntry(_Strict):
 
     command: str = Field(min_length=1)
     """A real `vllm serve <model> --flag ...` line, split with shlex; every flag is checked against vLLM's parser."""
-    gpus: list[Annotated[int, Field(ge=0)]]
+    gpus: list[Annotated[int, Field(ge=0), NOT_BOOL]]
     """GPU indexes, e.g. [0] or [0, 1]; [] for none (CPU)."""
     description: str = ""
     """Shown to clients (clients/README.md) and in the summary."""
@@ -445,7 +459,7 @@ class ModelEntry(_Strict):
     litellm: LitellmParams = LitellmParams()
     context_length: Size | None = None
     """The context, when --max-model-len is absent or auto and the model's config cannot be read."""
-    port: int | None = Field(None, ge=1, le=65535)
+    port: Annotated[int, Field(ge=1, le=65535), NOT_BOOL] | None = None
     """The backend's port; otherwise 8001, 8002, ... in file order."""
     image: str | None = None
     """This model's image (over defaults.image); a digest pin (name:tag@sha256:...) is fine."""
