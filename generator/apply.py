@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     acting = [c for c in changes if c.action != "unchanged"]
     # on-demand backends (unload: stop) sit in a compose profile: `up` neither creates nor starts them; their
-    # containers are created here, stopped, for the on-demand controller to start (README: On-demand models)
+    # containers are created here, stopped, for the on-demand controller to start (docs/on-demand.md)
     profiled = [name for name, s in new_doc["services"].items() if s.get("profiles")]
     if not acting:
         out.print("nothing to do: the stack runs this file")

@@ -1,4 +1,8 @@
-"""The typed shape of models.yml (pydantic). Cross-field and cross-model rules live in rules.py."""
+"""The typed shape of models.yml (pydantic). Cross-field and cross-model rules live in rules.py.
+
+Each field's docstring is its description in the JSON schema editors use and in the field reference
+(docs/models-yml-reference.md); both are generated from this file by generator/schema_docs.py (`make schema`).
+A type whose validator accepts more than its Python type says so with WithJsonSchema (what a YAML file may hold)."""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema,
+                      model_validator)
 
 from .gateway_process import GATEWAY_METRICS_PORT
 from .sizes import parse_bytes, parse_size
@@ -126,30 +131,66 @@ def _positive_duration(value: object) -> float:
     return seconds
 
 
-Size = Annotated[int, BeforeValidator(_size)]
-Seconds = Annotated[float, BeforeValidator(parse_duration)]
-PositiveSeconds = Annotated[float, BeforeValidator(_positive_duration)]
-Volume = Annotated[str, BeforeValidator(_volume)]
-EnvValue = Annotated[str, BeforeValidator(_env_value)]
+def _json(title: str, *accepted: dict) -> WithJsonSchema:
+    """What a YAML file may hold for a type whose validator parses text (`16K`, `10m`, `80GiB`): the JSON schema
+    editors check against. `title` names the type in the editor's hover and in the field reference."""
+    return WithJsonSchema({"title": title, **({"anyOf": list(accepted)} if len(accepted) > 1 else accepted[0])})
+
+
+def _text(pattern: str) -> dict:
+    return {"type": "string", "pattern": pattern}
+
+
+# the same syntax as sizes.parse_size / parse_bytes and parse_duration, in a regex an editor can check
+SIZE_TEXT = r"^\s*(\d+(\.\d+)?[kmgt]|\d+[KMGT]|\d+)\s*$"
+BYTES_TEXT = r"^\s*\d+(\.\d+)?\s*[KMGT]iB\s*$"
+DURATION_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*[smhSMH]?\s*$"
+SCALAR = ({"type": "string"}, {"type": "number"})  # what _env_value takes: text or a number, never true/false
+
+Size = Annotated[int, BeforeValidator(_size),
+                 _json("token count (8192, 8K = 8192, 8k = 8000)", {"type": "integer", "minimum": 1}, _text(SIZE_TEXT))]
+Seconds = Annotated[float, BeforeValidator(parse_duration),
+                    _json("duration (90s, 10m, 1h, or seconds)", {"type": "number", "minimum": 0}, _text(DURATION_TEXT))]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_duration),
+                            _json("duration (90s, 10m, 1h, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0},
+                                  _text(DURATION_TEXT))]
+Volume = Annotated[str, BeforeValidator(_volume), _json("volume (host:container[:ro|rw])", _text(r"^(\$\{[^}]*\}|[^:$])+:/[^:]*(:(ro|rw))?$"))]
+EnvValue = Annotated[str, BeforeValidator(_env_value), _json("text (numbers are turned into text)", *SCALAR)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
+def _not_bool(value: object) -> object:
+    """pydantic reads true as 1 where a number belongs (`gpus: [true]` would be GPU 1): refuse it."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()} (YAML reads true/false, yes/no and on/off "
+                         "as booleans)")
+    return value
+
+
+# after any Field(ge=...) of the same Annotated, so the JSON schema keeps the bounds as minimum/maximum
+NOT_BOOL = BeforeValidator(_not_bool)
+Int = Annotated[int, NOT_BOOL]
+Float = Annotated[float, NOT_BOOL]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class LitellmParams(_Strict):
-    """Request defaults the gateway applies for this model (a client's own values win)."""
+    """Request defaults the gateway applies for this model (a client's own values win): vLLM's sampling parameters,
+    under the names of its OpenAI-compatible API."""
 
-    temperature: float | None = Field(None, ge=0, le=2)
-    top_p: float | None = Field(None, gt=0, le=1)
-    top_k: int | None = Field(None, ge=-1)
-    min_p: float | None = Field(None, ge=0, le=1)
+    temperature: Annotated[float, Field(ge=0, le=2), NOT_BOOL] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1), NOT_BOOL] | None = None
+    top_k: Annotated[int, Field(ge=-1), NOT_BOOL] | None = None
+    min_p: Annotated[float, Field(ge=0, le=1), NOT_BOOL] | None = None
     max_tokens: Size | None = None
-    presence_penalty: float | None = Field(None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    repetition_penalty: float | None = Field(None, gt=0)
-    seed: int | None = None
+    """The output budget; must stay below the model's context (absent: half the context)."""
+    presence_penalty: Annotated[float, Field(ge=-2, le=2), NOT_BOOL] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2, le=2), NOT_BOOL] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0), NOT_BOOL] | None = None
+    seed: Int | None = None
     stop: list[str] | None = None
 
 
@@ -165,27 +206,41 @@ def _matching(pattern: str, what: str):
     return AfterValidator(check)
 
 
+def _pattern_type(pattern: str, what: str, title: str, numbers: bool = False):
+    """`_matching` plus the JSON schema of the same pattern (numbers too when `_env_value` turns them into text)."""
+    text = _text(pattern)
+    return [_matching(pattern, what), _json(title, text, {"type": "number", "minimum": 0}) if numbers else _json(title, text)]
+
+
+QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
+LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 Quantity = Annotated[str, BeforeValidator(_env_value),
-                     _matching(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$",
-                               "a Kubernetes quantity such as 100Gi or 500m")]
-LabelKey = Annotated[str, _matching(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
-                                    "a Kubernetes label key such as nvidia.com/gpu.product")]
+                     *_pattern_type(QUANTITY, "a Kubernetes quantity such as 100Gi or 500m", "Kubernetes quantity (100Gi, 500m, 8)",
+                                    numbers=True)]
+LabelKey = Annotated[str, *_pattern_type(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.product",
+                                         "Kubernetes label key")]
 LabelValue = Annotated[str, BeforeValidator(_env_value),
-                       _matching(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$",
-                                 "a Kubernetes label value (letters, digits, '-', '_', '.'; at most 63)")]
-ResourceName = Annotated[str, _matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-                                        "an extended resource name such as nvidia.com/gpu")]
-DnsName = Annotated[str, _matching(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "a Kubernetes object name")]
-DnsLabel = Annotated[str, _matching(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-                                    "a namespace name (lowercase letters, digits and '-', starting with a letter)")]
+                       *_pattern_type(LABEL_VALUE, "a Kubernetes label value (letters, digits, '-', '_', '.'; at most 63)",
+                                      "Kubernetes label value", numbers=True)]
+ResourceName = Annotated[str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+                                             "an extended resource name such as nvidia.com/gpu",
+                                             "extended resource name (nvidia.com/gpu)")]
+DnsName = Annotated[str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "a Kubernetes object name",
+                                        "Kubernetes object name")]
+DnsLabel = Annotated[str, *_pattern_type(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+                                         "a namespace name (lowercase letters, digits and '-', starting with a letter)",
+                                         "namespace name")]
 
 
 class Toleration(_Strict):
+    """A Kubernetes toleration (the pod's `tolerations:`, with snake_case `toleration_seconds`)."""
+
     key: LabelKey | None = None
     operator: Literal["Exists", "Equal"] = "Equal"
     value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(None, ge=0)
+    toleration_seconds: Annotated[int, Field(ge=0), NOT_BOOL] | None = None
 
     @model_validator(mode="after")
     def _operator_fits(self):
@@ -199,36 +254,50 @@ class Toleration(_Strict):
 class ModelK8s(_Strict):
     """Per-model settings only Kubernetes needs (also allowed under `defaults:`; a model's own win)."""
 
-    replicas: int = Field(1, ge=1, le=64)
+    replicas: Int = Field(1, ge=1, le=64)
+    """Pods of this model; more than 1 makes the cache volume ReadWriteMany (your storage class must offer it)."""
     node_selector: dict[LabelKey, LabelValue] = {}
+    """The pod's nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-L40S}."""
     tolerations: list[Toleration] = []
-    storage_class: DnsName | None = None  # None: the cluster's default StorageClass
-    cache_size: Quantity = "100Gi"  # the Hugging Face + vLLM cache volume: weights survive restarts
-    # default: nvidia.com/gpu, or nvidia.com/gpu.shared (time-slicing) for models that share a GPU
+    storage_class: DnsName | None = None
+    """StorageClass of the cache volume (absent: the cluster's default StorageClass)."""
+    cache_size: Quantity = "100Gi"
+    """Size of the Hugging Face + vLLM cache volume (PVC): weights survive restarts."""
     gpu_resource: ResourceName | None = None
-    # requests for the scheduler (no limits: a memory limit set too low kills vLLM mid-load)
+    """The GPU resource name (e.g. a MIG profile); default: nvidia.com/gpu, or nvidia.com/gpu.shared (time-slicing)
+    for models that share a GPU."""
     cpu: Quantity | None = None
+    """resources.requests.cpu for the scheduler (no limit is set)."""
     memory: Quantity | None = None
+    """resources.requests.memory for the scheduler (no limit: a memory limit set too low kills vLLM mid-load)."""
 
 
 class GatewayK8s(_Strict):
-    replicas: int = Field(1, ge=1, le=64)  # the generated LiteLLM config is stateless: any number works
-    # none: ClusterIP only (kubectl port-forward, or your own Ingress); loadbalancer/nodeport: reachable
-    # from outside the cluster
+    """The gateway's Kubernetes settings."""
+
+    replicas: Int = Field(1, ge=1, le=64)
+    """Gateway pods; the generated LiteLLM config is stateless: any number works."""
     expose: Literal["none", "loadbalancer", "nodeport"] = "none"
+    """none: ClusterIP only (kubectl port-forward, or your own Ingress); loadbalancer/nodeport: reachable from
+    outside the cluster (put TLS in front)."""
     namespace: DnsLabel = "llm-gateway"
+    """The namespace of every object."""
 
 
 GROUP_NAME = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"
 
 
 class OnDemand(_Strict):
-    """A model's `on_demand:`: loaded when a request asks for it, unloaded when idle or when its group needs room."""
+    """A model's `on_demand:`: loaded when a request asks for it, unloaded when idle or when its group needs room
+    (`on_demand: true` takes every default)."""
 
-    # models of one group take turns on their GPUs: one loaded at a time (default: the model's own name)
-    group: Annotated[str, _matching(GROUP_NAME, "a group name (lowercase letters, digits, '-' and '_'), e.g. gpu0")] | None = None
-    idle: Seconds = 600.0  # unload after this long without a request; 0: only when its group needs room
-    unload: Literal["stop", "sleep"] = "stop"  # sleep: vLLM sleep mode level 1 (GPU models only)
+    group: Annotated[str, *_pattern_type(GROUP_NAME, "a group name (lowercase letters, digits, '-' and '_'), e.g. gpu0",
+                                         "group name (gpu0)")] | None = None
+    """Models of one group take turns on their GPUs: one loaded at a time (default: the model's own name)."""
+    idle: Seconds = 600.0
+    """Unload after this long without a request; 0: only when its group needs room."""
+    unload: Literal["stop", "sleep"] = "stop"
+    """stop: the backend process (compose: its container) stops; sleep: vLLM sleep mode level 1 (GPU models only)."""
 
 
 def _on_demand(value: object) -> object:
@@ -243,51 +312,79 @@ def _on_demand(value: object) -> object:
     return value
 
 
-OnDemandField = Annotated[OnDemand | None, BeforeValidator(_on_demand)]
+OnDemandField = Annotated[OnDemand | None, BeforeValidator(_on_demand, json_schema_input_type=bool | OnDemand | None)]
 
 
 class Controller(_Strict):
     """Top-level `on_demand:`: the controller that loads and unloads the on-demand models."""
 
-    port: int = Field(4002, ge=1, le=65535)  # internal: where the gateway reaches it (never published)
-    queue: int = Field(64, ge=1, le=100000)  # requests waiting per model while it loads; past that: 503
-    load_timeout: PositiveSeconds = 900.0  # how long a waiting request (and a load) may take
-    drain_timeout: Seconds = 300.0  # how long an unload waits for requests in flight
-    docker_socket: StrictBool = False  # compose: the controller may start/stop backend containers (SECURITY.md)
+    port: Int = Field(4002, ge=1, le=65535)
+    """Internal: where the gateway reaches the controller (never published)."""
+    queue: Int = Field(64, ge=1, le=100000)
+    """Requests waiting per model while it loads; past that: 503 + Retry-After."""
+    load_timeout: PositiveSeconds = 900.0
+    """How long a waiting request (and a load) may take."""
+    drain_timeout: Seconds = 300.0
+    """How long an unload waits for requests in flight."""
+    docker_socket: StrictBool = False
+    """Compose: let the controller start/stop backend containers (needed for unload: stop; see SECURITY.md)."""
 
 
 class Defaults(_Strict):
+    """Merged under every model (the model's own values win)."""
+
     image: str = VLLM_IMAGE
+    """The backend image (vLLM's); a digest pin (name:tag@sha256:...) is fine."""
     env: dict[EnvName, EnvValue] = {}
+    """Environment of every backend."""
     litellm: LitellmParams = LitellmParams()
     k8s: ModelK8s = ModelK8s()
-    volumes: list[Volume] = []  # mounted into every backend, before the model's own
-    on_demand: OnDemandField = None  # every model on demand unless it says `on_demand: false`
+    volumes: list[Volume] = []
+    """Mounted into every backend, before the model's own (compose short syntax host:container[:ro|rw])."""
+    on_demand: OnDemandField = None
+    """Every model on demand unless it says `on_demand: false` (fields merge one by one)."""
+
+
+WORKERS = _json("auto or 1..64", {"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": 64})
 
 
 class Gateway(_Strict):
-    port: Annotated[int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
+    """The LiteLLM gateway: the only service with a published port."""
+
+    port: Annotated[Int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
+    """The published port (4001 is taken: the gateway's internal metrics port)."""
     bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
+    """The address the port is published on; 0.0.0.0 is an explicit opt-in (a warning says so)."""
     image: str = LITELLM_IMAGE
-    # uvicorn workers. auto: one per CPU the gateway process may use, found in its container at start
-    # (affinity + cgroup quota), at most what its memory holds (gateway_start.py); more workers than
-    # cores costs CPU per request (bench/README.md)
-    workers: Annotated[int | str, BeforeValidator(_workers)] = "auto"
-    # LiteLLM's own log level; below "error" it logs every request (about 9% more CPU per request)
+    workers: Annotated[int | str, BeforeValidator(_workers), WORKERS] = "auto"
+    """Uvicorn workers. auto: one per CPU the gateway process may use, found in its container at start (affinity +
+    cgroup quota), at most what its memory holds (gateway_start.py); more workers than cores costs CPU per request
+    (bench/README.md)."""
     log_level: Literal["debug", "info", "warning", "error"] = "error"
+    """LiteLLM's own log level; below error it logs every request (about 9% more CPU per request)."""
     clamp_max_tokens: StrictBool = True
-    request_timeout: int = Field(600, ge=1, description="seconds for a whole non-streamed answer")
-    stream_timeout: int = Field(120, ge=1, description="seconds to wait for the first streamed chunk")
+    """Lower a request's max_tokens to what the context leaves (with an x-gateway-max-tokens-clamped header)."""
+    request_timeout: Int = Field(600, ge=1)
+    """Seconds for a whole non-streamed answer (reasoning models are slow)."""
+    stream_timeout: Int = Field(120, ge=1)
+    """Seconds to wait for the first streamed chunk."""
     backend_internet: StrictBool = True
+    """Backends may download weights (an egress network; no port is published either way); false sets
+    HF_HUB_OFFLINE=1."""
     admin_ui: StrictBool = False
-    autoheal: StrictBool = False  # restart unhealthy backends (adds a container holding the Docker socket)
+    """LiteLLM's UI and admin routes (keys, users, config); off: they answer 403."""
+    autoheal: StrictBool = False
+    """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
     k8s: GatewayK8s = GatewayK8s()
 
 
+PROMETHEUS_DURATION = r"^[1-9][0-9]*(ms|s|m|h|d|w|y)$"
 Duration = Annotated[str, BeforeValidator(_env_value),
-                     _matching(r"^[1-9][0-9]*(ms|s|m|h|d|w|y)$", "a Prometheus duration such as 15s, 1m or 15d")]
+                     *_pattern_type(PROMETHEUS_DURATION, "a Prometheus duration such as 15s, 1m or 15d",
+                                    "Prometheus duration (15s, 1m, 15d)")]
 StorageSize = Annotated[str, BeforeValidator(_env_value),
-                        _matching(r"^[1-9][0-9]*(B|KB|MB|GB|TB|PB)$", "a size such as 512MB or 2GB (Prometheus units)")]
+                        *_pattern_type(r"^[1-9][0-9]*(B|KB|MB|GB|TB|PB)$", "a size such as 512MB or 2GB (Prometheus units)",
+                                       "Prometheus size (512MB, 2GB)")]
 
 
 def _seconds(duration: str) -> float:
@@ -299,29 +396,41 @@ class Grafana(_Strict):
     """The dashboard (opt-in): Grafana with the Prometheus datasource and a dashboard made from models.yml."""
 
     enabled: StrictBool = False
-    port: int = Field(3000, ge=1, le=65535)  # published on metrics.bind
+    port: Int = Field(3000, ge=1, le=65535)
+    """Published on metrics.bind; login admin / GRAFANA_ADMIN_PASSWORD from compose/.env."""
     image: str = GRAFANA_IMAGE
 
 
 class MetricsK8s(_Strict):
     """What the Kubernetes target adds for your cluster's Prometheus (pod annotations are always written)."""
 
-    service_monitor: StrictBool = False  # Prometheus Operator ServiceMonitors in k8s/monitoring.yaml
-    service_monitor_labels: dict[LabelKey, LabelValue] = {}  # e.g. {release: kube-prometheus-stack}
-    # who may scrape the backends (their NetworkPolicy otherwise admits only gateway pods)
+    service_monitor: StrictBool = False
+    """Prometheus Operator ServiceMonitors in k8s/monitoring.yaml."""
+    service_monitor_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the ServiceMonitors, e.g. {release: kube-prometheus-stack}."""
     prometheus_namespace: DnsLabel = "monitoring"
+    """Namespace of the Prometheus pods the backends' NetworkPolicy admits (it otherwise admits only gateway pods)."""
     prometheus_pod_labels: dict[LabelKey, LabelValue] = {"app.kubernetes.io/name": "prometheus"}
+    """Labels of the Prometheus pods the backends' NetworkPolicy admits."""
 
 
 class Metrics(_Strict):
-    enabled: StrictBool = True  # Prometheus scraping every backend and the gateway
-    port: int = Field(9090, ge=1, le=65535)  # Prometheus's UI and API on the host
-    bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"  # 0.0.0.0 is an explicit opt-in (no login!)
+    """Prometheus scraping every backend and the gateway, the GPU exporter and the optional Grafana dashboard."""
+
+    enabled: StrictBool = True
+    """false: no Prometheus, no prometheus/ files, no scrape annotations."""
+    port: Int = Field(9090, ge=1, le=65535)
+    """Prometheus's UI and API on the host."""
+    bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
+    """0.0.0.0 is an explicit opt-in (a warning: Prometheus has no login)."""
     scrape_interval: Duration = "15s"
-    retention: Duration = "15d"  # whichever of retention and retention_size comes first
+    """1s..5m."""
+    retention: Duration = "15d"
+    """Whichever of retention and retention_size comes first (named volume prometheus-data)."""
     retention_size: StorageSize = "2GB"
     image: str = PROMETHEUS_IMAGE
-    gpu_exporter: StrictBool = True  # NVIDIA dcgm-exporter when any model has GPUs
+    gpu_exporter: StrictBool = True
+    """NVIDIA dcgm-exporter when any model has GPUs."""
     gpu_exporter_image: str = DCGM_EXPORTER_IMAGE
     grafana: Grafana = Grafana()
     k8s: MetricsK8s = MetricsK8s()
@@ -336,26 +445,44 @@ class Metrics(_Strict):
 
 
 class ModelEntry(_Strict):
+    """One self-hosted model. Its name becomes the compose service, the backend's host name and (unless
+    --served-model-name says otherwise) the model name clients send."""
+
     command: str = Field(min_length=1)
-    gpus: list[Annotated[int, Field(ge=0)]]
+    """A real `vllm serve <model> --flag ...` line, split with shlex; every flag is checked against vLLM's parser."""
+    gpus: list[Annotated[int, Field(ge=0), NOT_BOOL]]
+    """GPU indexes, e.g. [0] or [0, 1]; [] for none (CPU)."""
     description: str = ""
+    """Shown to clients (clients/README.md) and in the summary."""
     env: dict[EnvName, EnvValue] = {}
+    """Environment of the backend, over defaults.env."""
     litellm: LitellmParams = LitellmParams()
     context_length: Size | None = None
-    port: int | None = Field(None, ge=1, le=65535)
+    """The context, when --max-model-len is absent or auto and the model's config cannot be read."""
+    port: Annotated[int, Field(ge=1, le=65535), NOT_BOOL] | None = None
+    """The backend's port; otherwise 8001, 8002, ... in file order."""
     image: str | None = None
+    """This model's image (over defaults.image); a digest pin (name:tag@sha256:...) is fine."""
     k8s: ModelK8s = ModelK8s()
-    # models that must be healthy before this one starts (besides the previous model on a shared GPU)
     start_after: list[str] = []
-    volumes: list[Volume] = []  # e.g. weights: host:container[:ro]; a container path here replaces the defaults' one
-    on_demand: OnDemandField = None  # loaded when a request asks for it (README: On-demand models)
+    """Models that must be healthy before this one starts (besides the previous model on a shared GPU)."""
+    volumes: list[Volume] = []
+    """E.g. weights: host:container[:ro]; a container path here replaces the defaults' one."""
+    on_demand: OnDemandField = None
+    """Load when a request asks for it (docs/on-demand.md): true, false, or {group, idle, unload}."""
+
+
+GPU_MEMORY = _json("memory size (80GiB) or {GPU index: size}", _text(BYTES_TEXT),
+                   {"type": "object", "propertyNames": {"pattern": r"^[0-9]+$"}, "additionalProperties": _text(BYTES_TEXT)},
+                   {"type": "null"})
 
 
 class ModelsFile(_Strict):
     defaults: Defaults = Defaults()
     gateway: Gateway = Gateway()
-    # memory of each GPU, for the per-GPU memory rule and the fit check: `80GiB` or `{0: 80GiB, 1: 24GiB}`
-    gpu_memory: Annotated[int | dict[int, int] | None, BeforeValidator(_gpu_memory)] = None
+    gpu_memory: Annotated[int | dict[int, int] | None, BeforeValidator(_gpu_memory), GPU_MEMORY] = None
+    """Each GPU's memory, for the per-GPU memory rule and the fit check: 80GiB, or per GPU {0: 80GiB, 1: 24GiB}
+    (absent: 16GiB assumed, said in the summary)."""
     metrics: Metrics = Metrics()
     on_demand: Controller = Controller()
     models: dict[str, ModelEntry]

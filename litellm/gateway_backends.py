@@ -1,4 +1,4 @@
-# GENERATED from models.yml (sha256 53953d209ab85bf9) by `python -m generator`;
+# GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make regenerate`.
 """What the gateway hooks know about a model group and its vLLM backend; shared by
 max_tokens_clamp.py (pre-call hook) and count_tokens.py (the /v1/messages/count_tokens route).

@@ -63,7 +63,7 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         # compose labels) when requests come and go. A profile, not `scale: 0`: `up` never creates, starts or
         # removes a service whose profile is inactive (a loaded model survives `up -d` / `make apply`), while
         # `scale: 0` would make every `up` remove the running container. Naming the service activates its
-        # profile: `docker compose create <name>` makes the container the controller starts (README).
+        # profile: `docker compose create <name>` makes the container the controller starts (docs/on-demand.md).
         service["profiles"] = [ON_DEMAND_PROFILE]
     if m.start_after:  # co-located vLLMs profiling memory at once break each other: start them in turn.
         # required: false: a dependency that exits or turns unhealthy holds no GPU memory, so compose

@@ -1,4 +1,4 @@
-# GENERATED from models.yml (sha256 53953d209ab85bf9) by `python -m generator`;
+# GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
 """``POST /v1/messages/count_tokens`` answered by the gateway, from the model's own backend.
 

@@ -1,4 +1,4 @@
-# GENERATED from models.yml (sha256 53953d209ab85bf9) by `python -m generator`;
+# GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
 """Start LiteLLM's proxy with its worker count resolved where it runs: ``python3 gateway_start.py ARGS...``.
 

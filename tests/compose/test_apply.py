@@ -33,7 +33,7 @@ from .stack import container_of, docker
 
 EXAMPLE = Path(os.environ.get("GATEWAY_MODELS", "examples/cpu-compose/models.yml"))
 UNIT = "The quick brown fox jumps over the lazy dog near the river bank. "
-TIMES: dict[str, float] = {}  # what each apply took, printed at the end (README: Changing a running stack)
+TIMES: dict[str, float] = {}  # what each apply took, printed at the end (docs/changing-a-running-stack.md)
 
 
 @pytest.fixture(scope="module")

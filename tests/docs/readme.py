@@ -1,13 +1,15 @@
-"""Every shell command README.md shows, where it runs, and a runner for the ones CI runs from here.
+"""Every shell command README.md and docs/*.md show, where it runs, and a runner for the ones CI runs from here.
 
     python3 tests/docs/readme.py list          # each command, and who runs it (or why it cannot run here)
-    python3 tests/docs/readme.py quick-start   # the Quick start block, exactly as written (CI's first phase)
-    python3 tests/docs/readme.py commands      # the other CPU-safe commands, in README order (CI, after make test)
+    python3 tests/docs/readme.py quick-start   # README's Quick start block, exactly as written (CI's first phase)
+    python3 tests/docs/readme.py commands      # the other CPU-safe commands, README first, then docs/ page by page
+                                               # (CI, after make test); a command shown twice runs once
 
-Commands come from the README's ```bash blocks (`\\`-continued lines joined, trailing `# comments` dropped)
-and from the first column of its command table. Each must match one rule of WHERE, first match wins;
-tests/unit/test_readme_commands.py fails on a command no rule covers, so a new README command is
-either run or says why it cannot be. Standard library only: CI runs it before and after the venvs exist.
+Commands come from the pages' ```bash blocks (`\\`-continued lines joined, trailing `# comments` dropped)
+and from the first column of their command tables. Each must match one rule of WHERE, first match wins;
+tests/unit/test_readme_commands.py fails on a command no rule covers, so a new command in the README or a
+docs/ page is either run or says why it cannot be. docs/_incoming/ (text not yet placed) is not read.
+Standard library only: CI runs it before and after the venvs exist.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
+
+def pages() -> list[Path]:
+    """README.md, then every docs/ page in name order (docs/_incoming/ holds text not yet placed)."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
 RUN = "run"  # run by `readme.py commands` (CI, with the demo stack up); everything else names who runs it
 CI = "ci: "
 NOT_HERE = "not here: "
@@ -32,7 +39,7 @@ WHERE: list[tuple[str, str]] = [
     (r"^make demo$", CI + "quick start (this file's `quick-start`, first thing after the installs)"),
     (r"^make test$", CI + "quick start; make test shares the stack make demo left running"),
     (r"^make demo STOP=1$", RUN),
-    (r"^make (regenerate|check|k8s|clients|down)$", RUN),
+    (r"^make (regenerate|check|k8s|clients|schema|down)$", RUN),
     (r"^make status( JSON=1)?$", RUN),  # against the demo stack make test left running
     (r"^\.venv/bin/python -m generator\.runtime (up --models examples/cpu-on-demand/models\.yml|down)$",
      CI + "make test: tests/integration/test_on_demand.py starts this file's stack through the same runtime (idle "
@@ -73,9 +80,14 @@ WHERE: list[tuple[str, str]] = [
 
 @dataclass(frozen=True)
 class Command:
-    line: int  # README line it starts on
+    line: int  # line of its page it starts on
     text: str  # as a user types it (continuations joined, comment dropped)
-    block: int | None  # index of its ```bash block; None for the command table
+    block: int | None  # index of its ```bash block; None for a command table
+    page: str = "README.md"  # relative to the repository root
+
+    @property
+    def where_shown(self) -> str:
+        return f"{self.page}:{self.line}"
 
     @property
     def where(self) -> str | None:
@@ -93,7 +105,7 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
-def bash_blocks(text: str) -> list[tuple[int, list[Command]]]:
+def bash_blocks(text: str, page: str = "README.md") -> list[tuple[int, list[Command]]]:
     blocks = []
     for n, m in enumerate(re.finditer(r"^```(bash|sh|shell)\n(.*?)^```", text, re.S | re.M)):
         first = text[:m.start(2)].count("\n") + 1
@@ -108,24 +120,30 @@ def bash_blocks(text: str) -> list[tuple[int, list[Command]]]:
             full = (pending + line.strip()).strip()
             pending = ""
             if full:
-                commands.append(Command(start, re.sub(r"\s+", " ", full), n))
+                commands.append(Command(start, re.sub(r"\s+", " ", full), n, page))
         blocks.append((first, commands))
     return blocks
 
 
-def table_commands(text: str) -> list[Command]:
+def table_commands(text: str, page: str = "README.md") -> list[Command]:
     """`make ...` commands in the first column of the command table (| command | what it does |)."""
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("| `make"):
             first_cell = line.split("|")[1]
-            found += [Command(number, cmd, None) for cmd in re.findall(r"`(make [^`]+)`", first_cell)]
+            found += [Command(number, cmd, None, page) for cmd in re.findall(r"`(make [^`]+)`", first_cell)]
     return found
 
 
+def page_commands(text: str, page: str = "README.md") -> list[Command]:
+    return [c for _, block in bash_blocks(text, page) for c in block] + table_commands(text, page)
+
+
 def commands(text: str | None = None) -> list[Command]:
-    text = README.read_text() if text is None else text
-    return [c for _, block in bash_blocks(text) for c in block] + table_commands(text)
+    """Every page's commands (README first), or those of one page's text."""
+    if text is not None:
+        return page_commands(text)
+    return [c for path in pages() for c in page_commands(path.read_text(), str(path.relative_to(ROOT)))]
 
 
 def quick_start(text: str | None = None) -> list[Command]:
@@ -139,20 +157,20 @@ def run(cmds: list[Command], env: dict[str, str] | None = None) -> int:
     """Each command with bash from the repo root, as a user types it; stop at the first failure."""
     total = time.monotonic()
     for c in cmds:
-        print(f"readme: $ {c.text}    (README.md:{c.line})", flush=True)
+        print(f"readme: $ {c.text}    ({c.where_shown})", flush=True)
         start = time.monotonic()
         rc = subprocess.run(["bash", "-c", c.text], cwd=ROOT, env={**os.environ, **(env or {})}).returncode
         print(f"readme: exit {rc} after {time.monotonic() - start:.0f}s", flush=True)
         if rc:
-            print(f"readme: FAILED: `{c.text}` (README.md:{c.line}) exited {rc}", flush=True)
+            print(f"readme: FAILED: `{c.text}` ({c.where_shown}) exited {rc}", flush=True)
             return 1
     print(f"readme: {len(cmds)} command(s) ran in {time.monotonic() - total:.0f}s", flush=True)
     return 0
 
 
 def to_run(text: str | None = None) -> list[Command]:
-    """The RUN commands once each, in README order, `make down` and `make demo STOP=1` last (they stop the
-    demo stack the others use)."""
+    """The RUN commands once each (a command several pages show runs once), README first, then the docs/ pages;
+    `make down` and `make demo STOP=1` last (they stop the demo stack the others use)."""
     seen, picked = set(), []
     for c in commands(text):
         if c.where == RUN and c.text not in seen:
@@ -167,7 +185,7 @@ def main(argv: list[str]) -> int:
     action = argv[0] if argv else "list"
     if action == "list":
         for c in commands():
-            print(f"README.md:{c.line}: {c.text}\n    -> {c.where or 'UNCLASSIFIED'}")
+            print(f"{c.where_shown}: {c.text}\n    -> {c.where or 'UNCLASSIFIED'}")
         return 0
     if action == "quick-start":
         return run(quick_start())

@@ -117,9 +117,9 @@ def test_the_repo_models_get_an_estimate_from_the_hub_then_from_the_cache_withou
     assert [line.split(":")[0] for line in lines] == ["fit glm47-flash", "fit qwen3-8b", "fit small-chat"]
     assert all(": fits: weights " in line and "; metadata from the Hub: " in line for line in lines), lines
     assert "reading config.json and safetensors headers of 3 model(s) from the Hub at " + server.url in first.stderr
-    readme = (ROOT / "README.md").read_text()
-    for line in lines:  # the README shows what a user sees: these exact lines
-        assert line in readme, f"README.md does not show: {line}"
+    page = (ROOT / "docs/rules.md").read_text()
+    for line in lines:  # the fit check's documentation shows what a user sees: these exact lines
+        assert line in page, f"docs/rules.md does not show: {line}"
     asked = server.paths()
     assert any(p.startswith("GET /api/models/QuantTrio/GLM-4.7-Flash-AWQ") for p in asked)
     assert any("range" in h for m, p, h in server.requests if p.endswith(".safetensors"))  # headers only

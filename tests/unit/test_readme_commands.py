@@ -1,4 +1,4 @@
-"""Every command README.md shows is run by CI or says why it cannot run here (tests/docs/readme.py)."""
+"""Every command README.md and docs/*.md show is run by CI or says why it cannot run here (tests/docs/readme.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_readme_command_is_run_or_says_why_not():
-    unclassified = [f"README.md:{c.line}: {c.text}" for c in readme.commands() if c.where is None]
+    unclassified = [f"{c.where_shown}: {c.text}" for c in readme.commands() if c.where is None]
     assert not unclassified, "add a rule to tests/docs/readme.py WHERE for:\n" + "\n".join(unclassified)
 
 
 def test_every_rule_still_matches_a_readme_command():
     texts = [c.text for c in readme.commands()]
     stale = [pattern for pattern, _ in readme.WHERE if not any(re.search(pattern, t) for t in texts)]
-    assert not stale, f"rules that match no README command (the README changed?): {stale}"
+    assert not stale, f"rules that match no command of README.md or docs/ (a page changed?): {stale}"
+
+
+def test_the_docs_pages_are_read_and_the_incoming_drafts_are_not():
+    pages = [p.relative_to(ROOT).as_posix() for p in readme.pages()]
+    assert pages[0] == "README.md" and "docs/kubernetes.md" in pages and "docs/on-demand.md" in pages
+    assert not [p for p in pages if p.startswith("docs/_incoming/")]
+    shown = {c.page for c in readme.commands()}
+    assert {"README.md", "docs/kubernetes.md", "docs/testing.md", "docs/observability.md"} <= shown
+
+
+def test_a_command_on_a_docs_page_is_classified_like_a_readme_command():
+    page = "# A page\n\n```bash\nmake status JSON=1\nrm -rf /somewhere\n```\n"
+    found = readme.page_commands(page, "docs/x.md")
+    assert [(c.where_shown, c.where) for c in found] == [("docs/x.md:4", readme.RUN), ("docs/x.md:5", None)]
+
+
+def test_a_command_two_pages_show_runs_once():
+    texts = [c.text for c in readme.to_run()]
+    assert len(texts) == len(set(texts))
+    assert "make status JSON=1" in texts  # shown on docs/observability.md only
 
 
 def test_ci_runs_the_quick_start_and_the_commands():

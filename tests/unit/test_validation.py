@@ -200,3 +200,11 @@ def test_gateway_workers_default_to_auto_and_take_a_number_or_auto_only(problems
     for bad in ("0", "65", "many"):
         (msg,) = problems(f"gateway: {{workers: {bad}}}\n" + one("vllm serve o/m --max-model-len 8K"))
         assert "gateway.workers" in msg, msg
+
+
+def test_a_boolean_where_a_number_belongs_is_refused_not_read_as_0_or_1(problems):
+    """pydantic alone reads `true` as 1: `gpus: [true]` would have been GPU 1, `port: yes` port 1."""
+    (msg,) = problems(one("vllm serve org/m --max-model-len 8K", gpus="[true]"))
+    assert "m1.gpus.0" in msg and "expected a number, got true" in msg
+    (msg,) = problems(one("vllm serve org/m --max-model-len 8K", "  litellm: {temperature: off}\n"))
+    assert "m1.litellm.temperature" in msg and "got false" in msg

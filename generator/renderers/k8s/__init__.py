@@ -108,10 +108,10 @@ def k8s_warnings(plan: Plan) -> list[str]:
                             "its storage class must support that (NFS, CephFS, EFS, Filestore, ...)")
         if weights := local_weights(m):
             warnings.append(f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
-                            f"until the files are copied to {weights} on its volume (README: Kubernetes, local weights)")
+                            f"until the files are copied to {weights} on its volume (docs/kubernetes.md, local weights)")
         if m.volumes:
             warnings.append(f"{m.name}: volumes: ({', '.join(map(str, m.volumes))}) are compose mounts and are not "
-                            "rendered here; in Kubernetes the weights live on the model's PVC (README: local weights)")
+                            "rendered here; in Kubernetes the weights live on the model's PVC (docs/kubernetes.md, local weights)")
         if not m.gpus and m.image.startswith(CUDA_IMAGE + ":"):
             warnings.append(f"{m.name}: no GPU, but {m.image} is vLLM's CUDA build; set `image:` to a CPU build "
                             "of vLLM that your nodes can pull")

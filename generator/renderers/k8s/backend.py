@@ -70,9 +70,9 @@ def _volumes(m: ModelPlan) -> tuple[list[dict], list[dict]]:
 
 
 def _wait_for_weights(m: ModelPlan, weights: str) -> dict:
-    """Init container that holds the pod until the weights are copied in (README: local weights)."""
+    """Init container that holds the pod until the weights are copied in (docs/kubernetes.md, local weights)."""
     script = ('until [ -f "$1/config.json" ]; do echo "waiting for the model files in $1 '
-              '(copy them in: README, Kubernetes, local weights)"; sleep 10; done')
+              '(copy them in: docs/kubernetes.md, local weights)"; sleep 10; done')
     return {
         "name": "wait-for-weights",
         "image": m.image,

@@ -63,7 +63,7 @@ def gpu_warnings(plan: Plan) -> list[str]:
                 f"GPU {gpu} is shared by {', '.join(names)} in models.yml; Kubernetes hands out whole GPUs, so "
                 f"{', '.join(slices)} request {SHARED_GPU} (a time-slice) instead of {WHOLE_GPU}. The cluster needs "
                 "the NVIDIA device plugin (or GPU Operator) with time-slicing, renameByDefault: true and "
-                f"{len(names)} replicas of that GPU, or these pods stay Pending (README: Kubernetes, GPU sharing)")
+                f"{len(names)} replicas of that GPU, or these pods stay Pending (docs/kubernetes.md, GPU sharing)")
         if whole:
             resources = sorted({gpu_resource(m, plan) for m in plan.models if m.name in whole})
             warnings.append(f"GPU {gpu}: {', '.join(whole)} request {', '.join(resources)} (k8s.gpu_resource) "
