@@ -70,11 +70,23 @@ class StackError(RuntimeError):
         self.failures = failures
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` different loopback ports nobody listens on now: the kernel's picks from its ephemeral range
+    (32768-60999 on Linux), never a fixed port of a demo or an example. All are held while picking, so
+    they differ."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now (the kernel's pick from its ephemeral range)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @dataclass(frozen=True)
