@@ -217,6 +217,11 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
+        # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
+        out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1", "--models",
+                              stack.plan.source, "--state-dir", str(stack.state_dir)],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout
     finally:
         sampler.halt.set()
         sampler.join()
