@@ -42,7 +42,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .errors import ConfigError, Problem, print_problems
+from .errors import ConfigError, print_problems
 from .loader import load_plan
 from .output import read_env_file
 from .plan import Plan
@@ -77,6 +77,14 @@ def _key_from(keys: Path, plan: Plan | None) -> str | None:
     if not keys.exists():
         return None
     return read_env_file(keys).get(plan.gateway.master_key_env if plan else "LITELLM_MASTER_KEY")
+
+
+class NoStack(Exception):
+    """Nothing to ask: the one line that says so."""
+
+    def __init__(self, message: str, url: str | None = None):
+        super().__init__(message)
+        self.url = url
 
 
 def running_local_stack(state_dir: Path) -> dict | None:
@@ -117,14 +125,6 @@ def find_target(args: argparse.Namespace, env: dict[str, str]) -> Target:
         url = f"http://{f'[{host}]' if ':' in host else host}:{plan.gateway.port}"
     return Target(url.rstrip("/").removesuffix("/v1"), key or _key_from(keys, plan), plan,
                   str(models), "--key" if key else str(keys))
-
-
-class NoStack(Exception):
-    """Nothing to ask: the one line that says so."""
-
-    def __init__(self, message: str, url: str | None = None):
-        super().__init__(message)
-        self.url = url
 
 
 def answers(url: str, timeout: float) -> bool:

@@ -19,7 +19,6 @@ import os
 import socket
 import subprocess
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -28,7 +27,7 @@ import pytest
 
 from generator.loader import load_plan
 from generator.media import FLAG
-from generator.runtime.local import VLLM_ENTRYPOINT, LocalStack, free_port
+from generator.runtime.local import VLLM_ENTRYPOINT, LocalStack
 
 from .conftest import DEMO_MODELS, ROOT
 
