@@ -89,6 +89,12 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+def _still_running(entry: dict) -> bool:
+    """A process state.json records is still the one that was started (not gone, not a reused pid)."""
+    now, then = started_at(entry.get("pid")), entry.get("started")
+    return now is not None and then is not None and abs(now - then) <= 1
+
+
 @dataclass(frozen=True)
 class Failure:
     """A process that did not come up: what happened, and the end of its log."""
@@ -467,10 +473,9 @@ class LocalStack:
     def _other_stack_running(self) -> str | None:
         """Why this state dir is taken: state.json records another stack with a live process; else None."""
         state = self.recorded()
-        if not state or state.get("stack_id") == self.stack_id:
+        if not state or self.owns_state():
             return None
-        alive = [e["name"] for e in state.get("procs", []) if e.get("started") is not None
-                 and started_at(e.get("pid")) is not None and abs(started_at(e.get("pid")) - e["started"]) <= 1]
+        alive = [e["name"] for e in state.get("procs", []) if _still_running(e)]
         if not alive:
             return None
         return (f"{self.state_dir} holds the state of another stack that is still running ({', '.join(alive)}; "

@@ -333,3 +333,18 @@ def test_attach_adopts_the_recorded_id_so_the_attached_handle_stops_and_removes_
         assert not (first.state_dir / "state.json").exists()
     finally:
         first.stop(grace=2)
+
+
+def test_a_state_file_from_before_ids_counts_as_ours_when_it_records_only_our_processes(plan, tmp_path):
+    first = _fake_stack(plan, tmp_path, tmp_path / "state")
+    first.start(timeout=60)
+    try:
+        state = json.loads((first.state_dir / "state.json").read_text())
+        del state["stack_id"]  # as an older runtime wrote it
+        (first.state_dir / "state.json").write_text(json.dumps(state))
+        stranger = _fake_stack(plan, tmp_path, tmp_path / "state")
+        assert not stranger.owns_state() and "another stack that is still running" in stranger._other_stack_running()
+        assert first.owns_state() and first._other_stack_running() is None
+    finally:
+        first.stop(grace=2)
+    assert not (first.state_dir / "state.json").exists()
