@@ -71,7 +71,8 @@ demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call a
 down: ## stop the local stack started by `make demo`
 	$(PY) -m generator.runtime down
 
-# MODELS only when given: without it, status reads the stack `make demo` left running, else models.yml
+# MODELS only when given: status reads the local stack `make demo` (runtime up) left running, without MODELS or
+# with the models.yml it runs; else models.yml's gateway with compose/.env's key; one line when no stack runs
 status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=1 for scripts, MODELS=..., K8S=1)
 	@$(PY) -m generator.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)

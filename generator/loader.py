@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from . import fit, model_files, rules
 from .errors import ConfigError, Problem
+from .media import media_env, media_flags, media_warnings
 from .plan import (ControllerPlan, GatewayK8sPlan, GatewayPlan, GrafanaPlan, K8sToleration, MetricsK8sPlan, MetricsPlan,
                    ModelK8sPlan, ModelPlan, OnDemandPlan, Plan)
-from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Metrics, ModelEntry, ModelK8s, ModelsFile, OnDemand
+from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Media, Metrics, ModelEntry, ModelK8s, ModelsFile, OnDemand
 from .sizes import fmt_bytes
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
@@ -47,7 +48,8 @@ def _field_hint(path: tuple) -> str:
     k8s = {"gateway": GatewayK8s, "metrics": MetricsK8s}.get(str(path[0]), ModelK8s)
     on_demand = Controller if len(path) == 2 else OnDemand  # top-level block, or a model's (or defaults')
     owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
-             "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand}.get(str(parent))
+             "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand,
+             "media": Media}.get(str(parent))
     if owner is None:
         owner = {"gateway": Gateway, "metrics": Metrics}.get(str(path[0]), ModelEntry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
@@ -90,6 +92,8 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         flag_args += ["--served-model-name", served]
     if cmd.last("--port") is None:
         flag_args += ["--port", str(port)]
+    domains = tuple((entry.media if entry.media is not None else file.defaults.media).domains)
+    flag_args += media_flags(domains)
     params = {**file.defaults.litellm.model_dump(exclude_none=True),
               **entry.litellm.model_dump(exclude_none=True), "max_tokens": max_tokens}
     return ModelPlan(
@@ -99,7 +103,7 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         flag_args=tuple(flag_args),
         description=entry.description.strip(),
         image=entry.image or file.defaults.image,
-        env=dict(sorted({**file.defaults.env, **entry.env}.items())),
+        env=media_env(domains, dict(sorted({**file.defaults.env, **entry.env}.items()))),
         gpus=tuple(entry.gpus),
         port=port,
         context=context,
@@ -113,6 +117,7 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         api_key_env="VLLM_API_KEY_" + name.upper().replace("-", "_"),
         k8s=_k8s_plan(file.defaults.k8s, entry.k8s),
         volumes=rules.merged_volumes(file.defaults.volumes, entry.volumes),
+        media_domains=domains,
     )
 
 
@@ -197,6 +202,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                 "know it: set --max-model-len" if auto and context_from else "")))
         plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fractions[name])
         weights[name] = verdict.weights
+        warnings += media_warnings(name, plan.media_domains, file.gateway.backend_internet, plan.env)
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")

@@ -102,6 +102,8 @@ class ModelPlan:
     memory_fraction: float = 0.0  # --gpu-memory-utilization (or vLLM's default): its share of each of its GPUs
     volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
     on_demand: OnDemandPlan | None = None  # None: always on (started with the stack)
+    # hosts a client's image_url / video_url / audio_url may name (vLLM --allowed-media-domains); (): none
+    media_domains: tuple[str, ...] = ()
 
     @property
     def serve_args(self) -> tuple[str, ...]:

@@ -330,6 +330,47 @@ class Controller(_Strict):
     """Compose: let the controller start/stop backend containers (needed for unload: stop; see SECURITY.md)."""
 
 
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+
+
+def _media_domain(value: object) -> str:
+    """A host a client's media URL may name, as vLLM's --allowed-media-domains compares it: the URL's host,
+    lowercased by urllib3, equal to one of the list (no wildcards, no ports, no paths)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a host name such as images.example.com, got {value!r:.40}")
+    if "://" in value or "/" in value:
+        host = value.split("://", 1)[-1].split("/", 1)[0]
+        raise ValueError(f"{value!r}: write the host only ({host!r}); vLLM compares the URL's host, not its scheme or path")
+    if "*" in value:
+        raise ValueError(f"{value!r}: vLLM compares host names exactly (no wildcards): list each host, "
+                         "e.g. images.example.com and cdn.example.com")
+    if value != value.lower():
+        raise ValueError(f"{value!r}: write it in lowercase ({value.lower()!r}); vLLM compares it with the URL's "
+                         "host, which it lowercases, so this entry would never match")
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        address = None
+    if value == "localhost" or value.endswith(".localhost") or (address is not None and (
+            address.is_loopback or address.is_link_local or address.is_unspecified)):
+        raise ValueError(f"{value!r} is the backend's own host or a link-local (cloud metadata) address: a client "
+                         "could make the backend fetch from it; serve media from another host")
+    if address is None and not HOST_NAME.match(value):
+        raise ValueError(f"{value!r} is not a host name such as images.example.com (or an IPv4 address)")
+    return value
+
+
+MediaDomain = Annotated[str, BeforeValidator(_media_domain)]
+
+
+class Media(_Strict):
+    """What media a client may make the backend fetch: image_url / video_url / audio_url parts are
+    http(s) URLs vLLM downloads itself. None by default (data: URLs, sent inline, always work)."""
+
+    domains: list[MediaDomain] = []
+    """The hosts media URLs may name (exact host names, no wildcards); empty: every media URL is refused."""
+
+
 class Defaults(_Strict):
     """Merged under every model (the model's own values win)."""
 
@@ -343,6 +384,8 @@ class Defaults(_Strict):
     """Mounted into every backend, before the model's own (compose short syntax host:container[:ro|rw])."""
     on_demand: OnDemandField = None
     """Every model on demand unless it says `on_demand: false` (fields merge one by one)."""
+    media: Media = Media()
+    """Media URLs the backends may fetch (a model's own `media:` replaces it); none by default."""
 
 
 WORKERS = _json("auto or 1..64", {"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": 64})
@@ -470,6 +513,8 @@ class ModelEntry(_Strict):
     """E.g. weights: host:container[:ro]; a container path here replaces the defaults' one."""
     on_demand: OnDemandField = None
     """Load when a request asks for it (docs/on-demand.md): true, false, or {group, idle, unload}."""
+    media: Media | None = None
+    """Media URLs this backend may fetch; unset: the defaults' (none unless set there)."""
 
 
 GPU_MEMORY = _json("memory size (80GiB) or {GPU index: size}", _text(BYTES_TEXT),

@@ -36,6 +36,7 @@ SECTIONS: dict[str, str] = {
     "ModelEntry": "<model>",
     "LitellmParams": "<model>.litellm",
     "OnDemand": "<model>.on_demand",
+    "Media": "<model>.media",
     "ModelK8s": "<model>.k8s",
     "Toleration": "<model>.k8s.tolerations[]",
     "Defaults": "defaults",
@@ -46,7 +47,8 @@ SECTIONS: dict[str, str] = {
     "MetricsK8s": "metrics.k8s",
     "Controller": "on_demand",
 }
-ALSO = {"LitellmParams": "defaults.litellm", "OnDemand": "defaults.on_demand", "ModelK8s": "defaults.k8s"}
+ALSO = {"LitellmParams": "defaults.litellm", "OnDemand": "defaults.on_demand", "ModelK8s": "defaults.k8s",
+        "Media": "defaults.media"}
 
 
 class _NoFieldTitles(GenerateJsonSchema):

@@ -11,13 +11,18 @@ are computed here from two samples, so the route holds no state and any gateway 
 
 Where the gateway and its key are found (first that applies):
   --url / --key, or GATEWAY_URL / GATEWAY_KEY (as tests/integration use them);
-  without --models: the local stack `make demo` left running (.cache/local-stack/state.json, key in
-  .cache/local-stack/.env);
+  the local stack `python -m generator.runtime up` (make demo) started, while its gateway process runs
+  (.cache/local-stack/state.json, key in .cache/local-stack/.env): without --models, or with the
+  models.yml that stack runs;
   otherwise models.yml (--models): http://127.0.0.1:<gateway.port>, key from compose/.env, or from
   k8s/secrets.env with --k8s (after `kubectl -n llm-gateway port-forward svc/litellm <port>:<port>`).
+When nothing answers there, one line says that no stack is running.
+
+Errors are the backends' own failures (the gateway's failed requests with a 5xx status, a timeout
+(408) or an overload (429)); other 4xx answers are the clients' mistakes, counted apart.
 
 Exit code: 0 when the gateway and every model are healthy (an on-demand model: loaded, loading, draining,
-asleep or stopped), 1 otherwise, 2 when no key is found.
+asleep or stopped), 1 otherwise (no stack running included), 2 when no key is found.
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .errors import ConfigError, Problem, print_problems
+from .errors import ConfigError, print_problems
 from .loader import load_plan
 from .output import read_env_file
 from .plan import Plan
+from .runtime.processes import started_at
 
 ROUTE = "/gateway/status"
 DEFAULT_STATE = Path(".cache/local-stack")
@@ -57,7 +63,8 @@ class Target:
     url: str  # without /v1
     key: str | None
     plan: Plan | None  # for GPUs and the models' order; None when no models.yml was found
-    where: str  # how it was found, for messages
+    where: str  # which stack it is, for messages: "the local stack in .cache/local-stack", "models.yml"
+    keys: str = "--key / GATEWAY_KEY"  # where the key was read from, for messages
 
 
 def _plan(path: Path | str | None) -> Plan | None:
@@ -72,26 +79,62 @@ def _key_from(keys: Path, plan: Plan | None) -> str | None:
     return read_env_file(keys).get(plan.gateway.master_key_env if plan else "LITELLM_MASTER_KEY")
 
 
+class NoStack(Exception):
+    """Nothing to ask: the one line that says so."""
+
+    def __init__(self, message: str, url: str | None = None):
+        super().__init__(message)
+        self.url = url
+
+
+def running_local_stack(state_dir: Path) -> dict | None:
+    """What state.json records, while the gateway process it records is still the one it started
+    (a stack that was stopped, or crashed, leaves a file whose pid is gone or reused); else None."""
+    try:
+        recorded = json.loads((state_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    for entry in recorded.get("procs") or []:
+        if entry.get("name") == "gateway" and entry.get("started") is not None:
+            now = started_at(entry.get("pid"))
+            if now is not None and abs(now - entry["started"]) <= 1:
+                return recorded
+    return None
+
+
+def _same_file(a: Path | str, b: Path | str | None) -> bool:
+    return b is not None and Path(a).resolve() == Path(b).resolve()
+
+
 def find_target(args: argparse.Namespace, env: dict[str, str]) -> Target:
-    """The gateway URL, key and plan from flags, environment, the local stack's state, or models.yml."""
+    """The gateway URL, key and plan from flags, environment, the running local stack's state, or models.yml."""
     url, key = args.url or env.get("GATEWAY_URL"), args.key or env.get("GATEWAY_KEY")
-    state = args.state_dir / "state.json"
-    if url is None and args.models is None and state.exists():
-        recorded = json.loads(state.read_text())
-        plan = _plan(recorded.get("models"))
-        return Target(recorded["gateway_url"], key or _key_from(args.state_dir / ".env", plan), plan,
-                      f"the local stack in {args.state_dir} (key in {args.state_dir / '.env'})")
+    local = running_local_stack(args.state_dir) if url is None and args.keys is None and not args.k8s else None
+    if local and (args.models is None or _same_file(args.models, local.get("models"))):
+        plan = _plan(local.get("models"))
+        return Target(local["gateway_url"], key or _key_from(args.state_dir / ".env", plan), plan,
+                      f"the local stack in {args.state_dir}", "--key" if key else str(args.state_dir / ".env"))
     models = args.models or Path("models.yml")
     plan = _plan(models)
     keys = args.keys or Path("k8s/secrets.env" if args.k8s else "compose/.env")
     if url is None:
         if plan is None:
-            raise ConfigError([Problem(str(models), "", "not found: give --models, or --url and --key "
-                                       "(or start the demo stack: make demo)")])
+            raise NoStack(f"no stack is running: no local stack in {args.state_dir} and no {models} here "
+                          "(start one with `make demo`, or give --models, or --url and --key)")
         host = plan.gateway.bind if plan.gateway.bind not in ("0.0.0.0", "::") else "127.0.0.1"
         url = f"http://{f'[{host}]' if ':' in host else host}:{plan.gateway.port}"
     return Target(url.rstrip("/").removesuffix("/v1"), key or _key_from(keys, plan), plan,
-                  f"{models} (key in {keys})")
+                  str(models), "--key" if key else str(keys))
+
+
+def answers(url: str, timeout: float) -> bool:
+    """Something answers HTTP at the gateway's address (any status: the key is checked later)."""
+    try:
+        with httpx.Client(timeout=timeout, trust_env=False) as client:
+            client.get(url + "/health/liveliness")
+        return True
+    except httpx.HTTPError:
+        return False
 
 
 # --- one sample, and what two samples say ------------------------------------------------------
@@ -102,7 +145,8 @@ def fetch(client: httpx.Client, target: Target) -> dict:
     except httpx.HTTPError as exc:
         return {"state": "down", "error": f"{target.url}: {type(exc).__name__}: {exc}"}
     if r.status_code == 401:
-        return {"state": "unauthorized", "error": f"{target.url} refused the key from {target.where} (401)"}
+        return {"state": "unauthorized", "error": f"{target.url} refused the key from {target.keys} (401; the gateway "
+                                                  f"of {target.where})"}
     if r.status_code != 200:
         return {"state": "unhealthy", "error": f"{target.url}{ROUTE} answered {r.status_code}: {r.text[:200]}"}
     return r.json()
@@ -154,8 +198,10 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
         "state": after.get("state") or gw_after.get("state", "unhealthy"),
         "error": after.get("error") or gw_after.get("metrics_error"),
         "workers": gw_after.get("workers"),
+        "answered": "error" not in after,  # False: the route could not be asked (down, key refused, ...)
         "requests_total": gm_after.get("requests_total"),
-        "errors_total": gm_after.get("errors_total"),
+        "errors_total": gm_after.get("errors_total"),  # the backends' failures (5xx, 408, 429)
+        "client_errors_total": gm_after.get("client_errors_total"),  # other 4xx: what clients got wrong
         "requests_per_s": rate(gm_before.get("requests_total"), gm_after.get("requests_total"), seconds),
         "interval_s": round(seconds, 3) if seconds else None,
     }
@@ -182,6 +228,7 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
             "preemptions_total": _m(cur, "preemptions_total"),
             "gateway_requests_total": (gm_after.get("requests_by_model") or {}).get(name, 0.0) if gm_after else None,
             "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(name, 0.0) if gm_after else None,
+            "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(name, 0.0) if gm_after else None,
         })
     return {"gateway": gateway, "models": models}
 
@@ -195,13 +242,17 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def render(rep: dict) -> Group:
+def render(rep: dict) -> Group | Text:
     g = rep["gateway"]
     style = STATE_STYLE.get(g["state"], "red")
+    if not g.get("answered", True):  # nothing to tabulate: one line says why
+        return Text.assemble("gateway ", (g["url"], "bold"), " ", (g["state"], style), f": {g['error']}")
     head = Text.assemble("gateway ", (g["url"], "bold"), " ", (g["state"], style))
     if g["state"] == "healthy":
         head.append(f"  {_num(g['workers'])} worker(s)  {_num(g['requests_per_s'], '{:.1f}')} req/s  "
-                    f"{_num(g['requests_total'])} requests, {_num(g['errors_total'])} errors since start")
+                    f"{_num(g['requests_total'])} requests, {_num(g['errors_total'])} backend errors since start")
+        if g.get("client_errors_total"):
+            head.append(f" ({_num(g['client_errors_total'])} client errors: 4xx)", style="dim")
         if g["interval_s"]:
             head.append(f"  (rates over {g['interval_s']:.1f}s)", style="dim")
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -249,11 +300,21 @@ def main(argv: list[str] | None = None) -> int:
     err = Console(stderr=True, highlight=False)
     try:
         target = find_target(args, dict(os.environ))
+        if not answers(target.url, min(args.timeout, 5.0)):
+            raise NoStack(f"no stack is running: nothing answers at {target.url} (the gateway of {target.where})",
+                          target.url)
     except ConfigError as exc:
         print_problems(exc, err)
         return 2
+    except NoStack as exc:
+        if args.json:
+            print(json.dumps({"gateway": {"url": exc.url, "state": "not running", "error": str(exc)},
+                              "models": []}, indent=1))
+        else:
+            err.print(str(exc), soft_wrap=True, markup=False)
+        return 1
     if not target.key:
-        err.print(f"[red]error:[/] no gateway key: looked in {target.where}; give --key or GATEWAY_KEY")
+        err.print(f"[red]error:[/] no gateway key for {target.where}: looked in {target.keys}; give --key or GATEWAY_KEY")
         return 2
     with httpx.Client(timeout=args.timeout, trust_env=False) as client:
         if args.watch:
@@ -268,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rep, indent=1))
     else:
-        Console(highlight=False).print(render(rep))
+        view = render(rep)
+        Console(highlight=False).print(view, soft_wrap=isinstance(view, Text))  # a one-line answer stays one line
     return 0 if healthy(rep) else 1
 
 

@@ -22,6 +22,11 @@ CATALOG_PATH = Path(__file__).parent / "data" / "vllm_flags.json"
 OWNED_FLAGS = {
     "--api-key": "keys are generated into compose/.env and passed as VLLM_API_KEY: remove --api-key from the command",
     "--host": "the stack binds each backend itself (internal network, or 127.0.0.1 locally): remove --host",
+    "--allowed-media-domains": "the stack sets it from models.yml (`media: {domains: [images.example.com]}`; none by "
+                               "default, since without it vLLM fetches any URL a client names): remove it from the command",
+    "--allowed-local-media-path": "it lets every key holder make the backend read files under that path (file:// "
+                                  "media URLs): send media inline (data: URLs), or list a media host in models.yml "
+                                  "`media: {domains: [...]}`",
 }
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 

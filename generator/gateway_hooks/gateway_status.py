@@ -109,18 +109,37 @@ def backend_metrics(text: str) -> dict:
     return out
 
 
+def backend_failure(exception_status: str | None) -> bool:
+    """A failed request the backend side caused: a 5xx, a timeout (408), an overload (429), or a status
+    LiteLLM did not know. Other 4xx answers (a bad body, an unknown model, a wrong key, a prompt over the
+    context) are what the client asked for wrong: the backends are fine."""
+    try:
+        code = int(float(exception_status or ""))
+    except ValueError:
+        return True
+    return not (400 <= code < 500) or code in (408, 429)
+
+
 def gateway_metrics(text: str) -> dict:
     """The gateway's request and error counters (already summed over workers by LiteLLM's metrics
-    process), in total and per requested model."""
+    process), in total and per requested model; errors are the backends' failures, client_errors the
+    other 4xx answers (see backend_failure)."""
     requests: dict[str, float] = {}
     errors: dict[str, float] = {}
+    client_errors: dict[str, float] = {}
     for s in samples(text):
-        if s.name in (LITELLM_REQUESTS, LITELLM_FAILED):
-            into = requests if s.name == LITELLM_REQUESTS else errors
-            model = s.labels.get("requested_model") or ""
-            into[model] = into.get(model, 0.0) + s.value
+        if s.name == LITELLM_REQUESTS:
+            into = requests
+        elif s.name == LITELLM_FAILED:
+            into = errors if backend_failure(s.labels.get("exception_status")) else client_errors
+        else:
+            continue
+        model = s.labels.get("requested_model") or ""
+        into[model] = into.get(model, 0.0) + s.value
     return {"requests_total": sum(requests.values()), "errors_total": sum(errors.values()),
-            "requests_by_model": dict(sorted(requests.items())), "errors_by_model": dict(sorted(errors.items()))}
+            "client_errors_total": sum(client_errors.values()),
+            "requests_by_model": dict(sorted(requests.items())), "errors_by_model": dict(sorted(errors.items())),
+            "client_errors_by_model": dict(sorted(client_errors.items()))}
 
 
 def state_of(outcome: int | Exception) -> tuple[str, str]:

@@ -19,7 +19,9 @@ reported (name, exit code, last log lines) and the rest keeps running.
 
 The stack records each process it started in STATE_DIR/state.json with its session id and start time;
 `down` ends every process of those sessions, whatever their command line (a `--vllm-python` wrapper
-that execs python included), and skips a pid that was reused by someone else.
+that execs python included), and skips a pid that was reused by someone else. The file also holds the
+stack's id: a stack writes and removes only a state.json with its own id, and refuses to start in a state
+dir that records another stack still running (its record would be lost, and with it `down`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
@@ -67,11 +70,29 @@ class StackError(RuntimeError):
         self.failures = failures
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` different loopback ports nobody listens on now: the kernel's picks from its ephemeral range
+    (32768-60999 on Linux), never a fixed port of a demo or an example. All are held while picking, so
+    they differ."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now (the kernel's pick from its ephemeral range)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def _still_running(entry: dict) -> bool:
+    """A process state.json records is still the one that was started (not gone, not a reused pid)."""
+    now, then = started_at(entry.get("pid")), entry.get("started")
+    return now is not None and then is not None and abs(now - then) <= 1
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,8 @@ class LocalStack:
     console: Console = field(default_factory=lambda: Console(stderr=True))
     procs: list[Proc] = field(default_factory=list)
     metrics_port: int | None = None  # the gateway's metrics process, chosen when the gateway starts
+    # this stack in state.json: stop removes only a state file that records this id (attach adopts the recorded one)
+    stack_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def __post_init__(self) -> None:
         # absolute, so the same stack has the same command lines whoever starts or attaches to it
@@ -159,6 +182,7 @@ class LocalStack:
             return None
         if state.get("digest") != stack.digest:
             return None
+        stack.stack_id = state.get("stack_id") or stack.stack_id
         if metrics_url := state.get("metrics_url"):  # kept when the fault tests restart a backend through us
             stack.metrics_port = int(metrics_url.rsplit(":", 1)[1].split("/")[0])
         expected = {"gateway", *(m.name for m in stack.always_on), *([CONTROLLER] if plan.controller else [])}
@@ -232,6 +256,8 @@ class LocalStack:
         return Proc("gateway", cmd, self.state_dir / "logs" / "gateway.log", f"{self.gateway_url}/health/liveliness")
 
     def _spawn(self, proc: Proc, env: dict[str, str]) -> None:
+        if problem := self._other_stack_running():  # before anything runs: its record would be overwritten
+            raise StackError(problem)
         proc.log.parent.mkdir(parents=True, exist_ok=True)
         with proc.log.open("ab") as log:
             proc.popen = subprocess.Popen(proc.cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
@@ -243,7 +269,8 @@ class LocalStack:
 
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
-        state = {"gateway_url": self.gateway_url, "models": str(Path(self.plan.source).resolve()), "digest": self.digest,
+        state = {"stack_id": self.stack_id, "gateway_url": self.gateway_url,
+                 "models": str(Path(self.plan.source).resolve()), "digest": self.digest,
                  "metrics_url": f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None,
                  "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
                            for p in self.procs]}
@@ -417,12 +444,43 @@ class LocalStack:
         """End exactly the processes this stack started (their whole process groups; the controller's
         session, where its backends run, too: it stops them itself on SIGTERM, this ends what outlived it)."""
         controllers = [(p.pid, p.started) for p in self.procs if p.name == CONTROLLER]
+        ours = self.owns_state()
         stop_processes(self.procs, grace)
         for sid, started in controllers:
             end_session(sid, started)
         self.procs.clear()
-        state = self.state_dir / "state.json"
-        state.unlink(missing_ok=True)
+        if ours:
+            (self.state_dir / "state.json").unlink(missing_ok=True)
+
+    def recorded(self) -> dict | None:
+        """What STATE_DIR/state.json records (None: no file, or not readable as JSON)."""
+        try:
+            return json.loads((self.state_dir / "state.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def owns_state(self) -> bool:
+        """state.json records this stack (a file without an id, written before ids, counts as ours when
+        every process it records is one of ours)."""
+        state = self.recorded()
+        if state is None:
+            return False
+        if "stack_id" in state:
+            return state["stack_id"] == self.stack_id
+        mine = {(p.pid, p.started) for p in self.procs}
+        return all((e.get("pid"), e.get("started")) in mine for e in state.get("procs", []))
+
+    def _other_stack_running(self) -> str | None:
+        """Why this state dir is taken: state.json records another stack with a live process; else None."""
+        state = self.recorded()
+        if not state or self.owns_state():
+            return None
+        alive = [e["name"] for e in state.get("procs", []) if _still_running(e)]
+        if not alive:
+            return None
+        return (f"{self.state_dir} holds the state of another stack that is still running ({', '.join(alive)}; "
+                f"gateway {state.get('gateway_url')}): stop it with `python -m generator.runtime down --state-dir "
+                f"{self.state_dir}`, or give this stack another state dir")
 
     def __enter__(self) -> "LocalStack":
         self.start()

@@ -6,11 +6,15 @@ Checks that the benchmark runs and reports; it asserts no timing (figures come f
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from generator.runtime.local import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
@@ -21,13 +25,37 @@ SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
 
 
 
+def bench_models_on_free_ports(out: Path) -> Path:
+    """bench/models.yml with free ports: the bench's gateways listen on gateway.port, +1 and +2 (bench/arms.py),
+    so three ports in a row; nginx on the two model ports. Never bench/models.yml's fixed 4301/18301: a
+    `make bench` (this checkout's or another's) may be running."""
+    doc = yaml.safe_load((ROOT / "bench/models.yml").read_text())
+    for _ in range(50):
+        base = free_ports(1)[0]
+        try:
+            for port in (base + 1, base + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        taken = {base, base + 1, base + 2}
+        doc["gateway"]["port"] = base
+        ports = [p for p in free_ports(4) if p not in taken][:2]
+        for name, port in zip(("mock", "mock-stream"), ports):
+            doc[name]["command"] = doc[name]["command"].replace(doc[name]["command"].split("--port ")[1], str(port))
+        out.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return out
+    raise RuntimeError("no three free loopback ports in a row")
+
+
 def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
     # a missing tool fails, it is not a skip (make test installs it first: the bench-tools target)
     assert shutil.which("nginx") or Path("/usr/sbin/nginx").exists(), \
         "nginx (the benchmark's mock backend) is not installed: run `make bench-tools`"
     out = tmp_path / "results"
+    models = bench_models_on_free_ports(tmp_path / "models.yml")
     run = subprocess.run([sys.executable, "-m", "bench.run", "--quick", "--out", str(out),
-                          "--state-dir", str(tmp_path / "state")],
+                          "--state-dir", str(tmp_path / "state"), "--models", str(models)],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()

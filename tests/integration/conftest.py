@@ -4,7 +4,8 @@
   come from GATEWAY_MODELS (default: models.yml).
 - otherwise: the CPU stack of examples/cpu-demo/models.yml (real vLLM CPU build + real LiteLLM).
   A stack `make demo` left running (same models.yml and code, healthy) is shared; else one is started for
-  the session and stopped.
+  the session and stopped: the same models on free ports, with its own state dir, so it never collides with
+  a demo (this checkout's or another's) started meanwhile, nor with another checkout's tests.
 
 For the scripted CPU models, what a model does is read from the weights' SCRIPT file (not from its
 parsers), so deleting --reasoning-parser or --tool-call-parser from the demo models.yml makes tests
@@ -20,12 +21,14 @@ from pathlib import Path
 
 import anthropic
 import pytest
+import yaml
 from openai import OpenAI
 
 from generator.demo.script import script_of
 from generator.loader import load_plan
 from generator.plan import ModelPlan, Plan
-from generator.runtime.local import LocalStack
+from generator.runtime.local import LocalStack, free_ports
+from generator.schema import TOP_LEVEL
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODELS = ROOT / "examples/cpu-demo/models.yml"
@@ -82,8 +85,22 @@ def pytest_generate_tests(metafunc):
             metafunc.parametrize(arg, models, ids=[m.served_name for m in models])
 
 
+def on_free_ports(models: Path, out: Path) -> Path:
+    """models.yml with its gateway, each model and the on-demand controller on free ports (written to `out`)."""
+    doc = yaml.safe_load(models.read_text())
+    names = [k for k in doc if k not in TOP_LEVEL]
+    gateway_port, controller_port, *ports = free_ports(2 + len(names))
+    doc["gateway"] = {**(doc.get("gateway") or {}), "port": gateway_port}
+    if "on_demand" in doc:
+        doc["on_demand"] = {**(doc["on_demand"] or {}), "port": controller_port}
+    for name, port in zip(names, ports):
+        doc[name] = {**doc[name], "port": port}
+    out.write_text(f"# {models} on free ports (tests/integration/conftest.py)\n" + yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
 @pytest.fixture(scope="session")
-def gateway() -> Gateway:
+def gateway(tmp_path_factory) -> Gateway:
     plan, scripts = target()
     if os.environ.get("GATEWAY_URL"):
         url = os.environ["GATEWAY_URL"].rstrip("/")
@@ -99,7 +116,9 @@ def gateway() -> Gateway:
         pytest.fail(f"no vLLM interpreter at {vllm_python}: run `make venv-vllm`, or set GATEWAY_URL/GATEWAY_KEY")
     cwd = os.getcwd()
     os.chdir(ROOT)  # model paths in the demo models.yml are relative to the repo root
-    stack = LocalStack(plan, STATE_DIR, vllm_python)
+    tmp = tmp_path_factory.mktemp("session-stack")
+    plan = load_plan(on_free_ports(Path(plan.source), tmp / "models.yml"))
+    stack = LocalStack(plan, tmp / "state", vllm_python)
     try:
         stack.start(timeout=900)
         yield Gateway(f"{stack.gateway_url}/v1", stack.master_key, plan, scripts, stack)

@@ -18,19 +18,23 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from generator.loader import load_plan
-from generator.runtime.local import LocalStack
+from generator.runtime.local import LocalStack, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]
 TIMEOUT = 4  # the fake stack's request_timeout and stream_timeout, seconds
-FAKES = {"ok": 18201, "hang": 18202, "cut": 18203}
-FAKE_MODELS = f"""
-gateway: {{port: 4100, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}}}
+MODES = ("ok", "hang", "cut")
+
+
+def _fake_models(gateway_port: int, fakes: dict[str, int]) -> str:
+    """The fake stack's models.yml, on free ports (never a demo's or another checkout's)."""
+    return f"""
+gateway: {{port: {gateway_port}, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}}}
 """ + "".join(f"""
 {mode}:
   gpus: []
   command: vllm serve fake/{mode} --max-model-len 4096 --port {port}
-""" for mode, port in FAKES.items())
+""" for mode, port in fakes.items())
 
 
 def _wait_http(url: str, seconds: float = 30) -> None:
@@ -50,13 +54,15 @@ def fakes(tmp_path_factory):
     if os.environ.get("GATEWAY_URL"):
         pytest.skip("starts its own local gateway in front of fake backends; tests nothing of the deployment at GATEWAY_URL")
     tmp = tmp_path_factory.mktemp("faults")
-    (tmp / "models.yml").write_text(FAKE_MODELS)
+    gateway_port, *ports = free_ports(1 + len(MODES))
+    fakes = dict(zip(MODES, ports))
+    (tmp / "models.yml").write_text(_fake_models(gateway_port, fakes))
     plan = load_plan(tmp / "models.yml")
     backends = [subprocess.Popen([sys.executable, "-m", "tests.integration.fake_backend", mode, str(port)], cwd=ROOT)
-                for mode, port in FAKES.items()]
+                for mode, port in fakes.items()]
     stack = LocalStack(plan, tmp / "state", vllm_python="(not used)")
     try:
-        for port in FAKES.values():
+        for port in fakes.values():
             _wait_http(f"http://127.0.0.1:{port}/health")
         stack.start_gateway()
         yield stack

@@ -33,7 +33,7 @@ import yaml
 
 from generator.loader import load_plan
 from generator.plan import ControllerPlan, OnDemandPlan
-from generator.runtime.local import LocalStack
+from generator.runtime.local import LocalStack, free_ports
 from tests.integration.helpers import UNIT
 
 pytestmark = pytest.mark.on_demand
@@ -41,8 +41,6 @@ pytestmark = pytest.mark.on_demand
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/cpu-on-demand/models.yml"
 A, B, BROKEN = "reasoner", "tool-caller", "broken"
-PORTS = {A: 8101, B: 8102, BROKEN: 8103}
-GATEWAY_PORT, CONTROLLER_PORT = 4100, 4102
 IDLE = 20  # seconds
 HELLO = [{"role": "user", "content": "Say hello."}]
 BUSY = {"loading", "loaded", "draining"}
@@ -71,24 +69,27 @@ def stack(tmp_path_factory):
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
     if not Path(vllm_python).exists():
         pytest.fail(f"no vLLM interpreter at {vllm_python}: run `make venv-vllm`")
-    taken = [p for p in (*PORTS.values(), GATEWAY_PORT, CONTROLLER_PORT) if _port_open(p)]
-    if taken:
-        pytest.fail(f"ports {taken} are taken (another stack?)")
+    # free ports, not the example's 4100/4102/8101/8102: a user may be trying the example (or another checkout
+    # testing) at the same time
+    gateway_port, controller_port, *ports = free_ports(5)
+    ports = dict(zip((A, B, BROKEN), ports))
     tmp = tmp_path_factory.mktemp("on-demand")
     # the user's example, through models.yml's own syntax (loader -> plan -> runtime): its two models in one
     # group; here a 20 s idle timeout and a third model, alone in its group, whose start fails
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["gateway"] = {**doc["gateway"], "request_timeout": 900, "stream_timeout": 900}
+    doc["gateway"] = {**doc["gateway"], "port": gateway_port, "request_timeout": 900, "stream_timeout": 900}
+    doc["on_demand"] = {**doc["on_demand"], "port": controller_port}
     doc["defaults"]["on_demand"] = {"group": "pair", "idle": f"{IDLE}s"}
-    doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses", "port": PORTS[BROKEN],
+    doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses", "port": ports[BROKEN],
                    "on_demand": {"group": "solo", "idle": 0}}
-    for name in PORTS:
+    for name in ports:
+        doc[name]["port"] = ports[name]
         doc[name]["command"] = doc[name]["command"].replace(".cache/demo-models", str(ROOT / ".cache/demo-models"))
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = load_plan(tmp / "models.yml")
     assert {m.name: (m.port, m.on_demand.group) for m in plan.models} == \
-        {A: (PORTS[A], "pair"), B: (PORTS[B], "pair"), BROKEN: (PORTS[BROKEN], "solo")}
-    assert (plan.gateway.port, plan.controller.port) == (GATEWAY_PORT, CONTROLLER_PORT)
+        {A: (ports[A], "pair"), B: (ports[B], "pair"), BROKEN: (ports[BROKEN], "solo")}
+    assert (plan.gateway.port, plan.controller.port) == (gateway_port, controller_port)
     cwd = os.getcwd()
     os.chdir(ROOT)
     s = Stack(plan, tmp / "state", vllm_python)
@@ -98,7 +99,7 @@ def stack(tmp_path_factory):
     finally:
         s.stop()
         os.chdir(cwd)
-        left = [n for n, p in PORTS.items() if _port_open(p)]
+        left = [n for n, p in ports.items() if _port_open(p)]
         assert not left, f"still listening after stop: {left}"
 
 
@@ -123,6 +124,7 @@ class Sampler(threading.Thread):
 
 def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     client = openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, timeout=900, max_retries=0)
+    ports = {m.name: m.port for m in stack.plan.models}
     status = lambda: httpx.get(f"{stack.controller_url}/status", timeout=10).json()["models"]  # noqa: E731
 
     def plain(model: str) -> str:
@@ -139,7 +141,7 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         return finish
 
     assert {n: m["state"] for n, m in status().items()} == {A: "stopped", B: "stopped", BROKEN: "stopped"}
-    assert not any(_port_open(p) for p in PORTS.values())  # nothing on demand started with the stack
+    assert not any(_port_open(p) for p in ports.values())  # nothing on demand started with the stack
     sampler = Sampler(stack.controller_url)
     sampler.start()
     steps: dict[str, float] = {}
@@ -206,7 +208,7 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
             assert time.monotonic() < deadline, status()[B]
             time.sleep(0.5)
         steps[f"5: B idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
-        assert not _port_open(PORTS[B])
+        assert not _port_open(ports[B])
         # what a user sees: `make status` (python -m generator.status) on this stack shows the controller's states
         import subprocess
         import sys
@@ -215,6 +217,11 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
+        # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
+        out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1", "--models",
+                              stack.plan.source, "--state-dir", str(stack.state_dir)],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout
     finally:
         sampler.halt.set()
         sampler.join()
@@ -257,12 +264,13 @@ def standin_stack(tmp_path_factory):
     fake = tmp / "fake-vllm"
     fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(ROOT / "tests/unit/standin_backend.py")))
     fake.chmod(0o755)
-    (tmp / "models.yml").write_text("gateway: {port: 4103}\n" + "".join(
+    gateway_port, controller_port, *ports = free_ports(6)  # never an example's, a demo's or another checkout's
+    (tmp / "models.yml").write_text(f"gateway: {{port: {gateway_port}}}\n" + "".join(
         f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
-        for name, port, delay in (("fast", 8111, 0), ("slow", 8112, 6), ("never", 8113, 120), ("broken", 8114, 0))))
+        for (name, delay), port in zip((("fast", 0), ("slow", 6), ("never", 120), ("broken", 0)), ports)))
     plan = load_plan(tmp / "models.yml")
     plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(m.name, 0, "stop")) for m in plan.models),
-                   controller=ControllerPlan(port=4104, queue=1, load_timeout=15, drain_timeout=30))
+                   controller=ControllerPlan(port=controller_port, queue=1, load_timeout=15, drain_timeout=30))
     s = BrokenStack(plan, tmp / "state", str(fake))
     try:
         s.start(timeout=120)

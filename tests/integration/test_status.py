@@ -98,3 +98,39 @@ def test_the_gateway_counts_every_request_once_summed_over_its_workers(gateway):
         time.sleep(0.5)
     assert after - before == n, f"{after - before} counted for {n} requests ({gateway.plan.gateway.workers} workers)"
     assert tokens_after[model] > tokens_before[model]
+
+
+def _errors(gateway, model: str) -> tuple[float, float]:
+    metrics = route(gateway).json()["gateway"]["metrics"]
+    return metrics["errors_by_model"].get(model, 0.0), metrics["client_errors_by_model"].get(model, 0.0)
+
+
+def test_answers_a_client_got_wrong_are_not_counted_as_backend_errors(gateway):
+    """4xx the client provoked (a bad field, a prompt for no such tool parser...) are client errors in
+    `make status`, never the backend's errors."""
+    model = gateway.plan.models[0].served_name
+    errors_before, client_before = _errors(gateway, model)
+    bad = [{"model": model, "messages": HELLO, "max_tokens": "many"},
+           {"model": model, "messages": HELLO, "temperature": [1]}]
+    for body in bad:
+        r = httpx.post(gateway.url + "/chat/completions", json=body, timeout=60,
+                       headers={"Authorization": f"Bearer {gateway.key}"})
+        assert 400 <= r.status_code < 500, r.text[:300]
+    deadline = time.monotonic() + 20  # recorded by LiteLLM's failure callback, after the answer
+    while (errors := _errors(gateway, model))[1] < client_before + len(bad) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert errors == (errors_before, client_before + len(bad)), errors
+
+
+def test_status_reads_the_local_stack_it_runs_by_its_models_yml_with_that_stacks_key(gateway):
+    """`make status MODELS=<the file the local stack runs>`: that stack's key, not compose/.env's (whatever
+    compose/.env holds, the local stack has keys of its own)."""
+    if gateway.stack is None:
+        pytest.skip("needs the local stack (this session's or make demo's), not GATEWAY_URL")
+    env = {k: v for k, v in os.environ.items() if k not in ("GATEWAY_URL", "GATEWAY_KEY")}
+    out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1",
+                          "--models", gateway.plan.source, "--state-dir", str(gateway.stack.state_dir)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    rep = json.loads(out.stdout)
+    assert rep["gateway"]["url"] == gateway.stack.gateway_url and rep["gateway"]["state"] == "healthy", out.stdout
+    assert out.returncode == 0, out.stderr

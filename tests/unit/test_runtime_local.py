@@ -265,3 +265,86 @@ def test_stop_ends_the_controller_and_its_backends(plan, tmp_path):
     s.stop(grace=15)
     assert not psutil.pid_exists(backend) or psutil.Process(backend).status() == psutil.STATUS_ZOMBIE
     assert "controller stopped" in (s.state_dir / "logs" / "on-demand.log").read_text()
+
+
+# --- two stacks, one machine: each stop removes its own state only (issue 32) ---------------------------
+def _fake_stack(plan, tmp_path, state: Path) -> LocalStack:
+    fake = tmp_path / "fake-python"
+    if not fake.exists():
+        fake.write_text(FAKE_SERVER.format(python=sys.executable))
+        fake.chmod(0o755)
+    text = (f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+            f"gateway: {{port: {free_port()}}}\n")
+    return LocalStack(plan(text), state, vllm_python=str(fake), gateway_python=str(fake))
+
+
+def test_two_stacks_side_by_side_each_stop_removes_only_its_own_state(plan, tmp_path):
+    one, two = _fake_stack(plan, tmp_path, tmp_path / "one"), _fake_stack(plan, tmp_path, tmp_path / "two")
+    one.start(timeout=60)
+    try:
+        two.start(timeout=60)
+        try:
+            ids = [json.loads((s.state_dir / "state.json").read_text())["stack_id"] for s in (one, two)]
+            assert ids == [one.stack_id, two.stack_id] and one.stack_id != two.stack_id
+        finally:
+            two.stop(grace=2)
+        assert not (two.state_dir / "state.json").exists()
+        assert json.loads((one.state_dir / "state.json").read_text())["stack_id"] == one.stack_id
+        assert all(p.alive() for p in one.procs)
+    finally:
+        one.stop(grace=2)
+    assert not (one.state_dir / "state.json").exists()
+
+
+def test_a_stack_stopping_in_a_state_dir_that_records_another_stack_leaves_that_record(plan, tmp_path):
+    running = _fake_stack(plan, tmp_path, tmp_path / "state")
+    running.start(timeout=60)
+    try:
+        before = (running.state_dir / "state.json").read_text()
+        other = _fake_stack(plan, tmp_path, tmp_path / "state")  # e.g. a test stack pointed at the demo's state dir
+        other.stop(grace=2)
+        assert (running.state_dir / "state.json").read_text() == before
+        assert stop_recorded(running.state_dir, grace=5) == 2  # `down` still finds the running stack's processes
+    finally:
+        running.stop(grace=2)
+
+
+def test_a_stack_refuses_to_start_over_the_record_of_another_running_stack(plan, tmp_path):
+    running = _fake_stack(plan, tmp_path, tmp_path / "state")
+    running.start(timeout=60)
+    try:
+        other = _fake_stack(plan, tmp_path, tmp_path / "state")
+        with pytest.raises(StackError) as err:
+            other.start(timeout=60)
+        assert f"{running.state_dir} holds the state of another stack that is still running" in str(err.value)
+        assert "python -m generator.runtime down --state-dir" in str(err.value) and other.procs == []
+        assert json.loads((running.state_dir / "state.json").read_text())["stack_id"] == running.stack_id
+    finally:
+        running.stop(grace=2)
+
+
+def test_attach_adopts_the_recorded_id_so_the_attached_handle_stops_and_removes_the_state(plan, tmp_path):
+    first = _fake_stack(plan, tmp_path, tmp_path / "state")
+    first.start(timeout=60)
+    try:
+        again = LocalStack.attach(first.plan, first.state_dir, first.vllm_python, gateway_python=first.gateway_python)
+        assert again is not None and again.stack_id == first.stack_id
+        again.stop(grace=2)
+        assert not (first.state_dir / "state.json").exists()
+    finally:
+        first.stop(grace=2)
+
+
+def test_a_state_file_from_before_ids_counts_as_ours_when_it_records_only_our_processes(plan, tmp_path):
+    first = _fake_stack(plan, tmp_path, tmp_path / "state")
+    first.start(timeout=60)
+    try:
+        state = json.loads((first.state_dir / "state.json").read_text())
+        del state["stack_id"]  # as an older runtime wrote it
+        (first.state_dir / "state.json").write_text(json.dumps(state))
+        stranger = _fake_stack(plan, tmp_path, tmp_path / "state")
+        assert not stranger.owns_state() and "another stack that is still running" in stranger._other_stack_running()
+        assert first.owns_state() and first._other_stack_running() is None
+    finally:
+        first.stop(grace=2)
+    assert not (first.state_dir / "state.json").exists()

@@ -7,7 +7,9 @@ import argparse
 import asyncio
 import json
 import math
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -15,6 +17,8 @@ import pytest
 
 from generator import status
 from generator.loader import load_plan
+from generator.runtime.local import free_port
+from generator.runtime.processes import started_at
 
 HOOKS = Path(__file__).resolve().parents[2] / "generator/gateway_hooks"
 sys.path.insert(0, str(HOOKS))
@@ -31,6 +35,9 @@ litellm_proxy_total_requests_metric_total{api_key_alias="None",requested_model="
 # HELP litellm_proxy_failed_requests_metric_total Total number of failed responses from proxy
 # TYPE litellm_proxy_failed_requests_metric_total counter
 litellm_proxy_failed_requests_metric_total{exception_class="BadRequestError",exception_status="400",requested_model="reasoner"} 1.0
+litellm_proxy_failed_requests_metric_total{exception_class="APIConnectionError",exception_status="500",requested_model="reasoner"} 2.0
+litellm_proxy_failed_requests_metric_total{exception_class="Timeout",exception_status="408",requested_model="tool-caller"} 1.0
+litellm_proxy_failed_requests_metric_total{exception_class="AuthenticationError",exception_status="401",requested_model="tool-caller"} 3.0
 """
 
 
@@ -68,10 +75,18 @@ def test_text_that_is_not_prometheus_is_refused_by_the_parser():
         route.backend_metrics("<html>not metrics</html>\n")
 
 
-def test_gateway_counters_by_model():
+def test_gateway_counters_by_model_errors_are_the_backends_failures_4xx_are_client_errors():
     g = route.gateway_metrics(LITELLM_TEXT)
-    assert g == {"requests_total": 8, "errors_total": 1, "requests_by_model": {"reasoner": 6, "tool-caller": 2},
-                 "errors_by_model": {"reasoner": 1}}
+    assert g == {"requests_total": 8, "requests_by_model": {"reasoner": 6, "tool-caller": 2},
+                 "errors_total": 3, "errors_by_model": {"reasoner": 2, "tool-caller": 1},  # the 500s and the timeout
+                 "client_errors_total": 4, "client_errors_by_model": {"reasoner": 1, "tool-caller": 3}}  # 400, 401
+
+
+@pytest.mark.parametrize("exception_status,backend", [
+    ("500", True), ("502", True), ("503", True), ("408", True), ("429", True), ("None", True), (None, True),
+    ("400", False), ("401", False), ("403", False), ("404", False), ("413", False), ("422", False)])
+def test_which_failures_are_the_backends(exception_status, backend):
+    assert route.backend_failure(exception_status) is backend
 
 
 # --- the route: state mapping ------------------------------------------------------------------------
@@ -264,14 +279,85 @@ def test_flags_and_environment_win(tmp_path):
     assert (t.url, t.key) == ("http://h:2", "k2")
 
 
-def test_the_running_local_stack_is_found_without_arguments(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir()
-    models = Path(__file__).resolve().parents[2] / "examples/cpu-demo/models.yml"
-    (state / "state.json").write_text(json.dumps({"gateway_url": "http://127.0.0.1:4000", "models": str(models), "procs": []}))
-    (state / ".env").write_text("LITELLM_MASTER_KEY=local-key\n")
+STANDIN = Path(__file__).with_name("standin_gateway.py")
+DEMO = Path(__file__).resolve().parents[2] / "examples/cpu-demo/models.yml"
+
+
+@pytest.fixture
+def standin(tmp_path):
+    """start(key, models=...) -> (port, process): a stand-in gateway on a free port (no LiteLLM)."""
+    procs = []
+
+    def start(key: str, models: tuple[str, ...] = ("reasoner", "tool-caller")) -> tuple[int, subprocess.Popen]:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, str(STANDIN), str(port), key, *models], start_new_session=True)
+        procs.append(proc)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health/liveliness", timeout=1)
+                return port, proc
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("the stand-in gateway did not start")
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def _local_stack(state: Path, models: Path, port: int, gateway: subprocess.Popen | None, key: str) -> None:
+    """The state `python -m generator.runtime up` leaves: state.json (its gateway process, pid and start
+    time) and the stack's keys in .env."""
+    state.mkdir(parents=True, exist_ok=True)
+    procs = [{"name": "gateway", "pid": gateway.pid, "sid": gateway.pid, "started": started_at(gateway.pid),
+              "cmd": ["python"]}] if gateway else []
+    (state / "state.json").write_text(json.dumps({"stack_id": "x", "gateway_url": f"http://127.0.0.1:{port}",
+                                                  "models": str(models), "procs": procs}))
+    (state / ".env").write_text(f"LITELLM_MASTER_KEY={key}\n")
+
+
+def _compose_checkout(root: Path, port: int, key: str) -> Path:
+    """A checkout after `make regenerate`: models.yml (gateway on `port`) and compose/.env with its key."""
+    (root / "models.yml").write_text(DEMO.read_text().replace("port: 4000", f"port: {port}"))
+    (root / "compose").mkdir(exist_ok=True)
+    (root / "compose/.env").write_text(f"LITELLM_MASTER_KEY={key}\n")
+    return root / "models.yml"
+
+
+def test_the_running_local_stack_is_found_without_arguments(tmp_path, standin):
+    port, gateway = standin("local-key")
+    _local_stack(tmp_path / "state", DEMO, port, gateway, "local-key")
     t = status.find_target(_args(tmp_path), {})
-    assert (t.url, t.key) == ("http://127.0.0.1:4000", "local-key") and [m.name for m in t.plan.models] == ["reasoner", "tool-caller"]
+    assert (t.url, t.key) == (f"http://127.0.0.1:{port}", "local-key") and [m.name for m in t.plan.models] == ["reasoner", "tool-caller"]
+
+
+def test_models_yml_of_the_running_local_stack_reads_that_stacks_key_not_compose_env(tmp_path, standin, monkeypatch):
+    """`make status MODELS=examples/cpu-on-demand/models.yml` while `runtime up` runs that file: the local
+    stack's key; another models.yml: its compose key."""
+    monkeypatch.chdir(tmp_path)
+    port, gateway = standin("local-key")
+    example = tmp_path / "example.yml"
+    example.write_text(DEMO.read_text().replace("port: 4000", f"port: {port}"))
+    _local_stack(tmp_path / "state", example, port, gateway, "local-key")
+    other = _compose_checkout(tmp_path, free_port(), "compose-key")
+    t = status.find_target(_args(tmp_path, "--models", "example.yml"), {})  # relative, as make passes it
+    assert (t.url, t.key, t.keys) == (f"http://127.0.0.1:{port}", "local-key", str(tmp_path / "state/.env"))
+    assert status.find_target(_args(tmp_path, "--models", str(other)), {}).key == "compose-key"
+    assert status.find_target(_args(tmp_path, "--models", "example.yml", "--k8s"), {}).keys == "k8s/secrets.env"
+
+
+def test_the_state_of_a_stack_that_stopped_is_not_a_running_stack(tmp_path, standin, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    port, gateway = standin("local-key")
+    _local_stack(tmp_path / "state", DEMO, port, gateway, "local-key")
+    gateway.kill()
+    gateway.wait()
+    compose_port = free_port()
+    _compose_checkout(tmp_path, compose_port, "compose-key")
+    t = status.find_target(_args(tmp_path), {})
+    assert (t.url, t.key) == (f"http://127.0.0.1:{compose_port}", "compose-key")
 
 
 def test_models_yml_and_its_keys_file_compose_or_k8s(tmp_path, monkeypatch):
@@ -286,13 +372,89 @@ def test_models_yml_and_its_keys_file_compose_or_k8s(tmp_path, monkeypatch):
     assert status.find_target(_args(tmp_path, "--k8s"), {}).key == "k8s-key"
 
 
-def test_no_key_is_exit_2_with_where_it_looked(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+@pytest.fixture
+def clean_env(monkeypatch):
     monkeypatch.delenv("GATEWAY_URL", raising=False)
     monkeypatch.delenv("GATEWAY_KEY", raising=False)
-    (tmp_path / "models.yml").write_text("m: {gpus: [], command: vllm serve a/b --max-model-len 4096}\n")
-    assert status.main(["--state-dir", str(tmp_path / "none")]) == 2
-    assert "compose/.env" in capsys.readouterr().err
+
+
+def _main(tmp_path: Path, capsys, *argv: str) -> tuple[int, str, str]:
+    code = status.main(["--state-dir", str(tmp_path / "state"), "--interval", "0.1", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_no_stack_running_is_one_line_whatever_keys_are_missing(tmp_path, monkeypatch, capsys, clean_env):
+    monkeypatch.chdir(tmp_path)
+    port = free_port()  # nothing listens there
+    (tmp_path / "models.yml").write_text(f"gateway: {{port: {port}}}\nm: {{gpus: [], command: vllm serve a/b --max-model-len 4096}}\n")
+    code, out, err = _main(tmp_path, capsys)  # no compose/.env either: no key, and no stack to ask
+    assert code == 1 and out == ""
+    assert err == f"no stack is running: nothing answers at http://127.0.0.1:{port} (the gateway of models.yml)\n"
+    code, out, err = _main(tmp_path, capsys, "--json")
+    assert code == 1 and json.loads(out) == {"gateway": {"url": f"http://127.0.0.1:{port}", "state": "not running",
+                                                         "error": err.strip() or json.loads(out)["gateway"]["error"]},
+                                             "models": []}
+    assert json.loads(out)["gateway"]["error"].startswith("no stack is running")
+
+
+def test_no_stack_and_no_models_yml_is_one_line(tmp_path, monkeypatch, capsys, clean_env):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _main(tmp_path, capsys)
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"no stack is running: no local stack in {tmp_path / 'state'} and no models.yml here"), err
+
+
+def test_a_stopped_local_stack_with_nothing_else_running_is_one_line(tmp_path, monkeypatch, capsys, clean_env, standin):
+    monkeypatch.chdir(tmp_path)
+    port, gateway = standin("local-key")
+    _local_stack(tmp_path / "state", DEMO, port, gateway, "local-key")
+    gateway.kill()
+    gateway.wait()
+    _compose_checkout(tmp_path, free_port(), "compose-key")
+    code, out, err = _main(tmp_path, capsys)
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1 and "no stack is running" in err
+
+
+def test_a_compose_like_stack_is_read_with_the_compose_key(tmp_path, monkeypatch, capsys, clean_env, standin):
+    """What `make status` does beside `docker compose up -d`: models.yml's gateway port, compose/.env's key
+    (the gateway is a stand-in: no Docker here)."""
+    monkeypatch.chdir(tmp_path)
+    port, _ = standin("compose-key")
+    _compose_checkout(tmp_path, port, "compose-key")
+    code, out, err = _main(tmp_path, capsys, "--json")
+    rep = json.loads(out)
+    assert code == 0 and rep["gateway"]["state"] == "healthy" and [m["state"] for m in rep["models"]] == ["healthy"] * 2
+    assert rep["gateway"]["errors_total"] == 0 and rep["gateway"]["client_errors_total"] == 2
+    code, out, err = _main(tmp_path, capsys)
+    words = " ".join(out.split())  # the terminal width wraps the header
+    assert code == 0 and "3 requests, 0 backend errors since start (2 client errors: 4xx)" in words, out
+    (tmp_path / "compose/.env").write_text("LITELLM_MASTER_KEY=stale-key\n")
+    code, out, err = _main(tmp_path, capsys)
+    assert code == 1 and len(out.strip().splitlines()) == 1, out  # one line, not a table of unknowns
+    assert f"refused the key from compose/.env (401; the gateway of models.yml)" in out
+
+
+def test_make_status_with_the_local_stacks_models_yml_reads_the_local_key(tmp_path, monkeypatch, capsys, clean_env,
+                                                                          standin):
+    """The local stack runs examples/cpu-on-demand-like models.yml; compose/.env holds another key: status
+    with MODELS=that file asks the local gateway with the local key (it answered 'unauthorized' before)."""
+    monkeypatch.chdir(tmp_path)
+    port, gateway = standin("local-key")
+    example = tmp_path / "example.yml"
+    example.write_text(DEMO.read_text().replace("port: 4000", f"port: {port}"))
+    _local_stack(tmp_path / "state", example, port, gateway, "local-key")
+    _compose_checkout(tmp_path, port, "compose-key")  # the same port, another key: what made it 401
+    code, out, err = _main(tmp_path, capsys, "--json", "--models", "example.yml")
+    assert code == 0 and json.loads(out)["gateway"]["state"] == "healthy", out + err
+
+
+def test_no_key_is_exit_2_with_where_it_looked(tmp_path, monkeypatch, capsys, clean_env, standin):
+    monkeypatch.chdir(tmp_path)
+    port, _ = standin("compose-key")
+    (tmp_path / "models.yml").write_text(f"gateway: {{port: {port}}}\nm: {{gpus: [], command: vllm serve a/b --max-model-len 4096}}\n")
+    code, out, err = _main(tmp_path, capsys)
+    assert code == 2 and "no gateway key for models.yml: looked in compose/.env" in err
 
 
 def test_nan_free_math():
@@ -339,13 +501,6 @@ def test_the_local_runtime_gives_each_stack_its_own_metrics_port_and_folder(tmp_
     assert ea["PROMETHEUS_MULTIPROC_DIR"] != eb["PROMETHEUS_MULTIPROC_DIR"]
     assert Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_dir() and Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_absolute()
     assert int(ea["PROMETHEUS_METRICS_PORT"]) == a.metrics_port != 4001
-
-
-def test_no_models_yml_and_no_stack_is_exit_2_naming_the_file(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("GATEWAY_URL", raising=False)
-    assert status.main(["--state-dir", str(tmp_path / "none")]) == 2
-    assert "models.yml: not found" in capsys.readouterr().err
 
 
 def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_failure(demo_target):

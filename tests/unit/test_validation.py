@@ -171,7 +171,8 @@ def test_parsers_and_served_name_reach_the_plan(plan):
     (m,) = plan(one("vllm serve o/m --max-model-len 8K --reasoning-parser qwen3 --enable-auto-tool-choice "
                     "--tool-call-parser hermes --served-model-name public")).models
     assert (m.served_name, m.tool_parser, m.reasoning_parser, m.auto_tool_choice) == ("public", "hermes", "qwen3", True)
-    assert m.flag_args[-2:] == ("--port", "8001") and "--served-model-name" in m.flag_args
+    assert m.flag_args[-4:] == ("--port", "8001", "--allowed-media-domains", "NO-MEDIA-URLS.invalid")
+    assert "--served-model-name" in m.flag_args
 
 
 def test_gateway_bind_must_be_an_ip_and_non_loopback_warns(problems, plan):
