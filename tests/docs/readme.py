@@ -46,6 +46,10 @@ WHERE: list[tuple[str, str]] = [
      "shortened, a broken model added), reads the controller's states and stops it"),
     (r"^make status WATCH=1$", NOT_HERE + "refreshes until Ctrl-C, for a person; it draws the table make status prints"),
     (r"^make status MODELS=path/to/", NOT_HERE + "a placeholder path; make status MODELS=... is run by tests/integration/test_status.py"),
+    (r"^make status MODELS=examples/cpu-on-demand/models\.yml$",
+     CI + "make test: tests/integration/test_status.py runs status --models with the running local stack's own "
+     "models.yml (that stack's key, not compose/.env's), the path this command takes for the on-demand stack"),
+    (r"^make status K8S=1$", NOT_HERE + "a Kubernetes cluster (a port-forward to its gateway)"),
     (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
     (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
      RUN),  # the tests against the running demo, as a user copies them
