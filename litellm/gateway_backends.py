@@ -237,7 +237,7 @@ def plain(obj: object) -> object:
 def messages_as_chat(body: dict) -> dict:
     """An Anthropic Messages request as the chat request LiteLLM sends to vLLM for it (its own
     translation), ready for /tokenize."""
-    from litellm.llms.anthropic.experimental_pass_through.adapters.transformation import AnthropicAdapter
+    from litellm.llms.anthropic.pass_through.adapters.transformation import AnthropicAdapter
 
     keep = ("model", "messages", "system", "tools", "tool_choice", "max_tokens")
     chat = AnthropicAdapter().translate_completion_input_params({k: body[k] for k in keep if body.get(k) is not None})
