@@ -18,7 +18,9 @@ WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
 # every worker's samples (PROMETHEUS_MULTIPROC_DIR, which LiteLLM creates and wipes at start).
 GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port
 # No outbound fetch of LiteLLM's price map at start (air-gapped boxes, and a faster start).
-BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+# LiteLLM's own usage telemetry (1.108: a middleware on every request, a runtime that exports to a
+# database table or to LITELLM_TELEMETRY_ENDPOINT) vetoed outright: no setting or database turns it on.
+BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY_DISABLED": "True"}
 
 
 def admin_env(admin_ui: bool) -> dict[str, str]:

@@ -91,6 +91,15 @@ def test_gateway_config_is_lean_and_keyless(config, compose):
     assert gateway["environment"]["DISABLE_ADMIN_UI"] == "True"
 
 
+def test_litellm_telemetry_is_vetoed_as_litellm_reads_its_environment(compose, monkeypatch):
+    from litellm.proxy.telemetry.settings import TelemetrySettings, env_policy
+
+    env = compose["services"]["litellm"]["environment"]
+    monkeypatch.setenv("LITELLM_TELEMETRY_DISABLED", env["LITELLM_TELEMETRY_DISABLED"])
+    monkeypatch.setenv("LITELLM_TELEMETRY_ENDPOINT", "http://127.0.0.1:9/collect")  # a user's setting does not win
+    assert env_policy(TelemetrySettings()).locked_off
+
+
 def test_capabilities_follow_the_parser_flags(config):
     info = {e["model_name"]: e["model_info"] for e in config["model_list"]}
     assert info["glm47-flash"]["supports_function_calling"] and info["glm47-flash"]["supports_reasoning"]
