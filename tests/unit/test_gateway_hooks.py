@@ -32,6 +32,25 @@ def test_every_generated_module_loads_the_way_litellm_loads_it(name):
     assert load_like_litellm(name) is not None
 
 
+@pytest.mark.parametrize("hook_name", ["async_pre_call_hook", "async_post_call_response_headers_hook",
+                                       "async_post_call_failure_hook"])
+def test_each_hook_is_defined_on_the_registered_class_itself(hook_name):
+    """LiteLLM 1.108 calls the pre-call and response-headers hooks of a callback only when its own class
+    defines them (`hook in vars(type(callback))`, proxy/utils.py): an inherited or mixed-in hook is never run."""
+    module = load_like_litellm("max_tokens_clamp")
+    for instance in (module.proxy_handler_instance, module.checks_only_instance):
+        assert hook_name in vars(type(instance))
+
+
+def test_the_header_hook_takes_the_call_info_litellm_passes():
+    """LiteLLM passes `litellm_call_info` only to a header hook whose signature names it (else the older call)."""
+    import inspect
+
+    module = load_like_litellm("max_tokens_clamp")
+    params = inspect.signature(module.proxy_handler_instance.async_post_call_response_headers_hook).parameters
+    assert {"data", "user_api_key_dict", "response", "request_headers", "litellm_call_info"} <= set(params)
+
+
 class FakeRouter:
     def __init__(self):
         self.model_list = [
