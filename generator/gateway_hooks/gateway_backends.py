@@ -12,8 +12,8 @@ Everything here reads the router LiteLLM built from the generated config.yaml:
   LiteLLM builds for them). Only the configured ``api_base`` is ever contacted: nothing here leaves
   the backend network.
 
-Works with litellm 1.103.x and 1.109.x (router ``registry()`` API when present, else the older
-``get_model_list`` / ``model_list``).
+Works with litellm 1.103.x through 1.109.x (router ``registry()`` API when present, else the
+``get_model_list`` / ``model_list`` that 1.103.7 and the pinned 1.108.7 have).
 """
 
 from __future__ import annotations

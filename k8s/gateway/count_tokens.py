@@ -2,9 +2,9 @@
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
 """``POST /v1/messages/count_tokens`` answered by the gateway, from the model's own backend.
 
-LiteLLM 1.103.7 counts these itself: with a provider token counter (Anthropic's servers for an
-Anthropic-looking model, LiteLLM #29764), else with tiktoken, which is not the served model's
-tokenizer. Claude Code calls this endpoint to decide when to compact; a self-hosted gateway must
+LiteLLM (1.103.7, and still 1.108.7) counts these itself: with a provider token counter
+(Anthropic's servers for an Anthropic-looking model, LiteLLM #29764), else with tiktoken, which is
+not the served model's tokenizer. Claude Code calls this endpoint to decide when to compact; a self-hosted gateway must
 never send a prompt to the internet for it, and should count with the tokenizer that will read it.
 
 This route takes precedence over LiteLLM's (installed first in the app's routes by
