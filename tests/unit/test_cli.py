@@ -110,6 +110,25 @@ def test_keys_are_made_once_kept_secret_and_reused(tmp_path):
     assert read_env_file(env_path) == keys
 
 
+def test_the_generated_master_key_is_one_litellm_starts_with(tmp_path):
+    """LiteLLM 1.108 refuses to start with an unset, empty or publicly known master key (even with custom_auth);
+    ours passes its own boot check as the gateway runs it, and nothing generated sets its override."""
+    from litellm.proxy.auth.master_key_boot_check import (
+        WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_ENV_VAR, WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_SETTING, SafeMasterKey,
+        master_key_boot_verdict)
+
+    assert main(["--models", str(GOOD), "--out", str(tmp_path), "-q"]) == 0
+    key = read_env_file(tmp_path / ENV_FILE)["LITELLM_MASTER_KEY"]
+    verdict = master_key_boot_verdict(
+        master_key=key, environment_master_key=key, general_settings={"master_key": "os.environ/LITELLM_MASTER_KEY"},
+        config_file_path="litellm/config.yaml", override_env_is_on=False, salt_key_is_set=False,
+        database_is_configured=False)
+    assert isinstance(verdict, SafeMasterKey)
+    generated = "".join(t.decode() for k, t in files_under(tmp_path).items() if k != ENV_FILE)
+    assert WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_SETTING not in generated
+    assert WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_ENV_VAR not in generated
+
+
 def test_a_new_model_gets_a_key_and_old_keys_stay(write, tmp_path):
     out = tmp_path / "out"
     main(["--models", str(write("a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\n")), "--out", str(out), "-q"])
