@@ -60,6 +60,7 @@ WHERE: list[tuple[str, str]] = [
     (r"^make agents$", CI + "its own phase (agents-install)"),
     (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),
     (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
+    (r"^make hub-versions$", CI + "its own step after the install phase (.ci/run)"),
     (r"^make promtool$", CI + "inside make test (a prerequisite of make test and make unit)"),
     (r"^docker compose exec dcgm-exporter|^curl -s 'http://127\.0\.0\.1:9090/|^curl -su admin:.*:3000/",
      NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus"),
