@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if added:
         out.print(f"added key(s) to {env_path}: {', '.join(added)}")
     if any(c.action in ("add", "recreate", "remove") for c in changes):
-        out.print(f"docker compose up -d --remove-orphans --wait (only the services above change) ...")
+        out.print("docker compose up -d --remove-orphans --wait (only the services above change) ...")
         proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "up", "-d", "--remove-orphans", "--wait",
                                "--wait-timeout", str(args.timeout)], text=True, capture_output=True)
         lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]

@@ -13,8 +13,9 @@ from . import fit, model_files, rules
 from .errors import ConfigError, Problem
 from .media import media_env, media_flags, media_warnings
 from .plan import (ControllerPlan, GatewayK8sPlan, GatewayPlan, GrafanaPlan, K8sToleration, MetricsK8sPlan, MetricsPlan,
-                   ModelK8sPlan, ModelPlan, OnDemandPlan, Plan)
-from .schema import MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Media, Metrics, ModelEntry, ModelK8s, ModelsFile, OnDemand
+                   ModelK8sPlan, ModelPlan, OnDemandPlan, Plan, RequestLimits)
+from .schema import (MODEL_NAME, RESERVED_NAMES, TOP_LEVEL, Limits, Media, Metrics, ModelEntry, ModelK8s, ModelsFile,
+                     OnDemand)
 from .sizes import fmt_bytes
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
 from .yaml_source import Source, load_source
@@ -49,7 +50,7 @@ def _field_hint(path: tuple) -> str:
     on_demand = Controller if len(path) == 2 else OnDemand  # top-level block, or a model's (or defaults')
     owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
              "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand,
-             "media": Media}.get(str(parent))
+             "media": Media, "limits": Limits}.get(str(parent))
     if owner is None:
         owner = {"gateway": Gateway, "metrics": Metrics}.get(str(path[0]), ModelEntry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
@@ -118,7 +119,15 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         k8s=_k8s_plan(file.defaults.k8s, entry.k8s),
         volumes=rules.merged_volumes(file.defaults.volumes, entry.volumes),
         media_domains=domains,
+        limits=_limits_plan(file.defaults.limits, entry.limits),
     )
+
+
+def _limits_plan(defaults: Limits, own: Limits) -> RequestLimits:
+    """`defaults.limits` under the model's `limits:`, field by field (the fields the model sets win)."""
+    k = Limits(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
+    return RequestLimits(n=k.n, best_of=k.best_of, tools=k.tools, logit_bias=k.logit_bias,
+                         request_bytes=k.request_size)
 
 
 def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:

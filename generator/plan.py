@@ -36,6 +36,18 @@ class GatewayK8sPlan:
 
 
 @dataclass(frozen=True)
+class RequestLimits:
+    """models.yml `limits:` (defaults' under the model's): what one request may ask of this model. The gateway
+    guard reads them from the rendered config (model_info.gateway_limits) and answers 400/413 past them."""
+
+    n: int = 1
+    best_of: int = 1
+    tools: int = 128
+    logit_bias: int = 300
+    request_bytes: int = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
 class Mount:
     source: str  # host path as written (compose resolves relative ones and ${VAR}) or a volume name
     target: str  # absolute path in the container
@@ -104,6 +116,7 @@ class ModelPlan:
     on_demand: OnDemandPlan | None = None  # None: always on (started with the stack)
     # hosts a client's image_url / video_url / audio_url may name (vLLM --allowed-media-domains); (): none
     media_domains: tuple[str, ...] = ()
+    limits: RequestLimits = RequestLimits()
 
     @property
     def serve_args(self) -> tuple[str, ...]:

@@ -194,6 +194,32 @@ class LitellmParams(_Strict):
     stop: list[str] | None = None
 
 
+def _request_size(value: object) -> int:
+    """`16MiB`, `512KiB`, or a number of bytes."""
+    size = value if isinstance(value, int) and not isinstance(value, bool) else parse_bytes(value)
+    if not 1024 <= size <= 1024**3:
+        raise ValueError(f"{value!r} is outside 1KiB..1GiB; use e.g. 16MiB (a 128K-token prompt is under 1 MiB of text)")
+    return size
+
+
+class Limits(_Strict):
+    """What one request may ask of this model; past a bound the gateway answers 400 (413 for the size) naming
+    the field and the bound, on every API. The defaults keep one key from multiplying the load on a backend."""
+
+    n: Int = Field(1, ge=1, le=128)
+    """Answers per request (chat, completions)."""
+    best_of: Int = Field(1, ge=1, le=128)
+    """Candidates per answer (completions)."""
+    tools: Int = Field(128, ge=0, le=10_000)
+    """Tool definitions per request (coding agents send 20-60)."""
+    logit_bias: Int = Field(300, ge=0, le=100_000)
+    """Entries of logit_bias."""
+    request_size: Annotated[int, BeforeValidator(_request_size),
+                            _json("size (16MiB, 512KiB, or bytes; 1KiB..1GiB)",
+                                  {"type": "integer", "minimum": 1024, "maximum": 1024**3}, _text(BYTES_TEXT))] = 16 * 1024**2
+    """Bytes of one request body; past it: 413."""
+
+
 # --- what only the Kubernetes target (`python -m generator k8s`) reads -------------------------
 def _matching(pattern: str, what: str):
     """A string validator whose error says what is expected (pydantic's own quotes the regex)."""
@@ -386,6 +412,8 @@ class Defaults(_Strict):
     """Every model on demand unless it says `on_demand: false` (fields merge one by one)."""
     media: Media = Media()
     """Media URLs the backends may fetch (a model's own `media:` replaces it); none by default."""
+    limits: Limits = Limits()
+    """Under every model's own `limits:` (field by field)."""
 
 
 WORKERS = _json("auto or 1..64", {"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": 64})
@@ -515,6 +543,8 @@ class ModelEntry(_Strict):
     """Load when a request asks for it (docs/on-demand.md): true, false, or {group, idle, unload}."""
     media: Media | None = None
     """Media URLs this backend may fetch; unset: the defaults' (none unless set there)."""
+    limits: Limits = Limits()
+    """What one request may ask (n, best_of, tools, logit_bias, request_size); over the defaults' field by field."""
 
 
 GPU_MEMORY = _json("memory size (80GiB) or {GPU index: size}", _text(BYTES_TEXT),

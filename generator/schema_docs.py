@@ -37,6 +37,7 @@ SECTIONS: dict[str, str] = {
     "LitellmParams": "<model>.litellm",
     "OnDemand": "<model>.on_demand",
     "Media": "<model>.media",
+    "Limits": "<model>.limits",
     "ModelK8s": "<model>.k8s",
     "Toleration": "<model>.k8s.tolerations[]",
     "Defaults": "defaults",
@@ -48,7 +49,7 @@ SECTIONS: dict[str, str] = {
     "Controller": "on_demand",
 }
 ALSO = {"LitellmParams": "defaults.litellm", "OnDemand": "defaults.on_demand", "ModelK8s": "defaults.k8s",
-        "Media": "defaults.media"}
+        "Media": "defaults.media", "Limits": "defaults.limits"}
 
 
 class _NoFieldTitles(GenerateJsonSchema):

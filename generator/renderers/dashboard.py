@@ -111,7 +111,7 @@ def gpu_panels(plan: Plan) -> list[Panel]:
         Panel("GPU memory given per model", "Each model's --gpu-memory-utilization on each of its GPUs",
               (Query(GPU_FRACTION, "GPU {{gpu}} {{model}}"),), "percentunit"),
         Panel("GPU utilization", "DCGM_FI_DEV_GPU_UTIL per GPU, with the models sharing it",
-              (Query(f"DCGM_FI_DEV_GPU_UTIL * on(gpu) group_left(models) llm_gateway:gpu_models:info",
+              (Query("DCGM_FI_DEV_GPU_UTIL * on(gpu) group_left(models) llm_gateway:gpu_models:info",
                      "GPU {{gpu}} ({{models}})"),), "percent"),
     ]
 

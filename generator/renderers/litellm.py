@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Callable
@@ -15,7 +16,7 @@ AUTH_MODULE = "gateway_guard"
 # every module of generator/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", "gateway_status",
-                   "graceful_shutdown", HOOK_MODULE)
+                   "graceful_shutdown", HOOK_MODULE, "request_guard", "request_shapes")
 HOOKS_DIR = Path(__file__).resolve().parents[1] / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -89,6 +90,8 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         "supports_function_calling": m.tool_parser is not None,
         "supports_tool_choice": m.auto_tool_choice,
         "supports_reasoning": m.reasoning_parser is not None,
+        # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
+        "gateway_limits": dataclasses.asdict(m.limits),
     }
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
 

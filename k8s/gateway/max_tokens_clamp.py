@@ -229,7 +229,8 @@ class MaxTokensClamp(CustomLogger):
 
     async def async_post_call_failure_hook(self, request_data: dict, original_exception: Exception,
                                            user_api_key_dict: Any, traceback_str: str | None = None):
-        """A backend's (the on-demand controller's) `Retry-After` reaches the client as `Retry-After`: LiteLLM
+        """An embeddings request to a model that serves none: a clear 400 (not_an_embedding_model).
+        A backend's (the on-demand controller's) `Retry-After` reaches the client as `Retry-After`: LiteLLM
         passes a provider's headers on only renamed (`llm_provider-retry-after`), which no client's retry logic
         reads. LiteLLM uses an exception's own `headers` when it has them (common_request_processing)."""
         retry = retry_after_of(original_exception)
@@ -238,7 +239,20 @@ class MaxTokensClamp(CustomLogger):
                 original_exception.headers = {"retry-after": retry}
             except AttributeError:  # an exception type with a read-only headers property: left as it is
                 pass
+        return not_an_embedding_model(request_data, original_exception)
+
+
+def not_an_embedding_model(request_data: dict, exc: Exception) -> HTTPException | None:
+    """/v1/embeddings to a model whose backend has no such route (vLLM serves it only for pooling models: its
+    404 says "Not Found"): a 400 that names the model and says so, in place of the backend's 404."""
+    if getattr(exc, "status_code", None) != 404 or not isinstance(request_data, dict):
         return None
+    url = str((request_data.get("proxy_server_request") or {}).get("url") or "")
+    if not url.split("?")[0].rstrip("/").endswith("/embeddings"):
+        return None
+    model = request_data.get("model")
+    return gb.RequestError(f"{model} is not an embedding model: its backend serves no /v1/embeddings (vLLM serves "
+                           "embeddings only for a pooling model, `vllm serve ... --runner pooling`)")
 
 
 def retry_after_of(exc: Exception) -> str | None:

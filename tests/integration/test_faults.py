@@ -119,14 +119,7 @@ MALFORMED = {
 }
 
 
-LITELLM_BUGS = {
-    "json-array": "LiteLLM 1.108.7 answers a non-object JSON body with a 500: its pre-auth checks call "
-                  "request_data.get() before any hook or custom auth runs (auth_utils.pre_db_read_auth_checks)",
-}
-
-
-@pytest.mark.parametrize("body", [pytest.param(b, id=k, marks=pytest.mark.xfail(reason=LITELLM_BUGS[k], strict=True))
-                                  if k in LITELLM_BUGS else pytest.param(b, id=k) for k, b in MALFORMED.items()])
+@pytest.mark.parametrize("body", MALFORMED.values(), ids=MALFORMED.keys())
 def test_malformed_requests_get_4xx_not_5xx(fakes, body):
     r = httpx.post(f"{fakes.gateway_url}/v1/chat/completions", content=body, timeout=60,
                    headers={"Authorization": f"Bearer {fakes.master_key}", "Content-Type": "application/json"})

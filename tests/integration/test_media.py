@@ -143,7 +143,7 @@ def test_a_listed_host_is_fetched_and_its_redirect_elsewhere_is_not_followed(lis
     elsewhere = listener()  # 127.0.0.1: not listed
     listed = listener(host=host)
     redirecting = listener(host=host, redirect=f"{elsewhere.url}/secret.png")
-    text = DEMO_MODELS.read_text().replace("gateway:\n", f"gateway:\n  backend_internet: false\n") + \
+    text = DEMO_MODELS.read_text().replace("gateway:\n", "gateway:\n  backend_internet: false\n") + \
         f"\n  media: {{domains: [{host}]}}\n"  # the last model's own media
     (tmp_path / "models.yml").write_text(text)
     cwd = os.getcwd()

@@ -234,7 +234,7 @@ def test_on_demand_models_are_left_to_the_controller_which_starts_them_on_reques
     assert ma["argv"] == s._backend(a).cmd and ma["url"] == f"http://127.0.0.1:{a.port}" and ma["group"] == "g"
     assert "VLLM_API_KEY" not in ma["env"] and ma["api_key_env"] == a.api_key_env  # no key in the file
     assert s._backend(p.models[1]).waits_for == ()  # an on-demand model waits for no one
-    assert f"/m/a/v1" in s.gateway_files()["litellm/config.yaml"]
+    assert "/m/a/v1" in s.gateway_files()["litellm/config.yaml"]
     controller = s._controller()
     s._spawn(controller, controller.env)
     try:

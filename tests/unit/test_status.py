@@ -432,7 +432,7 @@ def test_a_compose_like_stack_is_read_with_the_compose_key(tmp_path, monkeypatch
     (tmp_path / "compose/.env").write_text("LITELLM_MASTER_KEY=stale-key\n")
     code, out, err = _main(tmp_path, capsys)
     assert code == 1 and len(out.strip().splitlines()) == 1, out  # one line, not a table of unknowns
-    assert f"refused the key from compose/.env (401; the gateway of models.yml)" in out
+    assert "refused the key from compose/.env (401; the gateway of models.yml)" in out
 
 
 def test_make_status_with_the_local_stacks_models_yml_reads_the_local_key(tmp_path, monkeypatch, capsys, clean_env,

@@ -1,0 +1,264 @@
+# GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
+# vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
+"""An ASGI middleware in front of all of LiteLLM: every API's request body is checked before LiteLLM reads it.
+
+For a POST to one of the APIs of request_shapes.py (chat, completions, responses, messages, count_tokens,
+embeddings), in this order:
+
+1. no master key in any header LiteLLM reads a key from: 401 (the body is never parsed);
+2. a body larger than the largest `limits.request_size` of any model: 413, read to its end but not kept
+   (answering before the client finished sending would look like a reset connection);
+3. not JSON, or not a JSON object: 400;
+4. the API's shape check (request_shapes.py): 400 naming the field and what it must be;
+5. a field that picks where or how LiteLLM sends the request (`api_base`, `mock_response`, ...) and
+   LiteLLM's own request-body check (its list of banned fields): 400 with LiteLLM's reason;
+6. the requested model's `limits:` (model_info.gateway_limits in the rendered config): 400 naming the field
+   and the bound (`n`, `best_of`, `tools`, `logit_bias`), 413 for a body over its `request_size`.
+
+A request that passes goes on unchanged: the body is replayed to LiteLLM and its parsed form left where LiteLLM
+looks first (scope["parsed_body"]), so it is not parsed twice. Errors use each API's own shape (Anthropic's for
+/v1/messages). The guard never breaks a request it cannot judge: an internal failure lets the request through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from typing import Any, Awaitable, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
+    sys.path.insert(0, HERE)
+import request_shapes as shapes  # noqa: E402
+
+# LiteLLM's Azure-style aliases name the model in the path (/openai/deployments/<model>/chat/completions)
+MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")
+CHECKED = "gateway_guard_checked"  # scope key: the middleware judged this request (custom auth need not)
+KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key", b"x-litellm-api-key")
+# when the config names no limits (a hand-written config). LiteLLM's own max_request_size_mb is enterprise-only;
+# a 128K-token prompt is well under 1 MiB of text
+DEFAULT_REQUEST_BYTES = 16 * 1024 * 1024
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+ANTHROPIC_APIS = ("messages", "count_tokens")
+# fields that choose where or how LiteLLM sends a request: the config decides that, never a client
+CLIENT_CONTROL = ("api_base", "base_url", "api_key", "api_version", "user_config", "model_list", "mock_response",
+                  "mock_tool_calls", "mock_testing_fallbacks", "mock_timeout", "callbacks", "logger_fn")
+# bound name -> (request field, how much of it the request asks)
+LIMITED: dict[str, Callable[[object], int | None]] = {
+    "n": lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
+    "best_of": lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
+    "tools": lambda v: len(v) if isinstance(v, list) else None,
+    "logit_bias": lambda v: len(v) if isinstance(v, dict) else None,
+}
+
+Send = Callable[[dict], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict]]
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param = status, message, param
+
+
+def error_body(api: str | None, status: int, message: str, param: str | None) -> bytes:
+    if api in ANTHROPIC_APIS:
+        kind = {401: "authentication_error", 413: "request_too_large"}.get(status, "invalid_request_error")
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    kind = {401: "auth_error"}.get(status, "invalid_request_error")
+    return json.dumps({"error": {"message": message, "type": kind, "param": param, "code": str(status)}}).encode()
+
+
+async def respond(send: Send, api: str | None, status: int, message: str, param: str | None = None) -> None:
+    body = error_body(api, status, message, param)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ClientGone(Exception):
+    pass
+
+
+async def read_body(receive: Receive, limit: int) -> tuple[bytes | None, int]:
+    """(the body, its size); None for a body over `limit`, which is still read to its end, not kept."""
+    chunks: list[bytes] = []
+    size, more = 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size <= limit and chunk:
+            chunks.append(chunk)
+        more = message.get("more_body", False)
+    return (b"".join(chunks) if size <= limit else None), size
+
+
+def parse(body: bytes) -> object:
+    try:
+        import orjson  # LiteLLM's own parser (a dependency of LiteLLM)
+
+        return orjson.loads(body)
+    except ImportError:
+        return json.loads(body)
+
+
+def model_limits(model: object) -> dict[str, int]:
+    """The requested model's bounds from the rendered config (model_info.gateway_limits), or {}."""
+    import gateway_backends as gb
+
+    rt = gb.router()
+    if rt is None or not isinstance(model, str):
+        return {}
+    found: dict[str, int] = {}
+    for dep in gb.deployments(rt, model):
+        for key, value in (gb.info(dep).get("gateway_limits") or {}).items():
+            if isinstance(value, int):
+                found[key] = min(value, found.get(key, value))  # the strictest deployment of the group
+    return found
+
+
+def largest_request() -> int:
+    """The largest body any model takes: past it, no need to read what the body asks for."""
+    import gateway_backends as gb
+
+    rt = gb.router()
+    sizes = [v for d in (getattr(rt, "model_list", None) or [])
+             if isinstance(v := gb.info(d).get("gateway_limits", {}).get("request_bytes"), int)] if rt else []
+    return max(sizes, default=DEFAULT_REQUEST_BYTES)
+
+
+def limits_problem(body: dict, size: int, limits: dict[str, int]) -> Refusal | None:
+    model = body.get("model")
+    where = f"{model} (limits.{{}} in models.yml)"
+    if (most := limits.get("request_bytes")) is not None and size > most:
+        return Refusal(413, f"the request body is {size} bytes, over the {most} that {where.format('request_size')} "
+                            "takes: send less (long documents in parts)")
+    for key, asked_of in LIMITED.items():
+        asked = asked_of(body.get(key))
+        if asked is not None and (most := limits.get(key)) is not None and asked > most:
+            what = "entries" if key in ("tools", "logit_bias") else ""
+            return Refusal(400, f"`{key}` asks {asked}{' ' + what if what else ''}, over the {most} that "
+                                f"{where.format(key)} allows", key)
+    return None
+
+
+def litellm_refusal(body: dict, path: str) -> Refusal | None:
+    """LiteLLM's own request-body check (its banned fields), answered as the 400 it means; None when it passes
+    or cannot run here."""
+    try:
+        from litellm.proxy import proxy_server
+        from litellm.proxy.auth.auth_utils import is_request_body_safe
+    except ImportError:
+        return None
+    try:
+        is_request_body_safe(request_body=body, general_settings=proxy_server.general_settings or {},
+                             llm_router=proxy_server.llm_router, model=str(body.get("model") or ""), route=path)
+    except TypeError:  # another LiteLLM without the route argument
+        return None
+    except ValueError as exc:
+        return Refusal(400, str(exc))
+    except Exception as exc:  # noqa: BLE001  an HTTPException or LiteLLM's own error type: its status if a 4xx
+        status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+        if isinstance(status, int) and 400 <= status < 500:
+            return Refusal(status, str(getattr(exc, "detail", None) or exc))
+        return None
+    return None
+
+
+def judge(api: str, body: object, size: int) -> Refusal | None:
+    """Everything the guard says about a parsed body (steps 3-6), or None when it goes on."""
+    if not isinstance(body, dict):
+        return Refusal(400, "invalid request: the body must be a JSON object")
+    if (why := shapes.problem(api, body)) is not None:
+        return Refusal(400, f"invalid request: {why}", why.split("`")[1] if "`" in why else None)
+    for name in CLIENT_CONTROL:
+        if name in body:
+            return Refusal(400, f"invalid request: `{name}` is not taken from a request: the gateway's config "
+                                "decides where and how each model is served", name)
+    return limits_problem(body, size, model_limits(body.get("model")))
+
+
+class RequestGuard:
+    """The middleware; `key_is_valid` is the guard's constant-time master key check, `key_problem` its 401 text."""
+
+    def __init__(self, app: Any, key_is_valid: Callable[[str | None], bool], key_problem: str) -> None:
+        self.app = app
+        self.key_is_valid = key_is_valid
+        self.key_problem = key_problem
+
+    async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
+        api = shapes.api_of(scope.get("path", "")) if scope["type"] == "http" and scope.get("method") == "POST" else None
+        if api is None:
+            return await self.app(scope, receive, send)
+        try:
+            refusal, body = await self.check(scope, receive, api)
+        except ClientGone:
+            return None
+        if refusal is not None:
+            return await respond(send, api, refusal.status, refusal.message, refusal.param)
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        scope[CHECKED] = True
+        return await self.app(scope, replay, send)
+
+    async def check(self, scope: dict, receive: Receive, api: str) -> tuple[Refusal | None, bytes]:
+        headers = dict(scope.get("headers") or [])
+        if not any(self.key_is_valid(headers[h].decode("latin-1")) for h in KEY_HEADERS if h in headers):
+            await read_body(receive, -1)  # to its end, kept nowhere: the body of a stranger is not read
+            return Refusal(401, self.key_problem), b""
+        try:
+            limit = largest_request()
+        except Exception:  # noqa: BLE001  never break a request on our own failure
+            limit = DEFAULT_REQUEST_BYTES
+        body, size = await read_body(receive, limit)
+        if body is None:
+            return Refusal(413, f"the request body is over {limit} bytes, the most any model here takes "
+                                "(limits.request_size in models.yml)"), b""
+        content_type = headers.get(b"content-type", b"").decode("latin-1").lower()
+        if content_type.startswith(FORM_TYPES):
+            return Refusal(400, "invalid request: send the body as JSON (Content-Type: application/json)"), body
+        try:
+            data = parse(body)
+        except ValueError as exc:  # orjson's and json's decode errors are ValueErrors
+            return Refusal(400, f"invalid request: the body is not JSON ({exc})"), body
+        path = scope.get("path", "")
+        if isinstance(data, dict) and "model" not in data and (named := MODEL_IN_PATH.search(path)):
+            data = {"model": named[1], **data}  # for the checks only: LiteLLM reads the path itself
+        try:
+            refusal = judge(api, data, size) or litellm_refusal(data, path)
+        except Exception:  # noqa: BLE001  never break a request on our own failure: LiteLLM judges it
+            return None, body
+        if refusal is None and not named_in_path(path):
+            scope["parsed_body"] = (tuple(data.keys()), data)  # where LiteLLM looks before parsing the body itself
+        return refusal, body
+
+
+def named_in_path(path: str) -> bool:
+    return MODEL_IN_PATH.search(path) is not None
+
+
+def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: Any = None) -> None:
+    """Put the guard in front of LiteLLM's middlewares (once per process). The proxy app has started when LiteLLM
+    loads custom auth (its lifespan loads the config), so the built middleware stack is wrapped in place."""
+    if app is None:
+        from litellm.proxy.proxy_server import app
+
+    if getattr(app, "gateway_request_guard", False):
+        return
+    app.gateway_request_guard = True
+    if app.middleware_stack is None:  # not started yet: the ordinary way
+        app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem)
+    else:
+        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem)

@@ -1,0 +1,268 @@
+# GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
+# vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
+"""The shape of a request body on each API the gateway serves, as tables: the field, what it must be.
+
+``problem(api, body)`` names the first field that is wrong (with its path, e.g. ``messages[2].content[0].text``)
+and what it must be, or returns None. gateway_guard.py answers it as a 400 before LiteLLM reads the body.
+Checks only types and shapes (what LiteLLM, vLLM or an SDK would crash on or misread); values are the
+backend's business, and fields not in a table pass through (vLLM takes many of its own).
+Standard library only: unit tests and the fuzz test import it alone.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+Check = Callable[[object, str], "str | None"]  # (value, its path) -> "`path` must be ..." or None
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def kind(test: Callable[[object], bool], what: str) -> Check:
+    return lambda v, at: None if test(v) else f"`{at}` must be {what}"
+
+
+STRING = kind(lambda v: isinstance(v, str), "a string")
+NAME = kind(lambda v: isinstance(v, str) and v != "", "a non-empty string")
+NUMBER = kind(_is_number, "a number")
+INTEGER = kind(_is_int, "an integer")
+POSITIVE = kind(lambda v: _is_int(v) and v >= 1, "an integer of at least 1")
+BOOL = kind(lambda v: isinstance(v, bool), "true or false")
+OBJECT = kind(lambda v: isinstance(v, dict), "an object")
+STRINGS = kind(lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v), "a list of strings")
+STOP = kind(lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v)),
+            "a string or a list of strings")
+LOGIT_BIAS = kind(lambda v: isinstance(v, dict) and all(_is_number(b) for b in v.values()),
+                  "an object of token id -> bias (a number)")
+# non-empty: LiteLLM 1.108.7 answers an embeddings `input: [[]]` with a 500 ("list index out of range")
+TOKENS = kind(lambda v: isinstance(v, list) and len(v) > 0 and all(_is_int(t) for t in v), "a non-empty list of token ids")
+
+
+def one_of(*values: str) -> Check:
+    return kind(lambda v: v in values, "one of " + ", ".join(values))
+
+
+def either(what: str, *checks: Check) -> Check:
+    """Any one of the checks passes; else, when exactly one alternative fits the value's outer shape, its complaint
+    about something inside it (e.g. `messages[0].content[1].text`); else `at` must be `what`."""
+    def check(v: object, at: str) -> str | None:
+        whys = [c(v, at) for c in checks]
+        if None in whys:
+            return None
+        inner = [w for w in whys if w and not w.startswith(f"`{at}` ")]
+        return inner[0] if len(inner) == 1 else f"`{at}` must be {what}"
+    return check
+
+
+def list_of(item: Check, what: str, min_items: int = 0) -> Check:
+    def check(v: object, at: str) -> str | None:
+        if not isinstance(v, list) or len(v) < min_items:
+            return f"`{at}` must be {what}"
+        for i, x in enumerate(v):
+            if (why := item(x, f"{at}[{i}]")) is not None:
+                return why
+        return None
+    return check
+
+
+def fields(spec: dict[str, Check], required: tuple[str, ...] = (), what: str = "an object") -> Check:
+    """An object whose listed fields (when present and not null) pass their checks; `required` ones must be there."""
+    def check(v: object, at: str) -> str | None:
+        if not isinstance(v, dict):
+            return f"`{at}` must be {what}" if at else "the body must be a JSON object"
+        for key in required:
+            if v.get(key) is None:
+                return f"`{_join(at, key)}` is required"
+        for key, sub in spec.items():
+            if v.get(key) is not None and (why := sub(v[key], _join(at, key))) is not None:
+                return why
+        return None
+    return check
+
+
+def tagged(tag: str, variants: dict[str, Check], what: str) -> Check:
+    """An object with a string `tag` (e.g. "type"); a known tag's variant checks the rest, others pass."""
+    def check(v: object, at: str) -> str | None:
+        if not isinstance(v, dict) or not isinstance(v.get(tag), str):
+            return f"`{at}` must be {what}"
+        variant = variants.get(v[tag])
+        return variant(v, at) if variant is not None else None
+    return check
+
+
+def _join(at: str, key: str) -> str:
+    return f"{at}.{key}" if at else key
+
+
+def shape(checks: Check) -> Callable[[dict], "str | None"]:
+    return lambda body: checks(body, "")
+
+
+# --- OpenAI chat completions --------------------------------------------------------------------------------
+CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+CHAT_PART = tagged("type", {
+    "text": fields({"text": STRING}, required=("text",)),
+    "image_url": fields({"image_url": either("a string URL or {url}", STRING, fields({"url": STRING}, ("url",)))},
+                        required=("image_url",)),
+    "input_audio": fields({"input_audio": fields({"data": STRING, "format": STRING}, ("data",))},
+                          required=("input_audio",)),
+}, "a content part {type, ...}")
+CHAT_CONTENT = either("a string, a list of content parts {type, ...} or null", STRING, list_of(CHAT_PART, "a list"))
+TOOL_CALL = fields({"id": STRING, "type": STRING,
+                    "function": fields({"name": NAME, "arguments": STRING}, ("name",))}, required=("function",),
+                   what="{id, type: function, function: {name, arguments}}")
+CHAT_MESSAGE = fields({
+    "role": one_of(*CHAT_ROLES),
+    "content": CHAT_CONTENT,
+    "name": STRING,
+    "tool_calls": list_of(TOOL_CALL, "a list of tool calls"),
+    "tool_call_id": STRING,
+    "reasoning_content": STRING,
+}, required=("role",), what="an object {role, content}")
+FUNCTION = fields({"name": NAME, "description": STRING, "parameters": OBJECT, "strict": BOOL}, ("name",),
+                  what="{name, parameters}")
+CHAT_TOOL = fields({"type": STRING, "function": FUNCTION}, required=("function",),
+                   what="{type: function, function: {name, parameters}}")
+CHAT_TOOL_CHOICE = either("auto, none, required or {type: function, function: {name}}", one_of("auto", "none", "required"),
+                          fields({"type": STRING, "function": fields({"name": NAME}, ("name",))}, ("function",)))
+RESPONSE_FORMAT = tagged("type", {
+    "json_schema": fields({"json_schema": fields({"name": NAME, "schema": OBJECT, "strict": BOOL}, ("name",),
+                                                 what="{name, schema}")}, required=("json_schema",)),
+    "text": fields({}), "json_object": fields({}),
+}, "{type: text | json_object | json_schema, ...}")
+STREAM_OPTIONS = fields({"include_usage": BOOL, "continuous_usage_stats": BOOL})
+
+SAMPLING = {  # fields the OpenAI APIs (and vLLM's extensions of them) share
+    "model": STRING, "user": STRING, "metadata": OBJECT, "stream": BOOL, "stream_options": STREAM_OPTIONS,
+    "temperature": NUMBER, "top_p": NUMBER, "min_p": NUMBER, "presence_penalty": NUMBER,
+    "frequency_penalty": NUMBER, "repetition_penalty": NUMBER, "top_k": INTEGER, "seed": INTEGER,
+    "n": POSITIVE, "max_tokens": POSITIVE, "stop": STOP, "logit_bias": LOGIT_BIAS,
+}
+CHAT = shape(fields({
+    **SAMPLING,
+    "messages": list_of(CHAT_MESSAGE, "a non-empty list of {role, content} objects", min_items=1),
+    "max_completion_tokens": POSITIVE, "logprobs": BOOL, "top_logprobs": INTEGER, "parallel_tool_calls": BOOL,
+    "tools": list_of(CHAT_TOOL, "a list of {type: function, function: {name, parameters}}"),
+    "tool_choice": CHAT_TOOL_CHOICE, "response_format": RESPONSE_FORMAT, "reasoning_effort": STRING,
+    "chat_template_kwargs": OBJECT,
+}, required=("model", "messages")))
+
+# --- OpenAI (legacy) completions ----------------------------------------------------------------------------
+# token ids: LiteLLM 1.108.7 cannot pass them on to a vLLM backend ("Unmapped prompt format", a 500); an empty
+# prompt streamed: vLLM's "The decoder prompt cannot be empty" comes mid-stream, and LiteLLM makes it a 500
+PROMPT = either("a non-empty string or a non-empty list of strings", NAME, list_of(
+    kind(lambda v: isinstance(v, str) and v != "", "a non-empty string (this gateway does not take token ids)"),
+    "", min_items=1))
+COMPLETIONS = shape(fields({
+    **SAMPLING, "prompt": PROMPT, "best_of": POSITIVE, "logprobs": INTEGER, "echo": BOOL, "suffix": STRING,
+}, required=("model", "prompt")))
+
+# --- OpenAI responses ---------------------------------------------------------------------------------------
+RESPONSES_PART = tagged("type", {
+    "input_text": fields({"text": STRING}, ("text",)), "output_text": fields({"text": STRING}, ("text",)),
+    "input_image": fields({"image_url": STRING, "file_id": STRING, "detail": STRING}),
+}, "a content part {type, ...}")
+RESPONSES_MESSAGE = fields({
+    "role": one_of("user", "assistant", "system", "developer"),
+    "content": either("a string or a list of content parts {type, ...}", STRING, list_of(RESPONSES_PART, "")),
+}, required=("role", "content"))
+RESPONSES_ITEM = either("an input item: a message {role, content} or {type, ...}", RESPONSES_MESSAGE, tagged("type", {
+    "message": RESPONSES_MESSAGE,
+    "function_call": fields({"name": NAME, "arguments": STRING, "call_id": STRING}, ("name", "arguments", "call_id")),
+    "function_call_output": fields({"call_id": STRING, "output": either("", STRING, list_of(OBJECT, ""))},
+                                   ("call_id", "output")),
+    "reasoning": fields({"summary": list_of(OBJECT, "a list")}),
+}, ""))
+RESPONSES_TOOL = tagged("type", {
+    "function": fields({"name": NAME, "parameters": OBJECT, "description": STRING, "strict": BOOL}, ("name",)),
+}, "a tool {type: function, name, parameters}")
+RESPONSES = shape(fields({
+    "model": STRING, "user": STRING, "metadata": OBJECT, "stream": BOOL, "store": BOOL, "background": BOOL,
+    "temperature": NUMBER, "top_p": NUMBER, "top_k": INTEGER, "min_p": NUMBER, "seed": INTEGER,
+    "presence_penalty": NUMBER, "frequency_penalty": NUMBER, "repetition_penalty": NUMBER,
+    "input": either("a string or a list of input items (messages {role, content} or {type, ...})",
+                    STRING, list_of(RESPONSES_ITEM, "")),
+    "instructions": STRING, "max_output_tokens": POSITIVE, "top_logprobs": INTEGER,
+    "tools": list_of(RESPONSES_TOOL, "a list of tools {type, ...}"),
+    "tool_choice": either("auto, none, required or {type, ...}", one_of("auto", "none", "required"),
+                          tagged("type", {}, "")),
+    "parallel_tool_calls": BOOL, "previous_response_id": STRING, "include": STRINGS, "truncation": STRING,
+    "text": fields({"format": tagged("type", {}, "{type: text | json_object | json_schema, ...}")}),
+    "reasoning": fields({"effort": STRING, "summary": STRING}),
+}, required=("model", "input")))
+
+# --- Anthropic messages (and count_tokens) ------------------------------------------------------------------
+BLOCK = tagged("type", {
+    # Anthropic refuses empty text blocks; LiteLLM drops them, and a message left empty is a 500 in its translation
+    "text": fields({"text": NAME}, ("text",)),
+    "image": fields({"source": fields({"type": STRING, "media_type": STRING, "data": STRING, "url": STRING},
+                                      ("type",))}, ("source",)),
+    "tool_use": fields({"id": STRING, "name": NAME, "input": OBJECT}, ("id", "name", "input")),
+    "tool_result": fields({"tool_use_id": STRING, "is_error": BOOL,
+                           "content": either("a string or a list of blocks {type, ...}", STRING,
+                                             list_of(tagged("type", {}, ""), ""))}, ("tool_use_id",)),
+    "thinking": fields({"thinking": STRING, "signature": STRING}, ("thinking",)),
+}, "a content block {type, ...}")
+ANTHROPIC_MESSAGE = fields({
+    "role": one_of("user", "assistant"),
+    "content": either("a string or a list of content blocks {type, ...}", STRING, list_of(BLOCK, "")),
+}, required=("role", "content"), what="an object {role, content}")
+ANTHROPIC_TOOL = either("a tool {name, input_schema} or a server tool {type, name}",
+                        fields({"name": NAME, "input_schema": OBJECT, "description": STRING}, ("name", "input_schema")),
+                        fields({"type": NAME, "name": NAME}, ("type", "name")))
+MESSAGES_FIELDS: dict[str, Check] = {
+    "model": STRING, "metadata": OBJECT,
+    "messages": list_of(ANTHROPIC_MESSAGE, "a non-empty list of {role, content} objects", min_items=1),
+    "system": either("a string or a list of text blocks {type: text, text}", STRING,
+                     list_of(fields({"type": one_of("text"), "text": STRING}, ("type", "text")), "")),
+    "tools": list_of(ANTHROPIC_TOOL, "a list of tools {name, input_schema}"),
+    "tool_choice": tagged("type", {"tool": fields({"name": NAME}, ("name",))},
+                          "{type: auto | any | tool | none, ...}"),
+    "thinking": fields({"type": STRING, "budget_tokens": INTEGER}),
+}
+MESSAGES = shape(fields({
+    **MESSAGES_FIELDS, "max_tokens": POSITIVE, "stop_sequences": STRINGS, "stream": BOOL,
+    "temperature": NUMBER, "top_p": NUMBER, "top_k": INTEGER,
+}, required=("model", "messages")))
+COUNT_TOKENS = shape(fields(MESSAGES_FIELDS, required=("model", "messages")))
+
+# --- OpenAI embeddings --------------------------------------------------------------------------------------
+EMBEDDINGS = shape(fields({
+    "model": STRING, "user": STRING, "dimensions": POSITIVE, "encoding_format": one_of("float", "base64"),
+    "input": either("a non-empty string, list of strings, list of token ids or list of token id lists",
+                    NAME, list_of(STRING, "", min_items=1), list_of(INTEGER, "", min_items=1),
+                    list_of(TOKENS, "", min_items=1)),
+}, required=("model", "input")))
+
+# API name -> (the paths it is served on, its check). Paths are matched by their end, so that LiteLLM's
+# aliases (/chat/completions, /v1/chat/completions, /openai/deployments/<m>/chat/completions) share one check.
+APIS: dict[str, tuple[tuple[str, ...], Callable[[dict], "str | None"]]] = {
+    "chat": (("/chat/completions",), CHAT),
+    "completions": (("/completions",), COMPLETIONS),
+    "responses": (("/responses",), RESPONSES),
+    "count_tokens": (("/messages/count_tokens",), COUNT_TOKENS),
+    "messages": (("/messages",), MESSAGES),
+    "embeddings": (("/embeddings",), EMBEDDINGS),
+}
+
+
+def api_of(path: str) -> str | None:
+    """The API a POST path is, by its end (first match wins: chat before completions)."""
+    path = path.rstrip("/")
+    for name, (ends, _) in APIS.items():
+        if path.endswith(ends):
+            return name
+    return None
+
+
+def problem(api: str, body: object) -> str | None:
+    """The first thing wrong with this API's request body, or None."""
+    if not isinstance(body, dict):
+        return "the body must be a JSON object"
+    return APIS[api][1](body)

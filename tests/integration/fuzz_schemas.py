@@ -1,0 +1,117 @@
+"""The shapes of well-formed request bodies, one per API, as Hypothesis strategies, for the fuzz test.
+
+A subset of the public OpenAI and Anthropic request schemas: the fields clients send, with the types those APIs
+document, kept small (short texts, budgets of at most 8 tokens) so that a well-formed request costs the CPU backend
+little. The fuzz test then breaks them (a field replaced by any JSON, something inside replaced, a required field
+dropped, the body replaced). Written with Hypothesis's own `fixed_dictionaries(required, optional=...)`:
+hypothesis-jsonschema 0.23.1 (its last release) fails inside Hypothesis 6.170 ("'many' object has no attribute
+'more'"), so JSON Schema documents are not drawn from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from hypothesis import strategies as st
+
+
+@dataclass(frozen=True)
+class Body:
+    """A strategy of well-formed bodies, and the names of the fields it may hold and must hold."""
+
+    strategy: st.SearchStrategy
+    fields: tuple[str, ...]
+    required: tuple[str, ...]
+
+
+def body(required: dict, optional: dict) -> Body:
+    return Body(st.fixed_dictionaries(required, optional=optional), tuple(sorted({*required, *optional})),
+                tuple(required))
+
+
+def obj(required: dict, optional: dict | None = None) -> st.SearchStrategy:
+    return st.fixed_dictionaries(required, optional=optional or {})
+
+
+TEXT = st.text(max_size=24)
+WORD = st.text(min_size=1, max_size=24)
+NAME = st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True)
+BUDGET = st.integers(1, 8)
+TEMPERATURE = st.floats(0, 1.5)
+TOP_P = st.floats(0.01, 1)
+STOP = TEXT | st.lists(st.text(min_size=1, max_size=8), max_size=2)
+PARAMETERS = st.just({"type": "object", "properties": {}})
+
+
+def chat(models: list[str]) -> Body:
+    part = obj({"type": st.just("text"), "text": TEXT})
+    message = obj({"role": st.sampled_from(["system", "user"]), "content": TEXT | st.lists(part, min_size=1, max_size=2)})
+    tool = obj({"type": st.just("function"),
+                "function": obj({"name": NAME}, {"description": TEXT, "parameters": PARAMETERS})})
+    return body({"model": st.sampled_from(models), "messages": st.lists(message, min_size=1, max_size=3),
+                 "max_tokens": BUDGET}, {
+        "max_completion_tokens": BUDGET, "temperature": TEMPERATURE, "top_p": TOP_P, "n": st.just(1),
+        "seed": st.integers(0, 2**31), "stop": STOP, "stream": st.booleans(),
+        "stream_options": obj({}, {"include_usage": st.booleans()}), "tools": st.lists(tool, max_size=2),
+        "tool_choice": st.sampled_from(["auto", "none"]),
+        "response_format": obj({"type": st.sampled_from(["text", "json_object"])}),
+        "logit_bias": st.dictionaries(st.integers(1, 999).map(str), st.integers(-5, 5), max_size=2), "user": TEXT,
+    })
+
+
+def completions(models: list[str]) -> Body:
+    return body({"model": st.sampled_from(models), "prompt": WORD | st.lists(WORD, min_size=1, max_size=3),
+                 "max_tokens": BUDGET}, {
+        "temperature": TEMPERATURE, "top_p": TOP_P, "n": st.just(1), "best_of": st.just(1), "echo": st.booleans(),
+        "stop": STOP, "stream": st.booleans(), "logprobs": st.integers(0, 2), "seed": st.integers(0, 2**31),
+    })
+
+
+def responses(models: list[str]) -> Body:
+    part = obj({"type": st.just("input_text"), "text": TEXT})
+    item = (obj({"role": st.sampled_from(["user", "system", "developer"]), "content": TEXT})
+            | obj({"type": st.just("message"), "role": st.just("user"), "content": st.lists(part, min_size=1, max_size=2)}))
+    tool = obj({"type": st.just("function"), "name": NAME}, {"parameters": PARAMETERS})
+    return body({"model": st.sampled_from(models), "input": WORD | st.lists(item, min_size=1, max_size=3),
+                 "max_output_tokens": BUDGET}, {
+        "instructions": TEXT, "temperature": TEMPERATURE, "top_p": TOP_P, "stream": st.booleans(),
+        "store": st.just(False), "tools": st.lists(tool, max_size=2), "tool_choice": st.sampled_from(["auto", "none"]),
+    })
+
+
+ANTHROPIC_MESSAGES = st.lists(obj({"role": st.just("user"), "content": TEXT | st.lists(
+    obj({"type": st.just("text"), "text": WORD}), min_size=1, max_size=2)}), min_size=1, max_size=2)
+ANTHROPIC_TOOLS = st.lists(obj({"name": NAME, "input_schema": PARAMETERS}, {"description": TEXT}), max_size=2)
+
+
+def messages(models: list[str]) -> Body:
+    return body({"model": st.sampled_from(models), "messages": ANTHROPIC_MESSAGES, "max_tokens": BUDGET}, {
+        "system": TEXT | st.lists(obj({"type": st.just("text"), "text": TEXT}), max_size=1),
+        "temperature": st.floats(0, 1), "top_p": TOP_P, "top_k": st.integers(1, 50),
+        "stop_sequences": st.lists(st.text(min_size=1, max_size=8), max_size=2), "stream": st.booleans(),
+        "tools": ANTHROPIC_TOOLS, "tool_choice": obj({"type": st.sampled_from(["auto", "none"])}),
+    })
+
+
+def count_tokens(models: list[str]) -> Body:
+    return body({"model": st.sampled_from(models), "messages": ANTHROPIC_MESSAGES},
+                {"system": TEXT, "tools": ANTHROPIC_TOOLS})
+
+
+def embeddings(models: list[str]) -> Body:
+    return body({"model": st.sampled_from(models),
+                 "input": WORD | st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=3)}, {
+        "encoding_format": st.sampled_from(["float", "base64"]), "dimensions": st.integers(1, 64), "user": TEXT,
+    })
+
+
+# API -> (path, well-formed bodies for the served model names)
+APIS: dict[str, tuple[str, Callable[[list[str]], Body]]] = {
+    "chat": ("/v1/chat/completions", chat),
+    "completions": ("/v1/completions", completions),
+    "responses": ("/v1/responses", responses),
+    "messages": ("/v1/messages", messages),
+    "count_tokens": ("/v1/messages/count_tokens", count_tokens),
+    "embeddings": ("/v1/embeddings", embeddings),
+}

@@ -1,0 +1,97 @@
+"""The gateway guard through the real gateway in front of real backends: every API's malformed requests and
+every bound of models.yml `limits:` get the 4xx they mean, and the cases issue 31 found (a 500 or a reset
+connection before) stay fixed. The fuzz test (test_fuzz_apis.py) covers what these tables do not list."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.guard_cases import BAD, GOOD
+from tests.integration.fuzz_schemas import APIS
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+# a well-formed body per API for the demo models, small enough to cost the backend little
+BASE = {
+    "chat": {"messages": HELLO, "max_tokens": 4},
+    "completions": {"prompt": "Say hello.", "max_tokens": 4},
+    "responses": {"input": "Say hello.", "max_output_tokens": 4},
+    "messages": {"messages": HELLO, "max_tokens": 4},
+    "count_tokens": {"messages": HELLO},
+    "embeddings": {"input": "Say hello."},
+}
+
+
+def post(gateway, path: str, body, **kw) -> httpx.Response:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx.post(gateway.url.removesuffix("/v1") + path, content=content, timeout=kw.pop("timeout", 60),
+                      headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"}, **kw)
+
+
+def model(gateway) -> str:
+    return gateway.plan.models[0].served_name
+
+
+@pytest.mark.parametrize("api,change,message", BAD, ids=[f"{a}-{next(iter(c))}-{i}" for i, (a, c, _) in enumerate(BAD)])
+def test_every_apis_wrong_types_and_shapes_are_a_400_naming_the_field(gateway, api, change, message):
+    body = {k: v for k, v in {**GOOD[api], "model": model(gateway), **change}.items() if v is not None}
+    r = post(gateway, APIS[api][0], body)
+    assert r.status_code == 400 and message in r.text, f"{r.status_code}: {r.text[:300]}"
+
+
+@pytest.mark.parametrize("field", ["api_base", "base_url", "user_config", "mock_response"])
+def test_client_side_routing_fields_are_a_400_not_a_500_or_a_reset(gateway, field):
+    """Issue 31: LiteLLM 1.103.7 answered api_base/user_config with a 500 and base_url/mock_response with a reset."""
+    value = {"user_config": {"model_list": []}}.get(field, "http://127.0.0.1:9/v1")
+    r = post(gateway, "/v1/chat/completions", {"model": model(gateway), "messages": HELLO, field: value})
+    assert r.status_code == 400 and f"`{field}`" in r.text, r.text[:300]
+
+
+@pytest.mark.parametrize("api,body,message", [
+    ("responses", {"input": 5}, "`input` must be a string or a list of input items"),
+    ("messages", {"messages": "x", "max_tokens": 4}, "`messages` must be a non-empty list"),
+    ("chat", {"messages": HELLO, "max_tokens": -1}, "`max_tokens` must be an integer of at least 1"),
+    ("chat", {}, "`messages` is required"),
+], ids=["responses-input-5", "messages-a-string", "negative-max-tokens", "no-messages"])
+def test_issue_31_cases_are_a_clear_400(gateway, api, body, message):
+    r = post(gateway, APIS[api][0], {"model": model(gateway), **body})
+    assert r.status_code == 400 and message in r.text, f"{r.status_code}: {r.text[:300]}"
+
+
+def test_embeddings_to_a_chat_model_name_the_model(gateway):
+    r = post(gateway, "/v1/embeddings", {"model": model(gateway), "input": "hi"})
+    assert r.status_code == 400 and f"{model(gateway)} is not an embedding model" in r.text, r.text[:300]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_body_over_the_size_limit_is_a_413_on_every_api(gateway, api):
+    body = {"model": model(gateway), **BASE[api], "user": "x" * (17 * 1024 * 1024)}  # the demo's limit: 16 MiB
+    r = post(gateway, APIS[api][0], body, timeout=120)
+    assert r.status_code == 413 and "limits.request_size" in r.text, f"{r.status_code}: {r.text[:300]}"
+    assert post(gateway, APIS["chat"][0], {"model": model(gateway), **BASE["chat"]}).status_code == 200
+
+
+BOUNDS = {  # models.yml `limits:` field -> (request field, a value just past the demo's default bound, the bound)
+    "n": ("n", 2, 1),
+    "best_of": ("best_of", 2, 1),
+    "tools": ("tools", [{"type": "function", "function": {"name": f"f{i}"}} for i in range(129)], 128),
+    "logit_bias": ("logit_bias", {str(i): 1 for i in range(301)}, 300),
+}
+TOOLS_OF = {  # each API's own tool shape, so that only the count is wrong
+    "responses": lambda i: {"type": "function", "name": f"f{i}", "parameters": {}},
+    "messages": lambda i: {"name": f"f{i}", "input_schema": {}},
+    "count_tokens": lambda i: {"name": f"f{i}", "input_schema": {}},
+}
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+@pytest.mark.parametrize("api", APIS)
+def test_past_each_bound_every_api_answers_400_naming_field_and_bound(gateway, api, bound):
+    field, value, most = BOUNDS[bound]
+    if field == "tools" and api in TOOLS_OF:
+        value = [TOOLS_OF[api](i) for i in range(most + 1)]
+    r = post(gateway, APIS[api][0], {"model": model(gateway), **BASE[api], field: value})
+    assert r.status_code == 400, f"{r.status_code}: {r.text[:300]}"
+    assert f"`{field}` asks" in r.text and f"over the {most} that {model(gateway)} (limits.{bound} in models.yml)" in r.text

@@ -1,0 +1,242 @@
+"""The request guard (request_guard.py + request_shapes.py), loaded the way LiteLLM loads the gateway's modules
+(by path, from beside the generated config.yaml), driven as the ASGI middleware it is, in front of a recording app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from tests.guard_cases import BAD, GOOD
+from tests.unit.test_gateway_hooks import load_like_litellm
+
+KEY = "sk-test-0123456789abcdef0123456789abcdef"
+HELLO = [{"role": "user", "content": "hi"}]
+LIMITS = {"n": 2, "best_of": 1, "tools": 3, "logit_bias": 4, "request_bytes": 4096}
+
+
+class FakeRouter:
+    model_list = [
+        {"model_name": "m", "litellm_params": {"model": "hosted_vllm/m"}, "model_info": {"gateway_limits": LIMITS}},
+        {"model_name": "big", "litellm_params": {"model": "hosted_vllm/big"},
+         "model_info": {"gateway_limits": {**LIMITS, "request_bytes": 65536}}},
+    ]
+
+    def get_model_list(self, model_name):
+        return [d for d in self.model_list if d["model_name"] == model_name]
+
+
+@pytest.fixture
+def shapes():
+    return load_like_litellm("request_shapes")
+
+
+@pytest.fixture
+def guard(monkeypatch):
+    """post(path, body or bytes, headers) through the middleware -> (status, json, what the app behind received)."""
+    module = load_like_litellm("request_guard")
+    import gateway_backends as gb  # the copy the guard imports (beside it)
+
+    monkeypatch.setattr(gb, "router", lambda: FakeRouter())
+    monkeypatch.setattr(module, "litellm_refusal", lambda body, path: None)
+    seen: list[dict] = []
+
+    async def app(scope, receive, send):
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        seen.append({"body": body, "parsed": scope.get("parsed_body")})
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"ok": true}'})
+
+    middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "missing or invalid key")
+
+    def post(path, body, headers=None):
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"} if headers is None else headers
+
+        async def go():
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
+                return await c.post(path, content=content, headers=headers)
+        r = asyncio.run(go())
+        return r.status_code, r.json(), seen[-1] if seen and r.status_code == 200 else None
+
+    post.module = module
+    return post
+
+
+# --- request_shapes: every API's table ----------------------------------------------------------------------
+@pytest.mark.parametrize("api", GOOD)
+def test_well_formed_requests_of_every_api_pass(shapes, api):
+    assert shapes.problem(api, GOOD[api]) is None
+
+
+@pytest.mark.parametrize("api,change,message", BAD, ids=[f"{a}-{next(iter(c))}-{i}" for i, (a, c, _) in enumerate(BAD)])
+def test_each_wrong_type_or_shape_names_the_field_and_what_it_must_be(shapes, api, change, message):
+    body = {**GOOD[api], **change}
+    body = {k: v for k, v in body.items() if v is not None}
+    why = shapes.problem(api, body)
+    assert why is not None and message in why, why
+
+
+@pytest.mark.parametrize("path,api", [
+    ("/v1/chat/completions", "chat"), ("/chat/completions/", "chat"), ("/openai/deployments/m/chat/completions", "chat"),
+    ("/v1/completions", "completions"), ("/v1/responses", "responses"), ("/v1/messages", "messages"),
+    ("/v1/messages/count_tokens", "count_tokens"), ("/v1/embeddings", "embeddings"), ("/embeddings", "embeddings"),
+    ("/v1/models", None), ("/v1/responses/abc/cancel", None), ("/v1/audio/transcriptions", None),
+])
+def test_every_alias_of_an_api_gets_its_check(shapes, path, api):
+    assert shapes.api_of(path) == api
+
+
+# --- request_guard: the middleware ----------------------------------------------------------------------------
+def test_a_good_request_reaches_litellm_unchanged_and_parsed_once(guard):
+    body = {"model": "m", "messages": HELLO}
+    status, _, seen = guard("/v1/chat/completions", body)
+    assert status == 200 and json.loads(seen["body"]) == body
+    assert seen["parsed"] == (("model", "messages"), body)  # LiteLLM's parsed-body cache: it parses no second time
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer sk-wrong"}, {"x-api-key": "sk-wrong"}])
+def test_without_the_key_a_401_before_the_body_is_parsed(guard, headers):
+    status, answer, _ = guard("/v1/chat/completions", b"[not even json", headers)
+    assert status == 401 and answer["error"]["message"] == "missing or invalid key"
+
+
+def test_the_anthropic_key_header_opens_it_and_errors_come_in_anthropics_shape(guard):
+    status, answer, _ = guard("/v1/messages", {"model": "m", "messages": "x"}, {"x-api-key": KEY})
+    assert status == 400 and answer["type"] == "error" and answer["error"]["type"] == "invalid_request_error"
+    assert "`messages` must be a non-empty list" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"{this is not json", "the body is not JSON"), (b"", "the body is not JSON"),
+    (b"[]", "the body must be a JSON object"), (b'"hi"', "the body must be a JSON object"),
+    (b'{"model": "m", "messages": "\\ud800"}', "the body is not JSON"),  # a lone surrogate no backend can encode
+])
+def test_a_body_that_is_not_a_json_object_is_a_400(guard, content, message):
+    status, answer, _ = guard("/v1/chat/completions", content)
+    assert status == 400 and message in answer["error"]["message"], answer
+
+
+def test_a_form_body_is_a_400_asking_for_json(guard):
+    status, answer, _ = guard("/v1/embeddings", b"model=m&input=x",
+                              {"Authorization": f"Bearer {KEY}", "Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 400 and "send the body as JSON" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("field", ["api_base", "base_url", "user_config", "mock_response", "api_key", "model_list"])
+def test_fields_that_choose_where_litellm_sends_the_request_are_a_400(guard, field):
+    status, answer, _ = guard("/v1/chat/completions", {"model": "m", "messages": HELLO, field: "http://x"})
+    assert status == 400 and f"`{field}` is not taken from a request" in answer["error"]["message"]
+    assert answer["error"]["param"] == field
+
+
+@pytest.mark.parametrize("path,change,message", [
+    ("/v1/chat/completions", {"n": 3}, "`n` asks 3, over the 2 that m (limits.n in models.yml) allows"),
+    ("/v1/completions", {"best_of": 2}, "`best_of` asks 2, over the 1 that m (limits.best_of in models.yml) allows"),
+    ("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": f"f{i}"}} for i in range(4)]},
+     "`tools` asks 4 entries, over the 3 that m (limits.tools in models.yml) allows"),
+    ("/v1/responses", {"tools": [{"type": "function", "name": f"f{i}"} for i in range(4)]}, "`tools` asks 4 entries"),
+    ("/v1/messages", {"tools": [{"name": f"f{i}", "input_schema": {}} for i in range(4)]}, "`tools` asks 4 entries"),
+    ("/v1/completions", {"logit_bias": {str(i): 1 for i in range(5)}}, "`logit_bias` asks 5 entries, over the 4"),
+])
+def test_past_a_models_bound_a_400_names_the_field_and_the_bound(guard, path, change, message):
+    base = {"/v1/chat/completions": {"messages": HELLO}, "/v1/completions": {"prompt": "hi"},
+            "/v1/responses": {"input": "hi"}, "/v1/messages": {"messages": HELLO}}[path]
+    status, answer, _ = guard(path, {"model": "m", **base, **change})
+    text = answer["error"]["message"]
+    assert status == 400 and message in text, text
+    ok = {k: (v[:2] if isinstance(v, list) else {"1": 1} if isinstance(v, dict) else 1) for k, v in change.items()}
+    assert guard(path, {"model": "m", **base, **ok})[0] == 200  # at or under the bound: on to LiteLLM
+
+
+def test_a_body_over_the_models_size_is_a_413_and_over_every_models_is_not_kept(guard):
+    big = {"model": "m", "messages": [{"role": "user", "content": "x" * 5000}]}
+    status, answer, _ = guard("/v1/chat/completions", big)
+    assert status == 413 and "over the 4096 that m (limits.request_size in models.yml) takes" in answer["error"]["message"]
+    assert guard("/v1/chat/completions", {**big, "model": "big"})[0] == 200
+    status, answer, _ = guard("/v1/chat/completions", {**big, "messages": [{"role": "user", "content": "x" * 70000}]})
+    assert status == 413 and "over 65536 bytes, the most any model here takes" in answer["error"]["message"]
+
+
+def test_unknown_models_and_other_routes_pass_to_litellm(guard):
+    assert guard("/v1/chat/completions", {"model": "nope", "messages": HELLO, "n": 9})[0] == 200  # LiteLLM's 400
+    assert guard("/v1/images/generations", b"[not json")[0] == 200  # not an API this guard knows
+
+
+def test_litellms_own_body_check_is_answered_as_the_400_it_means(monkeypatch):
+    module = load_like_litellm("request_guard")
+    refusal = module.litellm_refusal({"model": "m", "messages": HELLO, "aws_sts_endpoint": "http://x"},
+                                     "/v1/chat/completions")
+    assert refusal is not None and refusal.status == 400 and "aws_sts_endpoint" in refusal.message
+    assert module.litellm_refusal({"model": "m", "messages": HELLO}, "/v1/chat/completions") is None
+
+
+def test_embeddings_to_a_model_without_them_is_a_400_naming_the_model():
+    """vLLM serves /v1/embeddings only for pooling models; a generative model's backend answers 404 Not Found."""
+    hook = load_like_litellm("max_tokens_clamp")
+
+    class NotFound(Exception):
+        status_code = 404
+
+    data = {"model": "chat-model", "proxy_server_request": {"url": "http://gw/v1/embeddings"}}
+    answer = asyncio.run(hook.MaxTokensClamp().async_post_call_failure_hook(data, NotFound("Not Found"), None))
+    assert answer.status_code == 400 and "chat-model is not an embedding model" in answer.detail
+    chat = {**data, "proxy_server_request": {"url": "http://gw/v1/chat/completions"}}
+    assert asyncio.run(hook.MaxTokensClamp().async_post_call_failure_hook(chat, NotFound("Not Found"), None)) is None
+
+
+def test_a_model_named_in_the_path_counts_as_the_requests_model(guard):
+    status, answer, _ = guard("/openai/deployments/m/chat/completions", {"messages": HELLO, "n": 3})
+    assert status == 400 and "over the 2 that m" in answer["error"]["message"]
+    status, _, seen = guard("/openai/deployments/m/chat/completions", {"messages": HELLO})
+    assert status == 200 and seen["parsed"] is None and json.loads(seen["body"]) == {"messages": HELLO}
+
+
+@pytest.mark.parametrize("started", [False, True])
+def test_install_puts_the_guard_in_front_of_an_app_started_or_not(started):
+    """LiteLLM loads custom auth inside its lifespan, after Starlette built the middleware stack."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    module = load_like_litellm("request_guard")
+
+    async def chat(request):
+        return JSONResponse(await request.json())
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with TestClient(app) as client:
+        if not started:
+            app.middleware_stack = None  # as before the first request
+        module.install(lambda k: k == f"Bearer {KEY}", "no key", app)
+        module.install(lambda k: False, "installed twice", app)  # once per process
+        headers = {"Authorization": f"Bearer {KEY}"}
+        assert client.post("/v1/chat/completions", json={"model": "m", "messages": "x"}, headers=headers).status_code == 400
+        assert client.post("/v1/chat/completions", json={"model": "m", "messages": HELLO}, headers=headers).json() == {
+            "model": "m", "messages": HELLO}
+        assert client.post("/v1/chat/completions", json={"model": "m", "messages": HELLO}).status_code == 401
+
+
+def test_the_guard_reads_the_limits_the_renderer_wrote_through_litellms_own_router(plan, monkeypatch):
+    """model_info.gateway_limits survives LiteLLM's Router (its model_info keeps fields it does not know)."""
+    from litellm import Router
+
+    from generator.renderers.litellm import render_litellm, local_api_base
+
+    p = plan("m:\n  gpus: []\n  command: vllm serve x/y --max-model-len 4096\n  limits: {n: 3, request_size: 8KiB}\n")
+    monkeypatch.setenv("VLLM_API_KEY_M", "k")
+    router = Router(model_list=render_litellm(p, local_api_base)["model_list"])
+    module = load_like_litellm("request_guard")
+    import gateway_backends as gb
+
+    monkeypatch.setattr(gb, "router", lambda: router)
+    assert module.model_limits("m") == {"n": 3, "best_of": 1, "tools": 128, "logit_bias": 300, "request_bytes": 8192}
+    assert module.largest_request() == 8192
