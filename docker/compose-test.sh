@@ -55,8 +55,9 @@ phase up
 
 key=$(sed -n 's/^LITELLM_MASTER_KEY=//p' "$TMP/compose/.env")
 port=$($PY -c "from generator.loader import load_plan; print(load_plan('$EXAMPLE').gateway.port)")
-GATEWAY_URL=http://127.0.0.1:$port GATEWAY_KEY=$key GATEWAY_MODELS=$EXAMPLE \
-  $PY -m pytest -q tests/integration -p no:cacheprovider || exit 1
+# the fuzz test: make test sends 2,000 requests per API through the local stack; here 300 of another seed
+GATEWAY_URL=http://127.0.0.1:$port GATEWAY_KEY=$key GATEWAY_MODELS=$EXAMPLE FUZZ_REQUESTS=${FUZZ_REQUESTS:-300} \
+  FUZZ_SEED=${FUZZ_SEED:-32} $PY -m pytest -q tests/integration -p no:cacheprovider || exit 1
 phase integration-tests
 COMPOSE_ENV_FILE=$TMP/compose/.env GATEWAY_MODELS=$EXAMPLE $PY -m pytest -q tests/compose -p no:cacheprovider \
   --ignore tests/compose/test_apply.py || exit 1
