@@ -29,6 +29,7 @@ from generator.loader import load_plan
 from generator.plan import ModelPlan, Plan
 from generator.runtime.local import LocalStack, free_ports
 from generator.schema import TOP_LEVEL
+from tests.integration.helpers import FUZZ_COUNTS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODELS = ROOT / "examples/cpu-demo/models.yml"
@@ -131,3 +132,9 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The fuzz test's count per API, printed whatever the capture mode (CI's make test runs without -s)."""
+    for line in config.stash.get(FUZZ_COUNTS, []):
+        terminalreporter.write_line(line)

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.integration.fuzz_schemas import APIS, Body
+from tests.integration.helpers import FUZZ_COUNTS
 
 FUZZ_REQUESTS = int(os.environ.get("FUZZ_REQUESTS", 2000))  # per API
 FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", 150))  # per API: past it, no more requests are sent
@@ -136,7 +137,7 @@ def assert_serves_a_normal_request(client: httpx.Client, model: str) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api):
+def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, request):
     path, schema_of = APIS[api]
     models = [m.served_name for m in gateway.plan.models]
     failures: list[tuple[object, str]] = []
@@ -164,7 +165,9 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api):
         fuzz()
         pool.shutdown(wait=True)
         elapsed = time.monotonic() - start
-        print(f"\nfuzz {api}: {sent} requests in {elapsed:.1f} s ({sent / elapsed:.0f}/s), {len(failures)} failed")
+        line = f"fuzz {api}: {sent} requests in {elapsed:.1f} s ({sent / elapsed:.0f}/s), {len(failures)} failed"
+        print("\n" + line)
+        request.config.stash.setdefault(FUZZ_COUNTS, []).append(line)  # printed at the end of the run (conftest.py)
         keep(api, failures)
         assert not failures, (f"{len(failures)} of {sent} fuzzed {api} requests failed (kept in {REGRESSIONS.name}); "
                               f"first: {failures[0][1]} for {str(failures[0][0])[:300]}")
