@@ -77,7 +77,7 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
     ("responses", {"max_output_tokens": 0}, "`max_output_tokens` must be an integer of at least 1"),
     ("responses", {"text": {"format": "json"}}, "`text.format` must be {type"),
     ("messages", {"messages": "x"}, "`messages` must be a non-empty list of {role, content} objects"),
-    ("messages", {"messages": [{"role": "system", "content": "x"}]}, "`messages[0].role` must be one of user, assistant"),
+    ("messages", {"messages": [{"role": 5, "content": "x"}]}, "`messages[0].role` must be a string"),
     ("messages", {"messages": [{"role": "user", "content": [{"type": "tool_use", "name": "f"}]}]},
      "`messages[0].content[0].id` is required"),
     ("messages", {"system": 5}, "`system` must be a string or a list of text blocks"),

@@ -201,27 +201,40 @@ def http() -> httpx.AsyncClient:
     return _client
 
 
-async def backend_post(dep: object, path: str, body: dict) -> dict | None:
-    """POST to the configured backend (only there); the JSON answer, or None on any failure."""
+class BackendRefused(Exception):
+    """The backend answered 4xx: the request is what it refused (a client's error), not the backend's failure."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+async def backend_post(dep: object, path: str, body: dict, refusals: bool = False) -> dict | None:
+    """POST to the configured backend (only there); the JSON answer, or None on any failure (with
+    `refusals`, a 4xx raises BackendRefused instead)."""
     root = backend_root(dep)
     if root is None:
         return None
     try:
         resp = await http().post(root + path, json={"model": backend_model(dep), **body},
                                  headers=backend_headers(dep))
+        if refusals and 400 <= resp.status_code < 500:
+            raise BackendRefused(resp.status_code, resp.text[:300])
         if resp.status_code != 200:
             verbose_proxy_logger.debug("gateway hooks: %s answered %s: %s", path, resp.status_code, resp.text[:200])
             return None
         out = resp.json()
         return out if isinstance(out, dict) else None
+    except BackendRefused:
+        raise
     except Exception as e:  # noqa: BLE001
         verbose_proxy_logger.debug("gateway hooks: %s failed: %r", path, e)
         return None
 
 
-async def tokenize(dep: object, payload: dict) -> tuple[int | None, int | None]:
+async def tokenize(dep: object, payload: dict, refusals: bool = False) -> tuple[int | None, int | None]:
     """(prompt token count, backend max_model_len) from vLLM's /tokenize, or (None, None)."""
-    out = await backend_post(dep, "/tokenize", payload)
+    out = await backend_post(dep, "/tokenize", payload, refusals)
     if out is None:
         return None, None
     return as_int(out.get("count")), as_int(out.get("max_model_len"))
@@ -249,7 +262,7 @@ async def count_message_tokens(dep: object, body: dict) -> int | None:
     """Input tokens of an Anthropic Messages request by the backend's tokenizer and chat template, or
     None. Not vLLM's own /v1/messages/count_tokens: that one fails for a prompt longer than the
     context, the one case where the count matters most."""
-    return (await tokenize(dep, messages_as_chat(body)))[0]
+    return (await tokenize(dep, messages_as_chat(body), refusals=True))[0]
 
 
 TEMPLATE_MARGIN = 1024  # tokens a chat template may add of its own (tool instructions, default system text)

@@ -210,7 +210,8 @@ BLOCK = tagged("type", {
     "thinking": fields({"thinking": STRING, "signature": STRING}, ("thinking",)),
 }, "a content block {type, ...}")
 ANTHROPIC_MESSAGE = fields({
-    "role": one_of("user", "assistant"),
+    # a string, not only user/assistant: Claude Code 2.1 sends other roles too (LiteLLM's adapter takes them)
+    "role": STRING,
     "content": either("a string or a list of content blocks {type, ...}", STRING, list_of(BLOCK, "")),
 }, required=("role", "content"), what="an object {role, content}")
 ANTHROPIC_TOOL = either("a tool {name, input_schema} or a server tool {type, name}",
