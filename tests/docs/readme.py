@@ -61,7 +61,7 @@ WHERE: list[tuple[str, str]] = [
     (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),
     (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
     (r"^\.venv/bin/python -m pytest -s tests/integration/test_fuzz_apis\.py$",
-     CI + "inside make test (tests/integration/test_fuzz_apis.py through the demo stack; make compose-test too)"),
+     CI + "inside make test (tests/integration/test_fuzz_apis.py through the demo stack)"),
     (r"^FUZZ_REQUESTS=\d+ FUZZ_SEED=\d+ \.venv/bin/python -m pytest",
      NOT_HERE + "a longer fuzz run of another seed, for a person; make test runs the 2,000 per API of seed 31"),
     (r"^make hub-versions$", CI + "its own step after the install phase (.ci/run)"),
