@@ -58,9 +58,7 @@ async def count_tokens(request: Request, authorize: Callable[[Request, str], Awa
         return anthropic_error(404, "not_found_error", f"model {body['model']!r} is not served here; models: {names}")
     try:
         tokens = await gb.count_message_tokens(deps[0], body)
-    except gb.BackendRefused as exc:  # the backend's tokenizer refused these messages (e.g. nothing left to count)
-        return anthropic_error(400, "invalid_request_error", f"these messages cannot be counted: {exc}"[:500])
-    except Exception as exc:  # noqa: BLE001  LiteLLM's messages->chat translation refused the body
+    except Exception as exc:  # noqa: BLE001  LiteLLM's translation or the backend's tokenizer (BackendRefused) refused it
         return anthropic_error(400, "invalid_request_error", f"these messages cannot be counted: {exc}"[:500])
     if tokens is None:
         return anthropic_error(502, "api_error", f"the backend of {body['model']} could not count the tokens")
