@@ -41,11 +41,11 @@ k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/s
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
 
 check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference)
-	@rc=0; $(PY) -m generator.schema_docs --check || rc=$$?; \
+	@rc=0; $(PY) -m generator.compile.schema_docs --check || rc=$$?; \
 	  $(PY) -m generator --models $(MODELS) --out $(OUT) --check || rc=$$?; exit $$rc
 
-schema: venv ## generator/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
-	$(PY) -m generator.schema_docs
+schema: venv ## generator/compile/load/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
+	$(PY) -m generator.compile.schema_docs
 
 clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents
 	$(PY) -m generator clients --models $(MODELS) --out $(OUT)
@@ -56,25 +56,25 @@ agents: venv ## install the pinned coding agents (opencode, Claude Code, Codex) 
 agents-test: venv venv-vllm demo-models agents ## the three real agents against the CPU demo stack (< 8 min)
 	$(PY) -m pytest tests/integration/agents
 
-catalog: venv-vllm ## rebuild generator/data/vllm_flags.json from the pinned vLLM's parser
-	$(VLLM_PY) -m generator.catalog_build
+catalog: venv-vllm ## rebuild generator/compile/load/data/vllm_flags.json from the pinned vLLM's parser
+	$(VLLM_PY) -m generator.compile.load.catalog_build
 
 demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves
 	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
 
 demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call and a reasoning request
-	@rc=0; $(PY) -m generator.runtime up --models $(DEMO_MODELS) && \
+	@rc=0; $(PY) -m generator.operate.runtime up --models $(DEMO_MODELS) && \
 	  $(PY) -m generator.demo.client --models $(DEMO_MODELS) $(if $(STOP),--stopping) || rc=$$?; \
-	if [ -n "$(STOP)" ]; then $(PY) -m generator.runtime down; else \
+	if [ -n "$(STOP)" ]; then $(PY) -m generator.operate.runtime down; else \
 	  echo "The stack keeps running (make demo again reuses it); stop it with: make down"; fi; exit $$rc
 
 down: ## stop the local stack started by `make demo`
-	$(PY) -m generator.runtime down
+	$(PY) -m generator.operate.runtime down
 
 # MODELS only when given: status reads the local stack `make demo` (runtime up) left running, without MODELS or
 # with the models.yml it runs; else models.yml's gateway with compose/.env's key; one line when no stack runs
 status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=1 for scripts, MODELS=..., K8S=1)
-	@$(PY) -m generator.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
+	@$(PY) -m generator.operate.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)
 
 test: venv venv-vllm demo-models promtool bench-tools ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
@@ -83,7 +83,7 @@ test: venv venv-vllm demo-models promtool bench-tools ## unit + integration test
 unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit
 
-# The fit check (generator/model_files.py) allows huggingface_hub >=1.25,<3 (pyproject.toml): LiteLLM keeps
+# The fit check (generator/compile/load/model_files.py) allows huggingface_hub >=1.25,<3 (pyproject.toml): LiteLLM keeps
 # the gateway's venv on 1.x, a generator-only install may take 2.x. Its Hub tests on the oldest release of
 # that range and the newest 2.x, each in a venv of its own (.cache/hub-versions/V); CI runs this.
 HUB_VERSIONS := 1.25.0 2.4.0

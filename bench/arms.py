@@ -1,6 +1,6 @@
 """The three arms: the mock directly, LiteLLM with its default settings, and the generated gateway.
 
-Both gateways are started the way `generator.runtime` starts one (same process, same readiness
+Both gateways are started the way `generator.operate.runtime` starts one (same process, same readiness
 wait), pinned to the same CPUs; they differ only in config file, command-line flags and environment.
 """
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from generator.gateway_process import BASE_ENV
-from generator.renderers import gateway_modules
-from generator.renderers.litellm import supervisor_file
-from generator.renderers.text import dump_yaml
-from generator.plan import Plan
-from generator.renderers.litellm import model_entry
-from generator.runtime.local import LocalStack
-from generator.runtime.processes import Proc
+from generator.operate.gateway_process import BASE_ENV
+from generator.compile.renderers import gateway_modules
+from generator.compile.renderers.litellm import supervisor_file
+from generator.compile.renderers.text import dump_yaml
+from generator.compile.plan import Plan
+from generator.compile.renderers.litellm import model_entry
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.processes import Proc
 
 from .loadgen import Target
 from .session import ALL_CPUS

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from generator.renderers.litellm import GATEWAY_MODULES
-from generator.runtime.local import LocalStack
+from generator.compile.renderers.litellm import GATEWAY_MODULES
+from generator.operate.runtime.local import LocalStack
 
 from .loadgen import LoadGen, Target
 from .session import MODELS, bench_session

@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from generator.errors import ConfigError, print_problems
-from generator.loader import load_plan
-from generator.output import read_env_file
+from generator.compile.load.loader import load_plan
+from generator.compile.output import read_env_file
 
 from .loadgen import LoadGen, Target
 

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from generator.loader import load_plan
-from generator.plan import Plan
+from generator.compile.load.loader import load_plan
+from generator.compile.plan import Plan
 
 from .mock import NginxMock
 

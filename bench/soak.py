@@ -19,8 +19,8 @@ import psutil
 
 from rich.console import Console
 
-from generator.runtime.local import LocalStack
-from generator.runtime.processes import Proc
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.processes import Proc
 
 from .arms import Arm
 from .loadgen import LoadGen

@@ -23,8 +23,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from generator.gateway_process import gateway_env
-from generator.renderers.litellm import local_api_base, render_litellm
+from generator.operate.gateway_process import gateway_env
+from generator.compile.renderers.litellm import local_api_base, render_litellm
 
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen

@@ -54,7 +54,7 @@ $PY -m tests.compose.stack up --timeout "$WAIT" || { docker compose logs --tail 
 phase up
 
 key=$(sed -n 's/^LITELLM_MASTER_KEY=//p' "$TMP/compose/.env")
-port=$($PY -c "from generator.loader import load_plan; print(load_plan('$EXAMPLE').gateway.port)")
+port=$($PY -c "from generator.compile.load.loader import load_plan; print(load_plan('$EXAMPLE').gateway.port)")
 # The fuzz test runs in make test (2,000 requests per API through the local stack). Not here yet: its first run
 # against this stack (300 per API, seed 32, beside make test) left both vLLM containers' engines dead
 # ("EngineCore encountered an issue", then connection refused) and the cause is not isolated (replayed

@@ -15,11 +15,19 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .compile.load.loader import load_plan
+from .compile.output import (
+    ENV_FILE,
+    checked_targets,
+    ensure_env_file,
+    remove_orphans,
+    render_files,
+    stale_files,
+    write_files,
+)
+from .compile.renderers import TARGETS
+from .compile.summary import print_summary
 from .errors import ConfigError, print_problems
-from .loader import load_plan
-from .output import ENV_FILE, checked_targets, ensure_env_file, remove_orphans, render_files, stale_files, write_files
-from .renderers import TARGETS
-from .summary import print_summary
 
 EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
 
@@ -43,8 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["apply"]:  # not a target: it changes a running stack (generator/apply.py)
-        from .apply import main as apply_main
+    if argv[:1] == ["apply"]:  # not a target: it changes a running stack (generator/operate/apply.py)
+        from .operate.apply import main as apply_main
         return apply_main(argv[1:])
     args = parse_args(argv)
     out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)

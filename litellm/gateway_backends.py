@@ -26,7 +26,6 @@ from typing import Any
 
 import httpx
 from fastapi import HTTPException
-
 from litellm._logging import verbose_proxy_logger
 
 # names of the litellm_params the generator writes as request defaults (see README, `litellm:`)

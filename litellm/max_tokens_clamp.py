@@ -43,7 +43,6 @@ from collections import OrderedDict
 from typing import Any, NamedTuple
 
 from fastapi import HTTPException
-
 from litellm._logging import verbose_proxy_logger
 from litellm.integrations.custom_logger import CustomLogger
 

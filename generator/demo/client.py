@@ -16,10 +16,10 @@ import openai
 from openai import OpenAI
 from rich.console import Console
 
-from ..loader import load_plan
-from ..output import read_env_file
-from ..plan import ModelPlan, Plan
-from ..runtime.__main__ import DEFAULT_STATE
+from ..compile.load.loader import load_plan
+from ..compile.output import read_env_file
+from ..compile.plan import ModelPlan, Plan
+from ..operate.runtime.__main__ import DEFAULT_STATE
 from .script import WEATHER_TOOL, script_of
 
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         key = read_env_file(env)[plan.gateway.master_key_env]
     except (OSError, KeyError):
         err.print(f"[red]demo failed:[/] no gateway key in {env}: start the stack first "
-                  f"(python -m generator.runtime up --models {args.models})", soft_wrap=True)
+                  f"(python -m generator.operate.runtime up --models {args.models})", soft_wrap=True)
         return 1
     base_url = f"http://127.0.0.1:{plan.gateway.port}/v1"
     client = OpenAI(base_url=base_url, api_key=key, timeout=60, max_retries=0)

@@ -48,8 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .script import (ANSWER_TEXT, REASONING_TEXT, SCRIPTS, TOOL_ARGS_JSON, TOOL_CALL,  # noqa: F401
-                     TOOL_CALL_JSON, TOOL_CALL_PREFIX)
+from .script import ANSWER_TEXT, REASONING_TEXT, SCRIPTS, TOOL_ARGS_JSON, TOOL_CALL, TOOL_CALL_JSON, TOOL_CALL_PREFIX  # noqa: F401
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>",

@@ -34,7 +34,6 @@ import secrets
 import sys
 
 from fastapi import HTTPException, Request
-
 from litellm.proxy._types import LitellmUserRoles, UserAPIKeyAuth
 from litellm.proxy.common_utils.http_parsing_utils import _read_request_body
 

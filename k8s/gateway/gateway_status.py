@@ -2,7 +2,7 @@
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
 """``GET /gateway/status``: the state and raw counters of every backend and of the gateway, as JSON.
 
-The one place `python -m generator.status` reads, the same way for every target (compose, the local
+The one place `python -m generator.operate.status` reads, the same way for every target (compose, the local
 stack, Kubernetes behind ``kubectl port-forward``): the gateway sits on the backend network, so it
 asks each configured backend (``api_base`` of the router's deployments, nothing else) for ``/health``
 and ``/metrics``, and its own metrics process (LiteLLM's ``--prometheus_metrics_port``, on
@@ -160,7 +160,7 @@ def state_of(outcome: int | Exception) -> tuple[str, str]:
     return "down", f"{type(outcome).__name__}: {outcome}"[:200]
 
 
-ON_DEMAND_HEADER = "x-on-demand-state"  # generator/on_demand/server.py STATE_HEADER
+ON_DEMAND_HEADER = "x-on-demand-state"  # generator/operate/on_demand/server.py STATE_HEADER
 
 
 def on_demand_state(state: str, health: httpx.Response) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.runtime.local import free_ports
+from generator.operate.runtime.local import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from openai import OpenAI
 
-from generator.output import read_env_file
+from generator.compile.output import read_env_file
 
 from .stack import compose_file
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from generator.gateway_process import GATEWAY_METRICS_PORT
-from generator.loader import load_plan
-from generator.renderers.metrics import JOBS, PROMETHEUS
-from generator.schema import _seconds
+from generator.operate.gateway_process import GATEWAY_METRICS_PORT
+from generator.compile.load.loader import load_plan
+from generator.compile.renderers.metrics import JOBS, PROMETHEUS
+from generator.compile.load.schema import _seconds
 
 
 @dataclass

@@ -13,8 +13,8 @@ import re
 import openai
 import pytest
 
-from generator.loader import load_plan
-from generator.renderers.dashboard import RATE, dashboard, rows
+from generator.compile.load.loader import load_plan
+from generator.compile.renderers.dashboard import RATE, dashboard, rows
 
 from .prometheus import GATEWAY_JOB, VLLM_JOB, gateway_metrics_on, prometheus_of
 from .stack import connects, container_of, host_addresses, inspect

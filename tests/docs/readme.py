@@ -41,7 +41,7 @@ WHERE: list[tuple[str, str]] = [
     (r"^make demo STOP=1$", RUN),
     (r"^make (regenerate|check|k8s|clients|schema|down)$", RUN),
     (r"^make status( JSON=1)?$", RUN),  # against the demo stack make test left running
-    (r"^\.venv/bin/python -m generator\.runtime (up --models examples/cpu-on-demand/models\.yml|down)$",
+    (r"^\.venv/bin/python -m generator\.operate\.runtime (up --models examples/cpu-on-demand/models\.yml|down)$",
      CI + "make test: tests/integration/test_on_demand.py starts this file's stack through the same runtime (idle "
      "shortened, a broken model added), reads the controller's states and stops it"),
     (r"^make status WATCH=1$", NOT_HERE + "refreshes until Ctrl-C, for a person; it draws the table make status prints"),

@@ -25,10 +25,10 @@ import yaml
 from openai import OpenAI
 
 from generator.demo.script import script_of
-from generator.loader import load_plan
-from generator.plan import ModelPlan, Plan
-from generator.runtime.local import LocalStack, free_ports
-from generator.schema import TOP_LEVEL
+from generator.compile.load.loader import load_plan
+from generator.compile.plan import ModelPlan, Plan
+from generator.operate.runtime.local import LocalStack, free_ports
+from generator.compile.load.schema import TOP_LEVEL
 from tests.integration.helpers import FUZZ_COUNTS
 
 ROOT = Path(__file__).resolve().parents[2]

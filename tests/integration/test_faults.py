@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.loader import load_plan
-from generator.runtime.local import LocalStack, free_ports
+from generator.compile.load.loader import load_plan
+from generator.operate.runtime.local import LocalStack, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]

@@ -1,5 +1,5 @@
 """Media URLs a client names are never fetched by a backend unless models.yml lists their host
-(generator/media.py). Two levels, both with a local listener that must never be contacted:
+(generator/compile/load/media.py). Two levels, both with a local listener that must never be contacted:
 
 1. vLLM's own code with the generated command line (tests/integration/media_probe.py: vLLM's server parser,
    its ModelConfig and the media connector a request uses): the URL is refused before any connection; without
@@ -25,9 +25,9 @@ import httpx
 import psutil
 import pytest
 
-from generator.loader import load_plan
-from generator.media import FLAG
-from generator.runtime.local import VLLM_ENTRYPOINT, LocalStack
+from generator.compile.load.loader import load_plan
+from generator.compile.load.media import FLAG
+from generator.operate.runtime.local import VLLM_ENTRYPOINT, LocalStack
 
 from .conftest import DEMO_MODELS, ROOT
 

@@ -31,9 +31,9 @@ import openai
 import pytest
 import yaml
 
-from generator.loader import load_plan
-from generator.plan import ControllerPlan, OnDemandPlan
-from generator.runtime.local import LocalStack, free_ports
+from generator.compile.load.loader import load_plan
+from generator.compile.plan import ControllerPlan, OnDemandPlan
+from generator.operate.runtime.local import LocalStack, free_ports
 from tests.integration.helpers import UNIT
 
 pytestmark = pytest.mark.on_demand
@@ -209,16 +209,16 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
             time.sleep(0.5)
         steps[f"5: B idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
         assert not _port_open(ports[B])
-        # what a user sees: `make status` (python -m generator.status) on this stack shows the controller's states
+        # what a user sees: `make status` (python -m generator.operate.status) on this stack shows the controller's states
         import subprocess
         import sys
-        out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1",
+        out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
                               "--state-dir", str(stack.state_dir)], capture_output=True, text=True, timeout=120, cwd=ROOT)
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
         # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
-        out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1", "--models",
+        out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1", "--models",
                               stack.plan.source, "--state-dir", str(stack.state_dir)],
                              capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout

@@ -1,7 +1,7 @@
 """A stack with one broken model: `up` reports it (exit code, last log lines) and exits non-zero, the
 gateway and the healthy model keep serving, and requests for the broken one fail fast and clearly.
 
-Runs its own small CPU stack through `python -m generator.runtime up/down`, on free ports (never the
+Runs its own small CPU stack through `python -m generator.operate.runtime up/down`, on free ports (never the
 session stack's, a demo's or another checkout's), next to it.
 """
 
@@ -16,9 +16,9 @@ import openai
 import psutil
 import pytest
 
-from generator.loader import load_plan
-from generator.output import read_env_file
-from generator.runtime.local import free_ports
+from generator.compile.load.loader import load_plan
+from generator.compile.output import read_env_file
+from generator.operate.runtime.local import free_ports
 
 from .conftest import DEMO_MODELS, ROOT
 
@@ -44,7 +44,7 @@ good:
 def _runtime(*args: str, timeout: float) -> subprocess.CompletedProcess:
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
     extra = ["--vllm-python", vllm_python] if args[0] == "up" else []
-    return subprocess.run([sys.executable, "-m", "generator.runtime", *args, *extra], cwd=ROOT, text=True,
+    return subprocess.run([sys.executable, "-m", "generator.operate.runtime", *args, *extra], cwd=ROOT, text=True,
                           capture_output=True, timeout=timeout)
 
 

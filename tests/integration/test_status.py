@@ -1,4 +1,4 @@
-"""`make status` against the real stack: the /gateway/status route and `python -m generator.status
+"""`make status` against the real stack: the /gateway/status route and `python -m generator.operate.status
 --json` through the gateway, the gateway's metrics (summed over its workers), and the public /metrics
 closed. The killed-backend case is in test_faults.py (it shares the backend kill)."""
 
@@ -25,9 +25,9 @@ def route(gateway, key: str | None = None) -> httpx.Response:
 
 
 def status_json(gateway, *extra: str) -> tuple[int, dict]:
-    """`python -m generator.status --json` as a user runs it, pointed at this gateway."""
+    """`python -m generator.operate.status --json` as a user runs it, pointed at this gateway."""
     env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
-    out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1",
+    out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
                           "--models", gateway.plan.source, *extra],
                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert out.stdout, out.stderr
@@ -39,7 +39,7 @@ def test_status_json_shows_every_model_healthy_with_its_numbers(gateway):
     assert rep["gateway"]["state"] == "healthy", rep["gateway"]
     workers = gateway.plan.gateway.workers
     if workers == "auto" and gateway.stack is not None:  # resolved on this machine, as the local gateway did
-        from generator.gateway_hooks.gateway_start import resolve
+        from generator.operate.gateway_hooks.gateway_start import resolve
 
         workers = int(resolve(["--num_workers", "auto"])[0][1])
     if workers == "auto":  # a deployment elsewhere resolved it for its own CPUs
@@ -142,7 +142,7 @@ def test_status_reads_the_local_stack_it_runs_by_its_models_yml_with_that_stacks
     if gateway.stack is None:
         pytest.skip("needs the local stack (this session's or make demo's), not GATEWAY_URL")
     env = {k: v for k, v in os.environ.items() if k not in ("GATEWAY_URL", "GATEWAY_KEY")}
-    out = subprocess.run([sys.executable, "-m", "generator.status", "--json", "--interval", "1",
+    out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
                           "--models", gateway.plan.source, "--state-dir", str(gateway.stack.state_dir)],
                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     rep = json.loads(out.stdout)

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.output import read_env_file
-from generator.renderers.k8s import ENV_FILE
+from generator.compile.output import read_env_file
+from generator.compile.renderers.k8s import ENV_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 

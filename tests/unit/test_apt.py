@@ -33,7 +33,7 @@ class HeldLock:
 
     def __init__(self, seconds: float) -> None:
         self.fd = os.open(DPKG_LOCK, os.O_RDWR | os.O_CREAT, 0o640)
-        fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(self.fd, fcntl.LOCK_EX)  # waits while another apt on this machine (not a test's) runs
         self.timer = threading.Timer(seconds, self.release)
         self.timer.start()
 
@@ -41,6 +41,13 @@ class HeldLock:
         if self.fd >= 0:
             os.close(self.fd)  # closing drops the lock
             self.fd = -1
+
+
+@pytest.fixture(autouse=True)
+def own_queue(tmp_path, monkeypatch):
+    """The tests' apt calls queue on a lock of their own: the project's apt steps running beside them on this
+    machine (CI builds its images in the background) must not change what a test measures."""
+    monkeypatch.setenv("APT_QUEUE_LOCK", str(tmp_path / "apt-queue.lock"))
 
 
 @pytest.fixture

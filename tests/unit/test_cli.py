@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.output import ENV_FILE, read_env_file
+from generator.compile.output import ENV_FILE, read_env_file
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "models.yml"
@@ -157,8 +157,8 @@ def test_a_failed_write_leaves_the_old_files_and_no_temp_files(tmp_path_factory,
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(OSError):
-        from generator.loader import load_plan
-        from generator.output import render_files, write_files
+        from generator.compile.load.loader import load_plan
+        from generator.compile.output import render_files, write_files
         write_files(render_files(load_plan(models)), tmp_path)
     after = files_under(tmp_path)
     assert not [k for k in after if k.endswith(".tmp")]
@@ -182,9 +182,9 @@ def test_internal_errors_are_one_line_unless_verbose(tmp_path, monkeypatch, caps
 @pytest.mark.parametrize("name", ["stack", "k8s", "clients"])
 def test_each_target_is_one_record_whose_files_name_its_command(name, tmp_path):
     """A target's render, regenerate command, keys file and --check marker live in one Target record."""
-    from generator.loader import load_plan
-    from generator.renderers import TARGETS
-    from generator.renderers.text import GENERATED_MARK
+    from generator.compile.load.loader import load_plan
+    from generator.compile.renderers import TARGETS
+    from generator.compile.renderers.text import GENERATED_MARK
 
     target = TARGETS[name]
     files = target.render(load_plan(ROOT / "models.yml"))

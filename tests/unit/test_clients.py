@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.loader import load_plan
-from generator.output import render_files
+from generator.compile.load.loader import load_plan
+from generator.compile.output import render_files
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from generator.demo import client as demo
-from generator.output import ensure_env_file
+from generator.compile.output import ensure_env_file
 
 
 # both models take tools (as in the agent-sized demo); the reasoner is first: the order that broke `make demo`

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import fit, model_files
-from generator.sizes import parse_size
-from generator.vllm_command import load_catalog, parse_serve_command
+from generator.compile.load import fit, model_files
+from generator.compile.load.sizes import parse_size
+from generator.compile.load.vllm_command import load_catalog, parse_serve_command
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fit"
 GIB = 2**30

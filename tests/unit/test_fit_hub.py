@@ -21,10 +21,10 @@ import pytest
 import checkpoints
 from conftest import ROOT
 from fake_hub import FakeHub, commit_of
-from generator import fit, model_files
+from generator.compile.load import fit, model_files
 from generator.errors import ConfigError
-from generator.sizes import parse_size
-from generator.vllm_command import load_catalog, parse_serve_command
+from generator.compile.load.sizes import parse_size
+from generator.compile.load.vllm_command import load_catalog, parse_serve_command
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fit"
 GIB = 2**30
@@ -247,7 +247,7 @@ def test_a_model_id_the_hub_does_not_know_is_a_problem_that_names_the_model(hub,
     path = write("gpu_memory: 80GiB\nglm:\n  gpus: [0]\n"
                  "  command: vllm serve QuantTrio/GLM-4.7-Flash-AWQX --max-model-len 16K\n")
     with pytest.raises(ConfigError) as err:
-        from generator.loader import load_plan
+        from generator.compile.load.loader import load_plan
         load_plan(path)
     (msg,) = map(str, err.value.problems)
     assert msg.startswith(f"{path}:4: glm.command: model 'QuantTrio/GLM-4.7-Flash-AWQX' does not exist on ")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi import HTTPException
 
-from generator.renderers.litellm import GATEWAY_MODULES
+from generator.compile.renderers.litellm import GATEWAY_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "litellm"
@@ -239,7 +239,7 @@ def test_unknown_models_and_other_call_types_pass_untouched(hook):
 # --- the renderer: which hook, which files ----------------------------------------------------------
 
 def _plan(tmp_path, clamp: bool):
-    from generator.loader import load_plan
+    from generator.compile.load.loader import load_plan
 
     (tmp_path / "models.yml").write_text(f"""
 gateway: {{clamp_max_tokens: {str(clamp).lower()}}}
@@ -252,8 +252,8 @@ m:
 
 @pytest.mark.parametrize("clamp,instance", [(True, "proxy_handler_instance"), (False, "checks_only_instance")])
 def test_the_config_names_the_hook_with_or_without_the_clamp(tmp_path, clamp, instance):
-    from generator.renderers import gateway_modules
-    from generator.renderers.litellm import render_litellm
+    from generator.compile.renderers import gateway_modules
+    from generator.compile.renderers.litellm import render_litellm
 
     plan = _plan(tmp_path, clamp)
     module, name = render_litellm(plan)["litellm_settings"]["callbacks"][0].split(".")

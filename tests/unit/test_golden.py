@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.loader import load_plan
-from generator.output import render_files
+from generator.compile.load.loader import load_plan
+from generator.compile.output import render_files
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def config(files) -> dict:
 
 
 def test_golden_files(files):
-    # the hook modules are verbatim copies of generator/gateway_hooks
+    # the hook modules are verbatim copies of generator/operate/gateway_hooks
     assert_golden({rel: text for rel, text in files.items() if rel.endswith((".yml", ".yaml"))})
 
 

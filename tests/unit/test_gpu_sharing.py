@@ -7,7 +7,7 @@ less than desired GPU memory utilization (0.5, 39.59 GiB)").
 
 import pytest
 
-from generator.renderers.compose import render_compose
+from generator.compile.renderers.compose import render_compose
 
 
 def model(name: str, gpus: str = "[0]", util: float | None = None, extra: str = "") -> str:

@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.loader import load_plan
-from generator.output import ENV_FILE, read_env_file, render_files
-from generator.renderers.k8s import ENV_FILE as K8S_ENV_FILE, k8s_warnings
-from generator.renderers.litellm import GATEWAY_MODULES
+from generator.compile.load.loader import load_plan
+from generator.compile.output import ENV_FILE, read_env_file, render_files
+from generator.compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE, k8s_warnings
+from generator.compile.renderers.litellm import GATEWAY_MODULES
 from tests.unit.golden import GOLDEN, assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def test_every_k8s_setting_renders_valid_manifests(write):
 # --- golden files, determinism, the committed k8s/ ------------------------------------------
 
 def test_golden_files(repo):
-    # the hook modules are verbatim copies of generator/gateway_hooks
+    # the hook modules are verbatim copies of generator/operate/gateway_hooks
     assert_golden({rel: text for rel, text in repo.items() if rel.endswith(".yaml")})
     on_disk = {p.relative_to(GOLDEN).as_posix() for p in (GOLDEN / "k8s").rglob("*.yaml")}
     assert on_disk == {rel for rel in repo if rel.endswith(".yaml")}, "stale golden files under tests/golden/k8s"
@@ -347,7 +347,7 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
         name = entry["model_name"]
         assert entry["litellm_params"]["api_base"] == f"http://{name}:{services[name]['spec']['ports'][0]['port']}/v1"
     for mod in GATEWAY_MODULES:
-        assert repo[f"k8s/gateway/{mod}.py"].endswith((ROOT / f"generator/gateway_hooks/{mod}.py").read_text())
+        assert repo[f"k8s/gateway/{mod}.py"].endswith((ROOT / f"generator/operate/gateway_hooks/{mod}.py").read_text())
     dep = by_kind(repo_docs, "Deployment")["litellm"]
     pod = dep["spec"]["template"]["spec"]
     (c,) = pod["containers"]

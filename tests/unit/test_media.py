@@ -1,5 +1,5 @@
 """models.yml `media:`: by default no backend fetches a media URL a client names; listed hosts only,
-without redirects, when models.yml says so (generator/media.py, SECURITY.md "Media URLs")."""
+without redirects, when models.yml says so (generator/compile/load/media.py, SECURITY.md "Media URLs")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from urllib3.util import parse_url
 
-from generator.media import NO_MEDIA_DOMAIN, REDIRECTS_ENV
+from generator.compile.load.media import NO_MEDIA_DOMAIN, REDIRECTS_ENV
 
 CPU = "  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K\n"
 

@@ -20,11 +20,11 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.loader import load_plan
-from generator.output import read_env_file, render_files
-from generator.renderers.compose import render_compose
-from generator.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FILE, PROVIDER_FILE, RATE, dashboard, queries
-from generator.renderers.metrics import GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE, prometheus_config
+from generator.compile.load.loader import load_plan
+from generator.compile.output import read_env_file, render_files
+from generator.compile.renderers.compose import render_compose
+from generator.compile.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FILE, PROVIDER_FILE, RATE, dashboard, queries
+from generator.compile.renderers.metrics import GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE, prometheus_config
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """models.yml's JSON schema (schema/models.schema.json, for editors) and the field reference
-(docs/models-yml-reference.md): generated from generator/schema.py, committed, up to date, used by every
+(docs/models-yml-reference.md): generated from generator/compile/load/schema.py, committed, up to date, used by every
 models.yml of the repo, and not vacuous: it rejects known-bad files, and never a file the loader accepts
 (but for a quoted number, below)."""
 
@@ -14,10 +14,10 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from generator import schema_docs
+from generator.compile import schema_docs
 from generator.errors import ConfigError
-from generator.loader import _parse
-from generator.yaml_source import load_source
+from generator.compile.load.loader import _parse
+from generator.compile.load.yaml_source import load_source
 from tests.unit.test_fuzz_models_yml import mutated_documents
 
 ROOT = Path(__file__).resolve().parents[2]

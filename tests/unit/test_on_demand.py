@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.loader import load_plan
-from generator.output import render_files
-from generator.renderers.compose import render_compose
-from generator.renderers.litellm import local_api_base, render_litellm
-from generator.renderers.on_demand import CONFIG_FILE, controller_config
+from generator.compile.load.loader import load_plan
+from generator.compile.output import render_files
+from generator.compile.renderers.compose import render_compose
+from generator.compile.renderers.litellm import local_api_base, render_litellm
+from generator.compile.renderers.on_demand import CONFIG_FILE, controller_config
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -236,7 +236,7 @@ def test_the_controller_service_is_internal_and_only_it_holds_the_docker_socket(
     services = render_compose(p)["services"]
     c = services["on-demand"]
     assert c["image"] == services["litellm"]["image"]
-    assert c["entrypoint"] == ["python3", "-m", "generator.on_demand"]
+    assert c["entrypoint"] == ["python3", "-m", "generator.operate.on_demand"]
     assert c["command"] == ["--config", "/etc/litellm/on-demand.json"]
     assert c["networks"] == ["backends"] and "ports" not in c and "depends_on" not in c
     assert "http://127.0.0.1:4002/healthz" in " ".join(c["healthcheck"]["test"])

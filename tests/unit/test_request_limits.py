@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.plan import RequestLimits
-from generator.renderers.litellm import render_litellm
+from generator.compile.plan import RequestLimits
+from generator.compile.renderers.litellm import render_litellm
 
 MODEL = """
 m:

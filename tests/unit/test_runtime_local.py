@@ -15,9 +15,9 @@ import psutil
 import pytest
 import yaml
 
-from generator.renderers import LITELLM_FILE
-from generator.runtime.local import LocalStack, StackError
-from generator.runtime.processes import Proc, port_problem, stop_recorded
+from generator.compile.renderers import LITELLM_FILE
+from generator.operate.runtime.local import LocalStack, StackError
+from generator.operate.runtime.processes import Proc, port_problem, stop_recorded
 
 # /health answers 200 after `delay` seconds; until then the port is closed, like a loading vLLM
 HEALTH_SERVER = """
@@ -210,7 +210,7 @@ def on_demand(p, names, group="g", idle=0.0, port=None):
     """The plan with these models on demand (as the loader marks them) and a controller."""
     from dataclasses import replace
 
-    from generator.plan import ControllerPlan, OnDemandPlan
+    from generator.compile.plan import ControllerPlan, OnDemandPlan
     models = tuple(replace(m, on_demand=OnDemandPlan(group, idle, "stop")) if m.name in names else m for m in p.models)
     return replace(p, models=models, controller=ControllerPlan(port=port or free_port(), load_timeout=30))
 
@@ -317,7 +317,7 @@ def test_a_stack_refuses_to_start_over_the_record_of_another_running_stack(plan,
         with pytest.raises(StackError) as err:
             other.start(timeout=60)
         assert f"{running.state_dir} holds the state of another stack that is still running" in str(err.value)
-        assert "python -m generator.runtime down --state-dir" in str(err.value) and other.procs == []
+        assert "python -m generator.operate.runtime down --state-dir" in str(err.value) and other.procs == []
         assert json.loads((running.state_dir / "state.json").read_text())["stack_id"] == running.stack_id
     finally:
         running.stop(grace=2)

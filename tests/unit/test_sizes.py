@@ -1,6 +1,6 @@
 import pytest
 
-from generator.sizes import is_auto, parse_size
+from generator.compile.load.sizes import is_auto, parse_size
 
 
 @pytest.mark.parametrize("text,value", [("16K", 16384), ("16k", 16000), ("25.6k", 25600), ("1k", 1000), ("1K", 1024),

@@ -1,4 +1,4 @@
-"""`make status`: the route's parsing and state mapping (generator/gateway_hooks/gateway_status.py),
+"""`make status`: the route's parsing and state mapping (generator/operate/gateway_hooks/gateway_status.py),
 the CLI's rate and quantile math, its JSON shape, and where it finds the gateway and its key."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from generator import status
-from generator.loader import load_plan
-from generator.runtime.local import free_port
-from generator.runtime.processes import started_at
+from generator.operate import status
+from generator.compile.load.loader import load_plan
+from generator.operate.runtime.local import free_port
+from generator.operate.runtime.processes import started_at
 
-HOOKS = Path(__file__).resolve().parents[2] / "generator/gateway_hooks"
+HOOKS = Path(__file__).resolve().parents[2] / "generator/operate/gateway_hooks"
 sys.path.insert(0, str(HOOKS))
 import gateway_status as route  # noqa: E402
 
@@ -308,7 +308,7 @@ def standin(tmp_path):
 
 
 def _local_stack(state: Path, models: Path, port: int, gateway: subprocess.Popen | None, key: str) -> None:
-    """The state `python -m generator.runtime up` leaves: state.json (its gateway process, pid and start
+    """The state `python -m generator.operate.runtime up` leaves: state.json (its gateway process, pid and start
     time) and the stack's keys in .env."""
     state.mkdir(parents=True, exist_ok=True)
     procs = [{"name": "gateway", "pid": gateway.pid, "sid": gateway.pid, "started": started_at(gateway.pid),
@@ -476,10 +476,10 @@ def _demo_plan():
 
 
 def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
-    from generator.gateway_process import GATEWAY_METRICS_PORT
-    from generator.renderers.compose import render_compose
-    from generator.renderers.k8s.gateway import gateway_objects
-    from generator.renderers.litellm import render_litellm
+    from generator.operate.gateway_process import GATEWAY_METRICS_PORT
+    from generator.compile.renderers.compose import render_compose
+    from generator.compile.renderers.k8s.gateway import gateway_objects
+    from generator.compile.renderers.litellm import render_litellm
 
     plan = _demo_plan()
     assert "prometheus" in render_litellm(plan)["litellm_settings"]["callbacks"]
@@ -493,7 +493,7 @@ def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
 
 
 def test_the_local_runtime_gives_each_stack_its_own_metrics_port_and_folder(tmp_path):
-    from generator.runtime.local import LocalStack
+    from generator.operate.runtime.local import LocalStack
 
     a = LocalStack(_demo_plan(), tmp_path / "a", vllm_python=sys.executable)
     b = LocalStack(_demo_plan(), tmp_path / "b", vllm_python=sys.executable)

@@ -1,6 +1,6 @@
 """Every rule of models.yml, through load_plan, asserting on the message a person reads."""
 
-from generator.loader import load_plan
+from generator.compile.load.loader import load_plan
 
 
 def one(command: str, extra: str = "", name: str = "m1", gpus: str = "[0]") -> str:

@@ -1,6 +1,6 @@
 import pytest
 
-from generator.vllm_command import FlagError, load_catalog, parse_serve_command
+from generator.compile.load.vllm_command import FlagError, load_catalog, parse_serve_command
 
 GLM = """vllm serve QuantTrio/GLM-4.7-Flash-AWQ \\
   --max-model-len 16K --tool-call-parser glm47 --reasoning-parser glm45 \\

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.loader import load_plan
-from generator.renderers.compose import render_compose
+from generator.compile.load.loader import load_plan
+from generator.compile.renderers.compose import render_compose
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT.parent / "shared/schemas/compose-spec.json"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from generator.demo.script import ANSWER_TEXT, REASONING_TEXT, TOOL_CALL
-from generator.output import render_files, write_files
-from generator.renderers.clients import PROVIDER_ID
+from generator.compile.output import render_files, write_files
+from generator.compile.renderers.clients import PROVIDER_ID
 
 from .conftest import TIMINGS
 from .runner import PROMPT, Run, base_env, fresh_home, run_agent

@@ -1,0 +1,136 @@
+"""Build generator/compile/load/data/vllm_flags.json from the pinned vLLM's own argument parser.
+
+Run with the interpreter that has the pinned vLLM (see Makefile `catalog`):
+
+    .venv-vllm/bin/python -m generator.compile.load.catalog_build            # rewrite the catalog
+    .venv-vllm/bin/python -m generator.compile.load.catalog_build --check    # exit 1 if it is stale
+
+The generator itself only reads the JSON; it never imports vLLM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+CATALOG_PATH = Path(__file__).parent / "data" / "vllm_flags.json"
+
+# Flags that older vLLM releases accepted and the pinned one rejects, with what to do instead.
+# Each one is checked against the parser below: a flag that still exists is an error here.
+REMOVED_FLAGS = {
+    "--enable-reasoning": "was removed in vLLM 0.10; --reasoning-parser alone turns reasoning on: delete --enable-reasoning",
+    "--disable-log-requests": "was removed; request logging is off by default (--enable-log-requests turns it on): delete it",
+    "--use-v2-block-manager": "was removed; the v2 block manager is the only one: delete it",
+    "--num-scheduler-steps": "was removed with the V0 engine: delete it",
+    "--worker-use-ray": "was removed: use --distributed-executor-backend ray",
+    "--engine-use-ray": "was removed: use --distributed-executor-backend ray",
+    "--tokenizer-pool-size": "was removed with the V0 engine: delete it",
+    "--device": "was removed; vLLM detects the platform itself: delete it",
+}
+
+# Flags whose valid values live in vLLM registries rather than in argparse `choices`.
+def _registry_choices() -> dict[str, list[str]]:
+    import typing
+
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    from vllm.model_executor.model_loader import LoadFormats  # a Literal of the built-in loaders
+    from vllm.reasoning import ReasoningParserManager
+    from vllm.tool_parsers import ToolParserManager
+
+    choices = {
+        "--tool-call-parser": sorted(ToolParserManager.list_registered()),
+        "--reasoning-parser": sorted(ReasoningParserManager.list_registered()),
+        "--quantization": sorted(QUANTIZATION_METHODS),
+        "--load-format": sorted(typing.get_args(LoadFormats)),
+    }
+    empty = [flag for flag, values in choices.items() if not values]
+    if empty:
+        raise SystemExit(f"no choices found in this vLLM for {empty}: update _registry_choices")
+    return choices
+
+
+def _type_name(action: argparse.Action) -> str:
+    fn = action.type
+    if fn is None:
+        return "str"
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if name == "_optional_type" and fn.__closure__:
+        name = getattr(fn.__closure__[0].cell_contents, "__name__", "str")
+    return {
+        "int": "int",
+        "float": "float",
+        "human_readable_int": "size",
+        "human_readable_int_or_auto": "size_or_auto",
+        "str": "str",
+    }.get(name, "json" if ("dict" in name or "json" in name or "dataclass" in name) else "str")
+
+
+def _scalar(value):
+    return value if isinstance(value, (int, float, str, bool)) or value is None else None
+
+
+def build() -> dict:
+    import vllm
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser())
+    registry = _registry_choices()
+    flags: dict[str, dict] = {}
+    aliases: dict[str, str] = {}
+    for action in parser._actions:
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if not longs or isinstance(action, argparse._HelpAction):
+            continue
+        canonical = longs[0]
+        takes_value = action.nargs != 0
+        entry = {
+            "takes_value": takes_value,
+            "type": _type_name(action) if takes_value else "bool",
+            "nargs": action.nargs if action.nargs in ("+", "*", "?") else None,
+            "repeatable": isinstance(action, argparse._AppendAction),
+            "choices": sorted(map(str, action.choices)) if action.choices else registry.get(canonical),
+            "default": _scalar(action.default),
+        }
+        flags[canonical] = entry
+        for alias in action.option_strings:
+            if alias != canonical:
+                aliases[alias] = canonical
+    known = set(flags) | set(aliases)
+    still_there = sorted(f for f in REMOVED_FLAGS if f in known)
+    if still_there:
+        raise SystemExit(f"REMOVED_FLAGS lists flags the pinned vLLM still has: {still_there}")
+    return {
+        "vllm_version": vllm.__version__,
+        "flags": dict(sorted(flags.items())),
+        "aliases": dict(sorted(aliases.items())),
+        "removed": dict(sorted(REMOVED_FLAGS.items())),
+    }
+
+
+def render(catalog: dict) -> str:
+    return json.dumps(catalog, indent=1, sort_keys=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if the committed catalog differs")
+    ap.add_argument("--out", type=Path, default=CATALOG_PATH)
+    args = ap.parse_args(argv)
+    text = render(build())
+    if args.check:
+        current = args.out.read_text() if args.out.exists() else ""
+        if current != text:
+            print(f"{args.out} is stale for this vLLM: run `make catalog`", file=sys.stderr)
+            return 1
+        print(f"{args.out} matches the installed vLLM")
+        return 0
+    args.out.write_text(text)
+    print(f"wrote {args.out} ({len(json.loads(text)['flags'])} flags)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

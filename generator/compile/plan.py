@@ -1,0 +1,199 @@
+"""The plan: plain, validated data that every renderer and runtime consumes. No YAML, no checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class K8sToleration:
+    key: str | None
+    operator: str  # Exists | Equal
+    value: str | None
+    effect: str | None
+    toleration_seconds: int | None
+
+
+@dataclass(frozen=True)
+class ModelK8sPlan:
+    """What only the Kubernetes target reads (models.yml `k8s:`, merged over `defaults.k8s`)."""
+
+    replicas: int = 1
+    node_selector: dict[str, str] = field(default_factory=dict)  # sorted
+    tolerations: tuple[K8sToleration, ...] = ()
+    storage_class: str | None = None  # None: the cluster's default StorageClass
+    cache_size: str = "100Gi"
+    gpu_resource: str | None = None  # None: nvidia.com/gpu, or nvidia.com/gpu.shared when the GPU is shared
+    cpu: str | None = None  # resources.requests
+    memory: str | None = None
+
+
+@dataclass(frozen=True)
+class GatewayK8sPlan:
+    replicas: int = 1
+    expose: str = "none"  # none | loadbalancer | nodeport
+    namespace: str = "llm-gateway"
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """models.yml `limits:` (defaults' under the model's): what one request may ask of this model. The gateway
+    guard reads them from the rendered config (model_info.gateway_limits) and answers 400/413 past them."""
+
+    n: int = 1
+    best_of: int = 1
+    tools: int = 128
+    logit_bias: int = 300
+    request_bytes: int = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str  # host path as written (compose resolves relative ones and ${VAR}) or a volume name
+    target: str  # absolute path in the container
+    read_only: bool
+
+    @property
+    def named(self) -> bool:
+        """A named volume (compose declares it) rather than a host path."""
+        return not self.source.startswith(("/", ".", "~", "$"))
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
+
+
+@dataclass(frozen=True)
+class OnDemandPlan:
+    """models.yml `on_demand:` of one model: loaded when a request asks for it, unloaded when idle or when
+    another model of its group must load. The on-demand controller (generator/operate/on_demand/) is the only one
+    that starts and stops such a model; the gateway reaches it through the controller."""
+
+    group: str  # models of one group take turns: at most one of them loaded at a time (default: the model's name)
+    idle_timeout: float  # seconds without a request (none in flight) before it unloads; 0: only when its group needs room
+    unload: str  # "stop": the backend process/container stops (everywhere); "sleep": vLLM sleep level 1 (GPU only)
+
+
+@dataclass(frozen=True)
+class ControllerPlan:
+    """The on-demand controller's settings (models.yml `on_demand:` top-level block); present in the plan only
+    when some model is on demand."""
+
+    port: int = 4002  # internal: the gateway's api_base for on-demand models (never published)
+    queue: int = 64  # requests waiting per model while it loads; past that: 503 + Retry-After
+    load_timeout: float = 900  # seconds a waiting request (and a load) may take; past that: 503 + Retry-After
+    drain_timeout: float = 300  # seconds an unload waits for requests in flight to finish before it cuts them
+    docker_socket: bool = False  # compose: the controller may start/stop backend containers (opt-in, SECURITY.md)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    name: str  # models.yml key: compose service, host name on the backend network
+    served_name: str  # what clients put in "model"
+    model: str  # Hugging Face repo or path given to `vllm serve`
+    flag_args: tuple[str, ...]  # flags after the model, including --served-model-name and --port
+    description: str
+    image: str
+    env: dict[str, str]  # sorted
+    gpus: tuple[int, ...]
+    port: int  # port vLLM listens on (inside its container, or on 127.0.0.1 locally)
+    context: int  # --max-model-len, else context_length, else what vLLM derives from the model's config
+    max_tokens: int  # default output budget the gateway applies; always < context
+    max_tokens_derived: bool  # True when the generator chose it (half the context)
+    tool_parser: str | None
+    reasoning_parser: str | None
+    auto_tool_choice: bool
+    trust_remote_code: bool
+    litellm_params: dict[str, object]  # request defaults, sorted, includes max_tokens
+    api_key_env: str  # name of the variable that holds this backend's key
+    k8s: ModelK8sPlan = ModelK8sPlan()
+    # models that must be healthy before this one starts: the previous model (file order) on each GPU
+    # it shares, plus models.yml's `start_after:`; file order, no cycles (compose depends_on, local runtime)
+    start_after: tuple[str, ...] = ()
+    fit: str = ""  # one line: the fit check's estimate and verdict, or why it was skipped (summary only)
+    context_from: str = ""  # where a context taken from the model's config came from ("": the flag or field)
+    memory_fraction: float = 0.0  # --gpu-memory-utilization (or vLLM's default): its share of each of its GPUs
+    volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
+    on_demand: OnDemandPlan | None = None  # None: always on (started with the stack)
+    # hosts a client's image_url / video_url / audio_url may name (vLLM --allowed-media-domains); (): none
+    media_domains: tuple[str, ...] = ()
+    limits: RequestLimits = RequestLimits()
+
+    @property
+    def serve_args(self) -> tuple[str, ...]:
+        return (self.model, *self.flag_args)
+
+
+@dataclass(frozen=True)
+class GatewayPlan:
+    port: int
+    bind: str
+    image: str
+    workers: int | str  # a number, or "auto" (resolved where the gateway runs: gateway_start.py)
+    log_level: str  # LITELLM_LOG
+    clamp_max_tokens: bool
+    request_timeout: int
+    stream_timeout: int
+    backend_internet: bool
+    admin_ui: bool
+    autoheal: bool
+    master_key_env: str = "LITELLM_MASTER_KEY"
+    k8s: GatewayK8sPlan = GatewayK8sPlan()
+
+
+@dataclass(frozen=True)
+class GrafanaPlan:
+    enabled: bool = False
+    port: int = 3000
+    image: str = ""
+    password_env: str = "GRAFANA_ADMIN_PASSWORD"  # in the keys file, like the other secrets
+
+
+@dataclass(frozen=True)
+class MetricsK8sPlan:
+    service_monitor: bool = False
+    service_monitor_labels: dict[str, str] = field(default_factory=dict)  # sorted
+    prometheus_namespace: str = "monitoring"
+    prometheus_pod_labels: dict[str, str] = field(default_factory=dict)  # sorted
+
+
+@dataclass(frozen=True)
+class MetricsPlan:
+    """models.yml `metrics:`: Prometheus (compose), what the Kubernetes target adds for a cluster's Prometheus."""
+
+    enabled: bool = True
+    port: int = 9090  # Prometheus UI/API on the host, on `bind`
+    bind: str = "127.0.0.1"
+    scrape_interval: str = "15s"
+    retention: str = "15d"
+    retention_size: str = "2GB"
+    image: str = ""
+    gpu_exporter: bool = False  # True only when some model has GPUs and models.yml did not turn it off
+    gpu_exporter_image: str = ""
+    grafana: GrafanaPlan = GrafanaPlan()
+    k8s: MetricsK8sPlan = MetricsK8sPlan()
+
+
+@dataclass(frozen=True)
+class Plan:
+    source: str  # models.yml path as given; named in every generated header
+    source_digest: str  # sha256 of models.yml
+    vllm_version: str  # version of the flag catalog the commands were checked against
+    models: tuple[ModelPlan, ...]
+    gateway: GatewayPlan
+    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())  # informational lines for the summary (e.g. assumed GPU memory)
+    metrics: MetricsPlan = MetricsPlan(enabled=False)
+    controller: ControllerPlan | None = None  # set when some model is on demand
+
+    @property
+    def on_demand(self) -> tuple[ModelPlan, ...]:
+        return tuple(m for m in self.models if m.on_demand is not None)
+
+    @property
+    def grafana(self) -> bool:
+        return self.metrics.enabled and self.metrics.grafana.enabled
+
+    @property
+    def secret_envs(self) -> tuple[str, ...]:
+        grafana = (self.metrics.grafana.password_env,) if self.grafana else ()
+        return (self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana)

@@ -1,0 +1,96 @@
+"""The LiteLLM gateway on Kubernetes: Deployment, Service, and the config its ConfigMap holds."""
+
+from __future__ import annotations
+
+from ....operate.gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env
+from ...plan import Plan
+from ..litellm import compose_api_base
+from .objects import (
+    GATEWAY,
+    container_security,
+    http_probe,
+    key_ref,
+    labels,
+    pod_defaults,
+    scrape_annotations,
+    selector,
+)
+
+CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s/gateway/
+SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
+# bench/README.md: one worker's RSS was 323 MB at start and 362 MB at peak over a 10-minute soak
+MEMORY_REQUEST_MI, MEMORY_LIMIT_MI = 512, 1024
+# workers: auto in a pod: one per CPU of the node the pod may use (no CPU limit is set), at most what
+# this memory limit holds (gateway_start.py: (4096 - 350) / 400 = 9 workers)
+AUTO_MEMORY_LIMIT_MI = 4096
+
+
+def resources(workers: int | str) -> dict:
+    if workers == "auto":
+        return {"requests": {"cpu": "1", "memory": f"{MEMORY_REQUEST_MI}Mi"},
+                "limits": {"memory": f"{AUTO_MEMORY_LIMIT_MI}Mi"}}
+    return {"requests": {"cpu": str(workers), "memory": f"{MEMORY_REQUEST_MI * workers}Mi"},
+            "limits": {"memory": f"{MEMORY_LIMIT_MI * workers}Mi"}}
+
+
+# The model's Service by its short DNS name (resolves in whatever namespace the stack is applied to):
+# the same URL as compose's service name on its backend network.
+service_api_base = compose_api_base
+
+
+def deployment(plan: Plan) -> dict:
+    g = plan.gateway
+    env = [key_ref(g.master_key_env, g.master_key_env)]
+    env += [key_ref(m.api_key_env, m.api_key_env) for m in plan.models]
+    env += [{"name": k, "value": v} for k, v in gateway_env(g).items()]
+    container = {
+        "name": "litellm",
+        "image": g.image,
+        "command": gateway_command(CONFIG_DIR),  # resolves `--num_workers auto` in the pod, then runs LiteLLM
+        "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
+        # metrics: LiteLLM's metrics process (no key check): declared for scrapers, deliberately not in the
+        # Service (with expose: loadbalancer every Service port would face the outside)
+        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
+                  {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
+        "env": env,
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+        "resources": resources(g.workers),
+        "startupProbe": http_probe("/health/liveliness", 5, 5, 36),  # up to 3 minutes to import LiteLLM
+        "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
+        "readinessProbe": http_probe("/health/readiness", 10, 5, 3),
+        "securityContext": container_security(),
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": GATEWAY, "labels": labels("gateway", GATEWAY)},
+        "spec": {
+            "replicas": g.k8s.replicas,  # the config is stateless (no database, no cache): any number works
+            "selector": {"matchLabels": selector("gateway", GATEWAY)},
+            "template": {
+                "metadata": {"labels": labels("gateway", GATEWAY),
+                             **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled))},
+                "spec": {**pod_defaults(), "containers": [container],
+                         "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}]},
+            },
+        },
+    }
+
+
+def _annotations(annotations: dict[str, str]) -> dict:
+    return {"annotations": annotations} if annotations else {}
+
+
+def service(plan: Plan) -> dict:
+    g = plan.gateway
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": GATEWAY, "labels": labels("gateway", GATEWAY)},
+        "spec": {"type": SERVICE_TYPES[g.k8s.expose], "selector": selector("gateway", GATEWAY),
+                 "ports": [{"name": "http", "port": g.port, "targetPort": "http", "protocol": "TCP"}]},
+    }
+
+
+def gateway_objects(plan: Plan) -> list[dict]:
+    return [deployment(plan), service(plan)]

@@ -1,0 +1,137 @@
+"""Plan -> LiteLLM proxy config: one deployment per model, settings for self-hosted backends."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Callable
+
+from ...operate.gateway_process import START_MODULE
+from ..plan import ModelPlan, Plan
+from .text import header
+
+HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
+AUTH_MODULE = "gateway_guard"
+# every module of generator/operate/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
+# resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", "gateway_status",
+                   "graceful_shutdown", HOOK_MODULE, "request_guard", "request_shapes")
+HOOKS_DIR = Path(__file__).resolve().parents[2] / "operate" / "gateway_hooks"
+# the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
+# Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
+SUPERVISOR_MODULE = "gateway_supervisor"
+
+
+def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
+    """Python modules the LiteLLM config names (and the ones they import), copied next to config.yaml,
+    where LiteLLM loads them by path; they find each other through their own folder."""
+    return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
+            for mod in GATEWAY_MODULES}
+
+
+def supervisor_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
+    return {f"{folder}/{SUPERVISOR_MODULE}.py": header(plan, regenerate=regenerate) + supervisor_source()}
+
+
+def supervisor_source() -> str:
+    return (HOOKS_DIR / f"{SUPERVISOR_MODULE}.py").read_text()
+
+
+def supervisor_digest() -> str:
+    """What the gateway's first process runs at start and never reloads: the supervisor and the worker-count
+    resolver it imports (a change to either must restart the gateway, not reload it)."""
+    sources = [(HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE)]
+    return hashlib.sha256("".join(sources).encode()).hexdigest()[:16]
+
+
+def compose_api_base(m: ModelPlan) -> str:
+    """The backend as the gateway container sees it: service name on the internal network."""
+    return f"http://{m.name}:{m.port}/v1"
+
+
+def local_api_base(m: ModelPlan) -> str:
+    """The backend as a local process: loopback only."""
+    return f"http://127.0.0.1:{m.port}/v1"
+
+
+CONTROLLER_SERVICE = "on-demand"  # the on-demand controller's compose service and host name
+
+
+def controller_api_base(m: ModelPlan, plan: Plan, host: str) -> str:
+    """An on-demand model as the gateway reaches it: through the controller, which loads it first. The
+    controller forwards the request (and its Authorization header, the backend's key) unchanged."""
+    return f"http://{host}:{plan.controller.port}/m/{m.name}/v1"
+
+
+def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
+                ) -> dict:
+    timeout, stream_timeout = plan.gateway.request_timeout, plan.gateway.stream_timeout
+    if m.on_demand and plan.controller:
+        host = controller_host or ("127.0.0.1" if api_base is local_api_base else CONTROLLER_SERVICE)
+        base = controller_api_base(m, plan, host)
+        # the controller may hold a request for up to load_timeout while the model loads: the gateway waits that
+        # long on top of its own timeouts, so the client gets the controller's 503 + Retry-After, not a timeout
+        wait = int(plan.controller.load_timeout + 0.999)
+        timeout, stream_timeout = timeout + wait, stream_timeout + wait
+    else:
+        base = api_base(m)
+    params = {
+        "model": f"hosted_vllm/{m.served_name}",
+        "api_base": base,
+        "api_key": f"os.environ/{m.api_key_env}",
+        **m.litellm_params,
+        "timeout": timeout,
+        "stream_timeout": stream_timeout,
+    }
+    info = {
+        "max_input_tokens": m.context,
+        "max_output_tokens": m.max_tokens,
+        "supports_function_calling": m.tool_parser is not None,
+        "supports_tool_choice": m.auto_tool_choice,
+        "supports_reasoning": m.reasoning_parser is not None,
+        # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
+        "gateway_limits": dataclasses.asdict(m.limits),
+    }
+    return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
+
+
+def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base,
+                   controller_host: str | None = None) -> dict:
+    """`controller_host`: where the gateway reaches the on-demand controller (default: its compose service, or
+    127.0.0.1 with local_api_base)."""
+    g = plan.gateway
+    litellm_settings: dict = {
+        "num_retries": 0,  # one deployment per model: a retry only doubles the load on a struggling GPU
+        "request_timeout": g.request_timeout,
+        "drop_params": False,  # an unsupported parameter is an error the client should see
+        "set_verbose": False,
+        # no "context_window_fallbacks=... Set 'context_window_fallback' - <docs link>" and no internal
+        # router names appended to the backend's own errors: advice about a setting of LiteLLM's
+        "expose_router_debug_in_errors": False,
+        # no turn_off_message_logging: the only logging callback is prometheus (counts, no prompt),
+        # so no prompt leaves the gateway anyway, and LiteLLM's redaction copies every request's
+        # messages (+20 % CPU per request with an 8K-token prompt, bench/README.md)
+    }
+    # defaults, tool and prompt-length 400s on every API; the output-budget clamp when it is on;
+    # prometheus: the gateway's request/error/latency metrics, always on, served only on the internal
+    # metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403)
+    hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
+    litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}", "prometheus"]
+    return {
+        "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
+        "litellm_settings": litellm_settings,
+        "router_settings": {
+            "routing_strategy": "simple-shuffle",
+            "num_retries": 0,
+            "timeout": g.request_timeout,
+            "stream_timeout": g.stream_timeout,
+            "disable_cooldowns": True,  # with a single deployment a cooldown is an outage
+        },
+        "general_settings": {
+            "master_key": f"os.environ/{g.master_key_env}",
+            "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body
+            "disable_spend_logs": True,
+            "disable_error_logs": True,
+        },
+    }

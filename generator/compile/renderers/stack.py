@@ -1,0 +1,46 @@
+"""The default target: compose/docker-compose.yml, litellm/config.yaml and the hook modules beside it; with
+`metrics:` on (the default) prometheus/ (and grafana/ when it is opted in), which the compose file mounts; with
+on-demand models litellm/on-demand.json and on-demand/ (the controller's config and modules)."""
+
+from __future__ import annotations
+
+from ...errors import ConfigError
+from ..plan import Plan
+from .compose import compose_problems, render_compose
+from .dashboard import grafana_files
+from .litellm import gateway_modules, render_litellm, supervisor_file
+from .metrics import PROMETHEUS_FILE, RULES_FILE, gpu_rules, prometheus_config
+from .on_demand import on_demand_files
+from .target import Target
+from .text import dump_yaml, header
+
+COMPOSE_FILE = "compose/docker-compose.yml"
+LITELLM_FILE = "litellm/config.yaml"
+ENV_FILE = "compose/.env"
+ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`. Git-ignored: never commit."
+
+
+def stack_files(plan: Plan) -> dict[str, str]:
+    problems = compose_problems(plan)
+    if problems:
+        raise ConfigError(problems)
+    return {
+        COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
+        LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
+        **gateway_modules(plan),
+        **metrics_files(plan),
+        **supervisor_file(plan),
+        **on_demand_files(plan),
+    }
+
+
+def metrics_files(plan: Plan) -> dict[str, str]:
+    if not plan.metrics.enabled:
+        return {}
+    files = {PROMETHEUS_FILE: header(plan) + dump_yaml(prometheus_config(plan))}
+    if plan.metrics.gpu_exporter:
+        files[RULES_FILE] = header(plan) + dump_yaml(gpu_rules(plan))
+    return {**files, **grafana_files(plan)}
+
+
+TARGET = Target("stack", stack_files, regenerate="make regenerate", keys_file=(ENV_FILE, ENV_HEADER))

@@ -1,0 +1,56 @@
+"""The table `make regenerate` prints: what each model gets."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .load.rules import fmt_tokens
+from .plan import Plan
+
+
+def fmt_duration(seconds: float) -> str:
+    """600 -> 10m, 5400 -> 90m, 3600 -> 1h, 45 -> 45s."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _starts(m) -> str:
+    if m.on_demand:
+        od = m.on_demand
+        group = f"group {od.group}, " if od.group != m.name else ""
+        idle = f"idle {fmt_duration(od.idle_timeout)}" if od.idle_timeout else "no idle unload"
+        return f"on demand ({group}{idle}, {od.unload})"
+    return ("after " + ", ".join(m.start_after)) if m.start_after else "at once"
+
+
+def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env", url: str | None = None) -> None:
+    table = Table(title=f"{len(plan.models)} model(s) from {plan.source}", title_justify="left")
+    for col in ("model", "served as", "GPUs", "starts", "context", "max_tokens", "tool parser", "reasoning parser"):
+        table.add_column(col)
+    for m in plan.models:
+        table.add_row(
+            m.name,
+            m.served_name,
+            ",".join(map(str, m.gpus)) or "none",
+            _starts(m),
+            fmt_tokens(m.context),
+            fmt_tokens(m.max_tokens) + (" (derived)" if m.max_tokens_derived else ""),
+            m.tool_parser or "-",
+            m.reasoning_parser or "-",
+        )
+    console.print(table)
+    for m in plan.models:
+        if m.context_from:
+            console.print(f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False)
+    for m in plan.models:
+        if m.fit:
+            console.print(f"fit {m.name}: {m.fit}", soft_wrap=True, markup=False)
+    for note in plan.notes:
+        console.print(f"note: {note}", soft_wrap=True)
+    g = plan.gateway
+    console.print(f"gateway: {url or f'http://{g.bind}:{g.port}/v1'} (key: {g.master_key_env} in {keys_file})")
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")

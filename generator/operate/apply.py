@@ -1,0 +1,217 @@
+"""`python -m generator apply` (`make apply`): a changed models.yml onto the running compose stack.
+
+validate -> render -> compare with what runs (the applied files, and each container's compose
+config-hash and image against what the new file gives) -> print the plan -> (--dry-run stops here)
+-> write the files and keys -> `docker compose up -d --remove-orphans --wait` (compose recreates
+exactly the services whose definition changed, in depends_on order, and removes the containers of
+removed models) -> wait for the gateway's supervisor to report the reload of its new files.
+
+Exit codes: 0 applied (or nothing to do), 1 something did not come up (named, with its last log lines;
+the rest keeps serving), 2 bad models.yml (nothing changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from ..compile.load.loader import load_plan
+from ..compile.output import ENV_FILE, ensure_env_file, read_env_file, remove_orphans, render_files, write_files
+from ..compile.renderers import COMPOSE_FILE
+from ..compile.renderers.compose import ON_DEMAND_PROFILE
+from ..compile.renderers.stack import ENV_HEADER
+from ..errors import ConfigError, print_problems
+from .changes import GATEWAY, Change, plan_changes
+from .gateway_hooks.gateway_supervisor import digest as gateway_digest
+
+GATEWAY_DIR = "litellm"
+
+
+def run(cmd: list[str], stdin: str | None = None, timeout: float = 120, check: bool = True) -> str:
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:4])} ... failed: {proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def gateway_folder(root: Path) -> dict[str, str]:
+    folder = root / GATEWAY_DIR
+    return {p.name: p.read_text() for p in sorted(folder.glob("*")) if p.is_file() and not p.name.startswith(".")} \
+        if folder.is_dir() else {}
+
+
+def project_containers(project: str) -> dict[str, dict]:
+    """service -> `docker inspect` of its container, for the compose project."""
+    ids = run(["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"]).split()
+    found = {}
+    for c in json.loads(run(["docker", "inspect", *ids])) if ids else []:
+        service = c["Config"]["Labels"].get("com.docker.compose.service")
+        if service:
+            found[service] = c
+    return found
+
+
+def new_hashes(compose_text: str, compose_dir: Path, keys: dict[str, str]) -> dict[str, str]:
+    """The config-hash compose gives each service of the new file (same project directory and .env)."""
+    env = {**os.environ, **keys}
+    # --profile: the on-demand backends' hashes too (without it compose leaves services of a profile out)
+    proc = subprocess.run(["docker", "compose", "-f", "-", "--project-directory", str(compose_dir), "--profile",
+                           ON_DEMAND_PROFILE, "config", "--hash", "*"], input=compose_text, capture_output=True, text=True, timeout=60, env=env)
+    if proc.returncode:
+        raise RuntimeError(f"docker compose config: {proc.stderr.strip()}")
+    return dict(line.split() for line in proc.stdout.splitlines() if line.strip())
+
+
+def image_id(image: str) -> str | None:
+    out = run(["docker", "image", "inspect", "--format", "{{.Id}}", image], check=False).strip()
+    return out or None
+
+
+def compose_recreates(new_doc: dict, hashes: dict[str, str], containers: dict[str, dict]) -> dict[str, str]:
+    """Services compose will recreate: config-hash or image differs from the running container's."""
+    out = {}
+    for name, service in (new_doc.get("services") or {}).items():
+        c = containers.get(name)
+        if c is None:
+            continue
+        if c["Config"]["Labels"].get("com.docker.compose.config-hash") != hashes.get(name):
+            out[name] = "its container was made from another definition"
+        elif (img := image_id(service["image"])) and img != c["Image"]:
+            out[name] = f"image {service['image']} was rebuilt"
+    return out
+
+
+def print_plan(changes: list[Change], console: Console) -> None:
+    console.print("plan:", soft_wrap=True)
+    for change in changes:
+        console.print(f"  {change}", soft_wrap=True, markup=False, highlight=False)
+
+
+def wait_reload(container: str, digest: str, since: str, timeout: float, console: Console) -> bool:
+    """Until the gateway's supervisor says it reloaded `digest` (True) or could not (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["docker", "logs", "--since", since, container], capture_output=True, text=True, timeout=30)
+        text = proc.stdout + proc.stderr
+        if m := re.search(rf"gateway-supervisor: reloaded {digest}\b.*", text):
+            console.print(f"gateway: {m.group(0).split(': ', 1)[1]}", soft_wrap=True)
+            return True
+        if m := re.search(rf"gateway-supervisor: reload failed {digest}\b.*", text):
+            console.print(f"[red]gateway: {m.group(0).split(': ', 1)[1]}[/]", soft_wrap=True)
+            return False
+        time.sleep(1)
+    console.print(f"[red]gateway: no reload of {digest} reported within {timeout:.0f}s[/]")
+    return False
+
+
+def failed_services(project: str, expected: list[str]) -> list[str]:
+    containers = project_containers(project)
+    bad = []
+    for name in expected:
+        c = containers.get(name)
+        state = (c or {}).get("State") or {}
+        health = (state.get("Health") or {}).get("Status")
+        if not c or state.get("Status") != "running" or health not in (None, "healthy"):
+            bad.append(name)
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m generator apply", description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=Path, default=Path("models.yml"))
+    ap.add_argument("--out", type=Path, default=Path("."), help="where compose/ and litellm/ are (default: .)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds for the changed services to be healthy")
+    args = ap.parse_args(argv)
+    out, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    t0 = time.monotonic()
+    try:
+        plan = load_plan(args.models)
+    except ConfigError as exc:
+        print_problems(exc, err)
+        err.print("nothing was changed", soft_wrap=True)
+        return 2
+    files = render_files(plan, ("stack",))
+    new_doc = yaml.safe_load(files[COMPOSE_FILE])
+    compose_path = args.out / COMPOSE_FILE
+    project = os.environ.get("COMPOSE_PROJECT_NAME") or new_doc["name"]
+    old_doc = yaml.safe_load(compose_path.read_text()) if compose_path.exists() else {}
+    old_gateway = gateway_folder(args.out)
+    new_gateway = {Path(rel).name: text for rel, text in files.items() if rel.startswith(f"{GATEWAY_DIR}/")}
+    env_path = args.out / ENV_FILE
+    keys = read_env_file(env_path) if env_path.exists() else {}
+    missing = {n: "not-yet-created" for n in plan.secret_envs if not keys.get(n)}  # dry run: no key written
+    try:
+        containers = project_containers(project)
+        hashes = new_hashes(files[COMPOSE_FILE], compose_path.parent.absolute(), missing)
+        recreate = compose_recreates(new_doc, hashes, containers)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        err.print(f"[red]error:[/] cannot read the running stack: {exc}", soft_wrap=True)
+        return 1
+    changes = plan_changes(old_doc, new_doc, old_gateway, new_gateway, set(containers), recreate)
+    kept = sorted(k for k in keys if k.startswith("VLLM_API_KEY_") and k not in plan.secret_envs)
+    out.print(f"project {project}: {args.models} against {len(containers)} running container(s)")
+    print_plan(changes, out)
+    if kept:
+        out.print(f"  keys kept in {env_path} for removed models: {', '.join(kept)} (delete them by hand when unused)")
+    if args.dry_run:
+        out.print("dry run: nothing changed")
+        return 0
+    acting = [c for c in changes if c.action != "unchanged"]
+    # on-demand backends (unload: stop) sit in a compose profile: `up` neither creates nor starts them; their
+    # containers are created here, stopped, for the on-demand controller to start (docs/on-demand.md)
+    profiled = [name for name, s in new_doc["services"].items() if s.get("profiles")]
+    if not acting:
+        out.print("nothing to do: the stack runs this file")
+        return 0
+
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))  # the supervisor's lines after this
+    written = write_files(files, args.out) + [f"(removed) {r}" for r in remove_orphans(files, args.out)]
+    added = ensure_env_file(env_path, plan.secret_envs, ENV_HEADER)
+    out.print(f"wrote {', '.join(written) or 'nothing (files were current)'}", soft_wrap=True)
+    if added:
+        out.print(f"added key(s) to {env_path}: {', '.join(added)}")
+    if any(c.action in ("add", "recreate", "remove") for c in changes):
+        out.print("docker compose up -d --remove-orphans --wait (only the services above change) ...")
+        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "up", "-d", "--remove-orphans", "--wait",
+                               "--wait-timeout", str(args.timeout)], text=True, capture_output=True)
+        lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+        for line in lines:
+            if re.search(r"Recreat|Creat|Remov|Start|Stop|Error|error|fail", line):
+                out.print(f"  {line.strip()}", markup=False, soft_wrap=True)
+        if proc.returncode:
+            bad = failed_services(project, [name for name in new_doc["services"] if name not in profiled])
+            for name in bad or ["(compose)"]:
+                log = run(["docker", "compose", "-f", str(compose_path), "logs", "--no-color", "--tail", "20", name],
+                          check=False, timeout=60) if bad else "\n".join(lines[-20:])
+                err.print(f"[red]failed: {name}[/] did not become healthy; last lines of its log:", soft_wrap=True)
+                err.print(log.rstrip(), markup=False, soft_wrap=True)
+            err.print(f"[red]{len(bad)} service(s) failed: {', '.join(bad)}[/]; the other services keep serving")
+            return 1
+    if profiled:
+        out.print(f"docker compose create {' '.join(profiled)} (on-demand: the controller starts them) ...")
+        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "create", *profiled], text=True,
+                              capture_output=True)
+        if proc.returncode:
+            err.print(f"[red]error:[/] docker compose create: {proc.stderr.strip()}", soft_wrap=True)
+            return 1
+    reload = next((c for c in changes if c.action == "reload"), None)
+    if reload is not None:
+        gw = project_containers(project).get(GATEWAY)
+        if gw is None or not wait_reload(gw["Id"], gateway_digest(args.out / GATEWAY_DIR), since, 600, out):
+            return 1
+    out.print(f"applied in {time.monotonic() - t0:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

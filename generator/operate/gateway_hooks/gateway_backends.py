@@ -1,0 +1,273 @@
+"""What the gateway hooks know about a model group and its vLLM backend; shared by
+max_tokens_clamp.py (pre-call hook) and count_tokens.py (the /v1/messages/count_tokens route).
+
+Everything here reads the router LiteLLM built from the generated config.yaml:
+
+* context: the deployment's ``model_info.max_input_tokens`` (the smallest of the group), else the
+  group info the router merged, else the backend's own ``max_model_len`` from ``/tokenize``;
+* defaults: the deployment's ``litellm_params`` (max_tokens, temperature, top_p, ...);
+* tools: ``model_info.supports_function_calling`` (true when the model has a tool parser);
+* the backend: ``litellm_params.api_base`` and ``api_key``; the backend's own tokenizer is asked
+  through vLLM's ``POST /tokenize`` (Responses and Messages requests first become the chat request
+  LiteLLM builds for them). Only the configured ``api_base`` is ever contacted: nothing here leaves
+  the backend network.
+
+Works with litellm 1.103.x through 1.109.x (router ``registry()`` API when present, else the
+``get_model_list`` / ``model_list`` that 1.103.7 and the pinned 1.108.7 have).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import httpx
+from fastapi import HTTPException
+from litellm._logging import verbose_proxy_logger
+
+# names of the litellm_params the generator writes as request defaults (see README, `litellm:`)
+DEFAULT_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                "frequency_penalty", "repetition_penalty", "seed", "stop")
+
+
+class RequestError(HTTPException):
+    """A 400 every LiteLLM route reports with this message as is: the chat, responses and messages
+    routes read an HTTPException's detail, the /v1/completions route reads message/type/param."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(status_code=400, detail=message)
+        self.message = message
+        self.type = "invalid_request_error"
+        self.param = None
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+TOKENIZE_TIMEOUT = _env_float("GATEWAY_CLAMP_TOKENIZE_TIMEOUT", 5.0)
+
+
+def as_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def get(obj: object, key: str) -> object:
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def router() -> Any:
+    try:
+        from litellm.proxy import proxy_server
+
+        return getattr(proxy_server, "llm_router", None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def deployments(rt: Any, model: str) -> list:
+    """The config deployments of a model group, as dicts with litellm_params and model_info."""
+    registry = getattr(rt, "registry", None)
+    if callable(registry):  # litellm >= 1.105: Router.registry().deployments(name)
+        try:
+            found = registry().deployments(model)
+            if found:
+                return list(found)
+        except Exception:  # noqa: BLE001
+            pass
+    else:
+        try:
+            found = rt.get_model_list(model_name=model)
+            if found:
+                return list(found)
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        return [d for d in (rt.model_list or []) if get(d, "model_name") == model]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def model_names(rt: Any) -> list[str]:
+    try:
+        return sorted({str(get(d, "model_name")) for d in (rt.model_list or [])})
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def info(dep: object) -> dict:
+    value = get(dep, "model_info")
+    return value if isinstance(value, dict) else {}
+
+
+def params(dep: object) -> dict:
+    value = get(dep, "litellm_params")
+    return value if isinstance(value, dict) else {}
+
+
+def config_context(rt: Any, model: str, deps: list) -> int | None:
+    values = [v for d in deps if (v := as_int(info(d).get("max_input_tokens"))) and v > 0]
+    if values:
+        return min(values)
+    group = None
+    registry = getattr(rt, "registry", None)
+    try:
+        group = registry().group(model) if callable(registry) else rt.get_model_group_info(model_group=model)
+    except Exception:  # noqa: BLE001
+        group = None
+    v = as_int(get(group, "max_input_tokens")) if group is not None else None
+    return v if v and v > 0 else None
+
+
+def takes_tools(dep: object) -> bool:
+    """False only when the config says so (a model without --tool-call-parser)."""
+    return info(dep).get("supports_function_calling") is not False
+
+
+def tool_models(rt: Any) -> list[str]:
+    """The model groups whose every deployment takes tools."""
+    names = []
+    for name in model_names(rt):
+        deps = deployments(rt, name)
+        if deps and all(takes_tools(d) for d in deps):
+            names.append(name)
+    return names
+
+
+def defaults(deps: list) -> dict[str, object]:
+    """The group's request defaults from the config (first deployment that sets each)."""
+    found: dict[str, object] = {}
+    for dep in deps:
+        p = params(dep)
+        for key in DEFAULT_KEYS:
+            if key not in found and p.get(key) is not None:
+                found[key] = p[key]
+    return found
+
+
+def _secret(value: object) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    if value.startswith("os.environ/"):
+        return os.environ.get(value[len("os.environ/"):])
+    return value
+
+
+def backend_root(dep: object) -> str | None:
+    """The backend's base URL without /v1, from the config's api_base."""
+    api_base = params(dep).get("api_base")
+    if not isinstance(api_base, str) or not api_base:
+        return None
+    return api_base.rstrip("/").removesuffix("/v1")
+
+
+def backend_model(dep: object) -> str:
+    name = str(params(dep).get("model") or "")
+    prefix, _, rest = name.partition("/")
+    return rest if rest and prefix in ("hosted_vllm", "openai") else name
+
+
+def backend_headers(dep: object) -> dict[str, str]:
+    key = _secret(params(dep).get("api_key"))
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+_client: httpx.AsyncClient | None = None
+
+
+def http() -> httpx.AsyncClient:
+    """One client for the backend calls; trust_env=False: no proxy variable reroutes them."""
+    global _client
+    if _client is None or _client.is_closed:
+        _client = httpx.AsyncClient(timeout=TOKENIZE_TIMEOUT, trust_env=False)
+    return _client
+
+
+class BackendRefused(Exception):
+    """The backend answered 4xx: the request is what it refused (a client's error), not the backend's failure."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+async def backend_post(dep: object, path: str, body: dict, refusals: bool = False) -> dict | None:
+    """POST to the configured backend (only there); the JSON answer, or None on any failure (with
+    `refusals`, a 4xx raises BackendRefused instead)."""
+    root = backend_root(dep)
+    if root is None:
+        return None
+    try:
+        resp = await http().post(root + path, json={"model": backend_model(dep), **body},
+                                 headers=backend_headers(dep))
+        if refusals and 400 <= resp.status_code < 500:
+            raise BackendRefused(resp.status_code, resp.text[:300])
+        if resp.status_code != 200:
+            verbose_proxy_logger.debug("gateway hooks: %s answered %s: %s", path, resp.status_code, resp.text[:200])
+            return None
+        out = resp.json()
+        return out if isinstance(out, dict) else None
+    except BackendRefused:
+        raise
+    except Exception as e:  # noqa: BLE001
+        verbose_proxy_logger.debug("gateway hooks: %s failed: %r", path, e)
+        return None
+
+
+async def tokenize(dep: object, payload: dict, refusals: bool = False) -> tuple[int | None, int | None]:
+    """(prompt token count, backend max_model_len) from vLLM's /tokenize, or (None, None)."""
+    out = await backend_post(dep, "/tokenize", payload, refusals)
+    if out is None:
+        return None, None
+    return as_int(out.get("count")), as_int(out.get("max_model_len"))
+
+
+def plain(obj: object) -> object:
+    """LiteLLM's typed messages as plain JSON data."""
+    return json.loads(json.dumps(obj, default=lambda o: o.model_dump() if hasattr(o, "model_dump") else dict(o)))
+
+
+def messages_as_chat(body: dict) -> dict:
+    """An Anthropic Messages request as the chat request LiteLLM sends to vLLM for it (its own
+    translation), ready for /tokenize."""
+    from litellm.llms.anthropic.pass_through.adapters.transformation import AnthropicAdapter
+
+    keep = ("model", "messages", "system", "tools", "tool_choice", "max_tokens")
+    chat = AnthropicAdapter().translate_completion_input_params({k: body[k] for k in keep if body.get(k) is not None})
+    payload: dict = {"messages": plain(chat["messages"]), "add_generation_prompt": True}
+    if chat.get("tools"):
+        payload["tools"] = plain(chat["tools"])
+    return payload
+
+
+async def count_message_tokens(dep: object, body: dict) -> int | None:
+    """Input tokens of an Anthropic Messages request by the backend's tokenizer and chat template, or
+    None. Not vLLM's own /v1/messages/count_tokens: that one fails for a prompt longer than the
+    context, the one case where the count matters most."""
+    return (await tokenize(dep, messages_as_chat(body), refusals=True))[0]
+
+
+TEMPLATE_MARGIN = 1024  # tokens a chat template may add of its own (tool instructions, default system text)
+
+
+def byte_upper_bound(payload: object) -> int:
+    """At most one token per byte of the JSON text, plus the template's own text: an upper bound
+    for byte-level tokenizers, good enough to skip counting a prompt that clearly fits."""
+    return len(json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")) + TEMPLATE_MARGIN

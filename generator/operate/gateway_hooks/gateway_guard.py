@@ -1,0 +1,109 @@
+"""The gateway's guard, the first code of ours on every request: LiteLLM's custom auth, and an ASGI middleware
+in front of all of LiteLLM (request_guard.py) that checks every API's request body before LiteLLM reads it.
+
+1. only the master key opens the gateway; a missing or wrong key is a 401;
+2. only the OpenAI inference routes are open; LiteLLM's admin/management routes (keys, users,
+   teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
+3. a malformed request on any API (chat, completions, responses, messages, count_tokens, embeddings) is a 400
+   naming the field and what it must be, a body over the model's `limits.request_size` a 413, and a request
+   past the model's other `limits:` a 400 naming the field and the bound (request_guard.py, request_shapes.py);
+4. at import, it puts count_tokens.py's ``/v1/messages/count_tokens`` route (answered from the
+   model's own backend, never forwarded elsewhere) and gateway_status.py's ``/gateway/status``
+   (backends' health and metrics, for `make status`; the key only) in front of LiteLLM's, and the
+   request guard in front of LiteLLM's middlewares.
+
+Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
+
+    general_settings:
+      custom_auth: gateway_guard.user_api_key_auth
+
+Why here: without a database LiteLLM 1.103.7 answers a wrong key with 400 "No connected db." and a
+missing key with a 500 (its error path imports the optional prisma package); wrong types
+(`tools: true`, `messages: false`, `input: 5`) crash its request set-up with a 500 before any pre-call hook
+runs; and its own checks before custom auth (a non-object body, `api_base` in the body) end in a 500 or a
+reset connection. So the body checks run in a middleware before any of LiteLLM; custom auth repeats the
+shape check only for a request the middleware did not see. The key comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+
+from fastapi import HTTPException, Request
+from litellm.proxy._types import LitellmUserRoles, UserAPIKeyAuth
+from litellm.proxy.common_utils.http_parsing_utils import _read_request_body
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
+    sys.path.insert(0, HERE)
+import count_tokens  # noqa: E402
+import gateway_status  # noqa: E402
+import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
+import request_guard  # noqa: E402
+import request_shapes  # noqa: E402
+
+MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
+OPENAI_PREFIXES = ("/v1/", "/chat/completions", "/completions", "/embeddings", "/models", "/health", "/tokenize")
+ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
+KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
+
+
+def key_is_valid(api_key: str | None) -> bool:
+    """`api_key` (with or without "Bearer ") is the master key; constant-time."""
+    expected = os.environ.get(MASTER_KEY_ENV, "")
+    given = (api_key or "").removeprefix("Bearer ").strip()
+    return bool(expected and given and secrets.compare_digest(given.encode(), expected.encode()))
+
+
+async def check_key(api_key: str) -> None:
+    """A 401 unless `api_key` is the master key."""
+    if not key_is_valid(api_key):
+        raise HTTPException(status_code=401, detail=KEY_PROBLEM)
+
+
+async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
+    await check_key(api_key)
+    path = request.url.path
+    if not ADMIN_ROUTES and not path.startswith(OPENAI_PREFIXES):
+        raise HTTPException(status_code=403, detail=f"{path} is an admin route, off in this gateway (gateway.admin_ui)")
+    api = request_shapes.api_of(path) if request.method == "POST" else None
+    if api is not None and not request.scope.get(request_guard.CHECKED):  # the middleware did not see it
+        data = await _read_request_body(request)  # cached: LiteLLM reuses it
+        if (why := request_shapes.problem(api, data)) is not None:
+            raise HTTPException(status_code=400, detail=f"invalid request: {why}")
+    return UserAPIKeyAuth(api_key="gateway-master-key", user_role=LitellmUserRoles.PROXY_ADMIN, user_id="gateway-admin")
+
+
+def skip_failing_otel_seed() -> bool:
+    """Take a LiteLLM 1.103.7 cost off every request (bench/README.md, "Profile"): after auth, LiteLLM
+    calls `_seed_request_destinations`, which starts with `from litellm.integrations.otel.logger import`.
+    That import fails without opentelemetry-sdk (and the opentelemetry-api fastapi needs lacks `_events`);
+    the function swallows the error, and as a failed import is not cached, Python finds and unmarshals
+    the module again on every request: 5-9 % of a worker's CPU. When the import fails here, at load, the
+    function cannot do anything on any request, so it is replaced by a no-op; with OTel importable, or
+    GATEWAY_LITELLM_OTEL_SEED=keep (the bench's A/B), it is left alone. True when replaced."""
+    if os.environ.get("GATEWAY_LITELLM_OTEL_SEED") == "keep":
+        return False
+    try:
+        from litellm.proxy.auth import user_api_key_auth as auth
+    except ImportError:  # not inside the proxy
+        return False
+    if not hasattr(auth, "_seed_request_destinations"):
+        return False  # another LiteLLM: nothing to do
+    try:
+        import litellm.integrations.otel.logger  # noqa: F401  the import LiteLLM retries per request
+        return False
+    except Exception:  # noqa: BLE001  any failure is the one LiteLLM would swallow on every request
+        auth._seed_request_destinations = lambda *args, **kwargs: None
+        return True
+
+
+try:
+    count_tokens.install(user_api_key_auth)
+    gateway_status.install(check_key)
+    request_guard.install(key_is_valid, KEY_PROBLEM)
+except ImportError:  # not inside the proxy (unit tests import this module alone)
+    pass
+skip_failing_otel_seed()

@@ -1,0 +1,249 @@
+"""``GET /gateway/status``: the state and raw counters of every backend and of the gateway, as JSON.
+
+The one place `python -m generator.operate.status` reads, the same way for every target (compose, the local
+stack, Kubernetes behind ``kubectl port-forward``): the gateway sits on the backend network, so it
+asks each configured backend (``api_base`` of the router's deployments, nothing else) for ``/health``
+and ``/metrics``, and its own metrics process (LiteLLM's ``--prometheus_metrics_port``, on
+127.0.0.1:$PROMETHEUS_METRICS_PORT, which sums every worker) for the gateway's counters.
+
+Stateless: each call probes afresh and returns cumulative counters with the gateway's clock; the
+client computes rates from two calls. So any worker of any replica answers the same.
+
+Needs the master key (Authorization: Bearer, or x-api-key), checked by the guard. Installed in front
+of LiteLLM's routes by gateway_guard.py, like count_tokens.py.
+
+State of a backend, from its ``/health`` (vLLM 0.32 binds its port before loading the model but
+listens only once it is ready to serve; /health is 200 while its engine runs, 503 once it died):
+
+* ``healthy``: 200;
+* ``unhealthy``: any other HTTP status (503: the engine died under a live API server), or a
+  connection accepted but no answer within PROBE_READ_TIMEOUT (a hung server);
+* ``down``: the connection is refused, the name does not resolve or the host does not answer
+  (process or container gone, or not listening yet: ``reason`` says which).
+
+There is no ``starting`` from a probe: a loading vLLM 0.32 refuses connections exactly as a dead one
+does (measured), so nothing seen from the network tells them apart; ``reason`` says so.
+
+An on-demand model (its api_base is the on-demand controller) has the controller's state instead, from the
+``x-on-demand-state`` header the controller puts on every answer: ``loaded`` (its /health 200, forwarded),
+``loading``, ``draining``, ``asleep``, ``stopped`` (a GET never loads it) or ``failed`` (its last error).
+Prometheus text is parsed with prometheus_client's parser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from typing import Awaitable, Callable
+
+import httpx
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
+    sys.path.insert(0, HERE)
+import gateway_backends as gb  # noqa: E402
+
+PATH = "/gateway/status"
+PROBE_CONNECT_TIMEOUT = 2.0
+PROBE_READ_TIMEOUT = 3.0
+METRICS_PORT_ENV = "PROMETHEUS_METRICS_PORT"  # LiteLLM's own variable for --prometheus_metrics_port
+
+# vLLM sample name -> our field (counters: cumulative since the backend started)
+VLLM_SUMS = {
+    "vllm:num_requests_running": "requests_running",
+    "vllm:num_requests_waiting": "requests_waiting",
+    "vllm:prompt_tokens_total": "prompt_tokens_total",
+    "vllm:generation_tokens_total": "generation_tokens_total",
+    "vllm:num_preemptions_total": "preemptions_total",
+    "vllm:request_success_total": "requests_finished_total",
+}
+VLLM_KV = "vllm:kv_cache_usage_perc"  # 0..1 per engine; the fullest engine is reported
+VLLM_TTFT = "vllm:time_to_first_token_seconds"
+LITELLM_REQUESTS = "litellm_proxy_total_requests_metric_total"  # label requested_model, status_code
+LITELLM_FAILED = "litellm_proxy_failed_requests_metric_total"  # label requested_model, exception_status
+
+
+def samples(text: str):
+    """Every sample of a Prometheus text exposition (prometheus_client's parser)."""
+    for family in text_string_to_metric_families(text):
+        yield from family.samples
+
+
+def histogram(buckets: dict[float, float], count: float, total: float) -> dict:
+    """Cumulative buckets as [upper bound as Prometheus writes it ("0.5", "+Inf": JSON has no
+    infinity), count], lowest first."""
+    return {"buckets": [[_le(le), n] for le, n in sorted(buckets.items())],
+            "count": count, "sum": total}
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+def backend_metrics(text: str) -> dict:
+    """The counters and gauges status shows, summed over a backend's engines (label sets)."""
+    out: dict = {field: 0.0 for field in VLLM_SUMS.values()}
+    kv: list[float] = []
+    buckets: dict[float, float] = {}
+    count = total = 0.0
+    for s in samples(text):
+        if s.name in VLLM_SUMS:
+            out[VLLM_SUMS[s.name]] += s.value
+        elif s.name == VLLM_KV:
+            kv.append(s.value)
+        elif s.name == VLLM_TTFT + "_bucket":
+            le = float(s.labels["le"])
+            buckets[le] = buckets.get(le, 0.0) + s.value
+        elif s.name == VLLM_TTFT + "_count":
+            count += s.value
+        elif s.name == VLLM_TTFT + "_sum":
+            total += s.value
+    out["kv_cache_usage"] = max(kv) if kv else None
+    out["ttft_seconds"] = histogram(buckets, count, total)
+    return out
+
+
+def backend_failure(exception_status: str | None) -> bool:
+    """A failed request the backend side caused: a 5xx, a timeout (408), an overload (429), or a status
+    LiteLLM did not know. Other 4xx answers (a bad body, an unknown model, a wrong key, a prompt over the
+    context) are what the client asked for wrong: the backends are fine."""
+    try:
+        code = int(float(exception_status or ""))
+    except ValueError:
+        return True
+    return not (400 <= code < 500) or code in (408, 429)
+
+
+def gateway_metrics(text: str) -> dict:
+    """The gateway's request and error counters (already summed over workers by LiteLLM's metrics
+    process), in total and per requested model; errors are the backends' failures, client_errors the
+    other 4xx answers (see backend_failure)."""
+    requests: dict[str, float] = {}
+    errors: dict[str, float] = {}
+    client_errors: dict[str, float] = {}
+    for s in samples(text):
+        if s.name == LITELLM_REQUESTS:
+            into = requests
+        elif s.name == LITELLM_FAILED:
+            into = errors if backend_failure(s.labels.get("exception_status")) else client_errors
+        else:
+            continue
+        model = s.labels.get("requested_model") or ""
+        into[model] = into.get(model, 0.0) + s.value
+    return {"requests_total": sum(requests.values()), "errors_total": sum(errors.values()),
+            "client_errors_total": sum(client_errors.values()),
+            "requests_by_model": dict(sorted(requests.items())), "errors_by_model": dict(sorted(errors.items())),
+            "client_errors_by_model": dict(sorted(client_errors.items()))}
+
+
+def state_of(outcome: int | Exception) -> tuple[str, str]:
+    """(state, reason) from a /health probe: its HTTP status, or the exception it raised."""
+    if isinstance(outcome, int):
+        return ("healthy", "/health 200") if outcome == 200 else ("unhealthy", f"/health answered {outcome}")
+    if isinstance(outcome, httpx.ReadTimeout):
+        return "unhealthy", f"connected, but /health did not answer within {PROBE_READ_TIMEOUT:.0f}s"
+    if isinstance(outcome, httpx.ConnectTimeout):
+        return "down", "no answer to the connection (host unreachable)"
+    if isinstance(outcome, httpx.ConnectError):
+        text = str(outcome).lower()
+        if "name" in text or "resolution" in text or "nodename" in text:
+            return "down", "its name does not resolve (container not running)"
+        return "down", "connection refused (not listening: stopped, or still loading)"
+    return "down", f"{type(outcome).__name__}: {outcome}"[:200]
+
+
+ON_DEMAND_HEADER = "x-on-demand-state"  # generator/operate/on_demand/server.py STATE_HEADER
+
+
+def on_demand_state(state: str, health: httpx.Response) -> tuple[str, str]:
+    """(state, reason) of an on-demand model from its controller's answer to /health."""
+    if state == "loaded":
+        return ("loaded", "on demand: loaded, /health 200") if health.status_code == 200 else \
+            ("unhealthy", f"on demand: loaded, but /health answered {health.status_code}")
+    try:
+        error = health.json().get("last_error")
+    except ValueError:
+        error = None
+    return state, f"on demand: {state}" + (f" ({error})" if error else " (a request loads it)" if state == "stopped" else "")
+
+
+_client: httpx.AsyncClient | None = None
+
+
+def http() -> httpx.AsyncClient:
+    """Short timeouts; trust_env=False: no proxy variable reroutes a probe."""
+    global _client
+    if _client is None or _client.is_closed:
+        _client = httpx.AsyncClient(timeout=httpx.Timeout(PROBE_READ_TIMEOUT, connect=PROBE_CONNECT_TIMEOUT),
+                                    trust_env=False)
+    return _client
+
+
+async def fetch(url: str, headers: dict | None = None, redirects: bool = False) -> httpx.Response | Exception:
+    try:
+        return await http().get(url, headers=headers or {}, follow_redirects=redirects)
+    except Exception as exc:  # noqa: BLE001  every failure is an answer here
+        return exc
+
+
+async def backend(name: str, dep: object) -> dict:
+    root = gb.backend_root(dep)
+    if root is None:
+        return {"name": name, "backend": None, "state": "down", "reason": "no api_base in the config", "metrics": None}
+    health, metrics = await asyncio.gather(fetch(root + "/health"), fetch(root + "/metrics", gb.backend_headers(dep)))
+    state, reason = state_of(health.status_code if isinstance(health, httpx.Response) else health)
+    on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
+    if on_demand:
+        state, reason = on_demand_state(on_demand, health)
+    parsed = None
+    if isinstance(metrics, httpx.Response) and metrics.status_code == 200:
+        try:
+            parsed = backend_metrics(metrics.text)
+        except ValueError:  # not Prometheus text
+            parsed = None
+    return {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed}
+
+
+async def gateway() -> dict:
+    port = os.environ.get(METRICS_PORT_ENV)
+    out: dict = {"state": "healthy", "pid": os.getpid(), "workers": gb.as_int(os.environ.get("NUM_WORKERS")) or 1,
+                 "metrics": None, "metrics_error": None}
+    if not port:
+        out["metrics_error"] = f"{METRICS_PORT_ENV} is not set: the gateway serves no metrics"
+        return out
+    resp = await fetch(f"http://127.0.0.1:{port}/metrics", redirects=True)  # LiteLLM's mount: 307 to /metrics/
+    if isinstance(resp, Exception) or resp.status_code != 200:
+        out["metrics_error"] = f"its metrics port {port} did not answer: " + (
+            f"{type(resp).__name__}" if isinstance(resp, Exception) else f"HTTP {resp.status_code}")
+        return out
+    out["metrics"] = gateway_metrics(resp.text)
+    return out
+
+
+async def status() -> dict:
+    rt = gb.router()
+    pairs = [(name, dep) for name in (gb.model_names(rt) if rt is not None else []) for dep in gb.deployments(rt, name)]
+    now = time.time()
+    gw, *models = await asyncio.gather(gateway(), *(backend(name, dep) for name, dep in pairs))
+    return {"time": now, "gateway": gw, "models": models}
+
+
+def install(check_key: Callable[[str], Awaitable[object]]) -> None:
+    """Put the route in front of LiteLLM's own (once per process)."""
+    from litellm.proxy.proxy_server import app
+
+    routes = app.router.routes
+    if any(getattr(r, "name", None) == "gateway_status" for r in routes):
+        return
+
+    async def endpoint(request: Request) -> JSONResponse:
+        await check_key(request.headers.get("x-api-key") or request.headers.get("authorization", ""))
+        return JSONResponse(await status())
+
+    routes.insert(0, APIRoute(PATH, endpoint, methods=["GET"], name="gateway_status", include_in_schema=False))

@@ -1,0 +1,61 @@
+"""How the LiteLLM gateway process is started, for every target (compose service, local process).
+
+One place for its environment and command-line flags, so the container and the local runtime run
+the same tuned gateway the benchmark measured (bench/README.md has the figures behind each value).
+"""
+
+from __future__ import annotations
+
+from ..compile.plan import GatewayPlan
+
+CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
+IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
+WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
+# The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, always on), served by LiteLLM's own
+# metrics process (`--prometheus_metrics_port`, set here through its environment variable
+# PROMETHEUS_METRICS_PORT) on this container port: never published, reached only from inside the stack
+# (Prometheus on the backend network, the gateway's own /gateway/status route). That process sums
+# every worker's samples (PROMETHEUS_MULTIPROC_DIR, which LiteLLM creates and wipes at start).
+GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port
+# No outbound fetch of LiteLLM's price map at start (air-gapped boxes, and a faster start).
+# LiteLLM's own usage telemetry (1.108: a middleware on every request, a runtime that exports to a
+# database table or to LITELLM_TELEMETRY_ENDPOINT) vetoed outright: no setting or database turns it on.
+BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY_DISABLED": "True"}
+
+
+def admin_env(admin_ui: bool) -> dict[str, str]:
+    """LiteLLM's UI and our guard's admin-route switch, both off unless models.yml turns them on."""
+    return {"GATEWAY_ADMIN_ROUTES": "1"} if admin_ui else {"DISABLE_ADMIN_UI": "True"}
+
+
+def metrics_env(port: int = GATEWAY_METRICS_PORT) -> dict[str, str]:
+    """LiteLLM's metrics process on `port` (the same --host as the gateway: 127.0.0.1 for local
+    processes); the status route reads the same variable to find it."""
+    return {"PROMETHEUS_METRICS_PORT": str(port)}
+
+
+def gateway_env(g: GatewayPlan) -> dict[str, str]:
+    """Environment besides the keys. LITELLM_LOG=ERROR (the default) also silences uvicorn's
+    per-request access log: measured 9% less gateway CPU per request than LiteLLM's default."""
+    return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui), **metrics_env()}
+
+
+START_MODULE = "gateway_start"  # generator/operate/gateway_hooks/gateway_start.py, shipped beside the hooks
+
+
+def gateway_command(config_dir: str, python: str = "python3") -> list[str]:
+    """Where no supervisor runs (Kubernetes pods): gateway_start.py resolves `--num_workers auto` in the
+    container (its CPUs and memory), prints the count, then execs LiteLLM's CLI with the same arguments.
+    (Compose and the local runtime start gateway_supervisor.py, which resolves it the same way.)
+    python3 is in the official image (its health check uses it too) and in ours."""
+    return [python, f"{config_dir}/{START_MODULE}.py"]
+
+
+def gateway_args(g: GatewayPlan, config_path: str) -> list[str]:
+    """Arguments to LiteLLM's proxy CLI (the image's entrypoint, or `python -m litellm.proxy.proxy_cli`)."""
+    # uvicorn's default 5 s: a worker must answer its parent's ping within it (else it is killed and
+    # restarted) and a replacement must be serving within it on a rolling reload (else the reload is
+    # dropped). A LiteLLM worker imports for 5-60 s before it can answer (measured, 2 busy cores): with
+    # 5 s, two workers on a loaded box were killed and restarted in a loop, and every reload was dropped.
+    return ["--config", config_path, "--port", str(g.port), "--num_workers", str(g.workers),
+            "--timeout_worker_healthcheck", str(WORKER_START_TIMEOUT)]

@@ -1,0 +1,179 @@
+"""The OS side of the local runtime: processes started in their own sessions, stopped as a whole
+(also from another process, by the session ids a state file recorded), their logs, and ports.
+
+Every backend and the gateway is started as a session leader (start_new_session), so whatever it
+becomes (a wrapper script that execs python, vLLM's engine subprocesses) stays in that session and
+is found and stopped with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+
+@dataclass
+class Proc:
+    name: str
+    cmd: list[str]
+    log: Path
+    health_url: str
+    popen: subprocess.Popen | None = None
+    pid: int | None = None
+    ready_after: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    waits_for: tuple[str, ...] = ()  # processes that must be ready (or failed) before this one starts
+    failed: str | None = None  # why it is not running, once it failed
+    started: float | None = None  # its start time, read once at spawn: tells it from a later reuse of its pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None if self.popen else _pid_alive(self.pid)
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.popen.poll() if self.popen else None
+
+
+def _pid_alive(pid: int | None) -> bool:
+    """A process we hold no Popen for (attached from state.json): alive unless gone or a zombie."""
+    if not pid:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    try:
+        with path.open(errors="replace") as fh:
+            return "".join(deque(fh, maxlen=lines))
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def stop_processes(procs: list[Proc], grace: float = 15) -> None:
+    live = [p for p in reversed(procs) if p.alive()]
+    for p in live:
+        signal_group(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(p.alive() for p in live):
+        for p in live:
+            if p.popen:
+                p.popen.poll()
+        time.sleep(0.2)
+    for p in live:
+        if p.alive():
+            signal_group(p.pid, signal.SIGKILL)
+        if p.popen:
+            p.popen.wait(timeout=10)
+
+
+def signal_group(pid: int | None, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # the group the stack created with start_new_session
+    except (ProcessLookupError, PermissionError, TypeError):
+        pass
+
+
+def started_at(pid: int | None) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, TypeError, ValueError):
+        return None
+
+
+def _session_members(sid: int) -> list[psutil.Process]:
+    members = []
+    for p in psutil.process_iter():
+        try:
+            if os.getsid(p.pid) == sid:
+                members.append(p)
+        except (ProcessLookupError, PermissionError, OSError):
+            continue
+    return members
+
+
+def end_session(sid: int | None, started: float | None, grace: float = 10) -> int:
+    """End what is left of the session `sid` (SIGTERM, then SIGKILL), if its leader was ours (start time
+    `started`) or is gone; the number of processes signalled."""
+    if not sid:
+        return 0
+    members = _session_members(sid)
+    leader = next((p for p in members if p.pid == sid), None)
+    if leader is not None and (started is None or abs((started_at(sid) or 0) - started) > 1):
+        return 0  # the pid was reused by a stranger
+    for p in members:
+        _signal(p, signal.SIGTERM)
+    _, alive = psutil.wait_procs(members, timeout=grace)
+    for p in alive:
+        _signal(p, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=10)
+    return len(members)
+
+
+def stop_recorded(state_dir: Path, grace: float = 15) -> int:
+    """`down` from another process: end every process of the sessions state.json recorded.
+
+    Each backend and the gateway was started as a session leader (start_new_session), so whatever it
+    became (a wrapper script that execs python, vLLM's engine subprocesses) stays in that session.
+    A leader whose start time differs from the recorded one is a stranger that got a reused pid: skipped.
+    """
+    state_file = state_dir / "state.json"
+    if not state_file.exists():
+        return 0
+    victims: list[psutil.Process] = []
+    for entry in json.loads(state_file.read_text())["procs"]:
+        sid = entry.get("sid", entry["pid"])
+        members = _session_members(sid)
+        leader = next((p for p in members if p.pid == sid), None)
+        started = entry.get("started")
+        if started is None or leader is None or abs((started_at(leader.pid) or 0) - started) > 1:
+            continue  # not recorded, gone, or the pid now belongs to a process that is not ours
+        victims += members
+    for p in victims:
+        _signal(p, signal.SIGTERM)
+    _, alive = psutil.wait_procs(victims, timeout=grace)
+    for p in alive:
+        _signal(p, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=10)
+    state_file.unlink(missing_ok=True)
+    return len({p.pid for p in victims})
+
+
+def _signal(p: psutil.Process, sig: int) -> None:
+    try:
+        p.send_signal(sig)
+    except psutil.Error:
+        pass
+
+
+def port_problem(port: int, who: str) -> str | None:
+    """None if 127.0.0.1:port can be bound; else which process holds it, when this user may see that."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is no conflict
+        try:
+            sock.bind(("127.0.0.1", port))
+            return None
+        except OSError:
+            pass
+    holder = ""
+    try:
+        for conn in psutil.net_connections(kind="inet"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                proc = psutil.Process(conn.pid)
+                holder = f" by pid {conn.pid} ({' '.join(proc.cmdline())[:120]})"
+                break
+    except (psutil.Error, OSError):
+        pass
+    return (f"port {port} ({who}) is already in use{holder}; stop that process (if it is another stack: "
+            f"`python -m generator.operate.runtime down --state-dir <its state dir>`) or give {who} another port in models.yml")
