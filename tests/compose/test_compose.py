@@ -195,7 +195,7 @@ def _status_of(deployed) -> dict[str, str]:
 def test_the_gateway_metrics_port_answers_inside_the_stack_only(deployed):
     """LiteLLM's metrics process (no key check) listens on GATEWAY_METRICS_PORT in the gateway's
     container: not published, not on any host address; a backend (on the backend network) reaches it."""
-    from generator.operate.gateway_process import GATEWAY_METRICS_PORT
+    from generator.compile.gateway_process import GATEWAY_METRICS_PORT
 
     c = inspect(container_of("litellm"))
     assert f"{GATEWAY_METRICS_PORT}/tcp" not in {p for p, b in c["NetworkSettings"]["Ports"].items() if b}
