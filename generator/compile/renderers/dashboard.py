@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from ..plan import Plan
-from .metrics import GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, gpu_users
+from .metrics import GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, failed_requests, gpu_users
 from .text import dump_yaml, header
 
 GRAFANA = "grafana"  # compose service
@@ -82,19 +82,29 @@ def model_panels() -> list[Panel]:
     ]
 
 
+BACKEND_ERRORS_PANEL = "Gateway errors (backend failures)"  # a panel title's start (the compose tests find it)
+
+
 def gateway_panels() -> list[Panel]:
-    total, failed = "litellm_proxy_total_requests_metric_total", "litellm_proxy_failed_requests_metric_total"
+    total = "litellm_proxy_total_requests_metric_total"
     return [
         Panel("Gateway requests/s by model and status",
               "Every request the gateway answered, by the model asked for and the HTTP status (LiteLLM's "
               "litellm_proxy_total_requests_metric, summed over the gateway's workers)",
               (Query(f"sum by (requested_model, status_code) (rate({total}[{RATE}]))",
                      "{{requested_model}} {{status_code}}"),), "reqps"),
-        Panel("Gateway errors by model and status",
-              "Requests the gateway answered with an error in the window, by model, status and exception "
-              "(litellm_proxy_failed_requests_metric)",
-              (Query(f"sum by (requested_model, exception_status, exception_class) (increase({failed}[{RATE}]))",
+        Panel(f"{BACKEND_ERRORS_PANEL} by model and status",
+              "Requests the gateway failed in the window because of the backend side: a 5xx, a timeout (408), an "
+              "overload (429), by model, status and exception (litellm_proxy_failed_requests_metric; the same rule "
+              "as make status and the llm_gateway:backend_errors rule)",
+              (Query(f"sum by (requested_model, exception_status, exception_class) "
+                     f"(increase({failed_requests(True)}[{RATE}]))",
                      "{{requested_model}} {{exception_status}} {{exception_class}}"),)),
+        Panel("Gateway client errors (4xx) by model and status",
+              "Requests a client got wrong in the window (a bad body, a wrong key, a prompt over the context, ...; "
+              "every 4xx but 408 and 429): not the backends' failures",
+              (Query(f"sum by (requested_model, exception_status) (increase({failed_requests(False)}[{RATE}]))",
+                     "{{requested_model}} {{exception_status}}"),)),
         Panel("Gateway up", "1 = Prometheus reached the gateway's metrics port at the last scrape",
               (Query(f'max(up{{job="{GATEWAY}"}})', "gateway"),)),
     ]

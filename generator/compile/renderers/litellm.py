@@ -15,8 +15,8 @@ HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads th
 AUTH_MODULE = "gateway_guard"
 # every module of generator/operate/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", "gateway_status",
-                   "graceful_shutdown", HOOK_MODULE, "request_guard", "request_shapes")
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
+                   "gateway_status", "graceful_shutdown", HOOK_MODULE, "request_guard", "request_shapes")
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "operate" / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.

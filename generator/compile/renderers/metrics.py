@@ -1,5 +1,7 @@
-"""Plan -> Prometheus: what it scrapes (prometheus/prometheus.yml) and, on GPU hosts, the recording rules that
-map each GPU index to the models sharing it (prometheus/rules.yml). The compose services are in compose.py.
+"""Plan -> Prometheus: what it scrapes (prometheus/prometheus.yml) and its recording rules (prometheus/rules.yml):
+the gateway's errors split into the backends' failures and the clients' 4xx (the rule `make status` uses:
+operate/gateway_hooks/error_kinds.py), and, on GPU hosts, each GPU index mapped to the models sharing it. The
+compose services are in compose.py.
 
 Targets, all on the compose backend network (nothing here is published but Prometheus's own UI):
     job vllm     every backend's /metrics (vLLM serves it without a key), labelled model= and gpus=
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ...operate.gateway_hooks.error_kinds import CLIENT_ERROR_STATUS
 from ...operate.gateway_process import GATEWAY_METRICS_PORT
 from ..plan import ModelPlan, Plan
 
@@ -31,6 +34,16 @@ GPU_MODELS = "llm_gateway:gpu_models:info"  # 1 per GPU index, label models="a,b
 GPU_FRACTION = "llm_gateway:gpu_memory_fraction"  # per (gpu, model): its --gpu-memory-utilization
 GPU_USED = "llm_gateway:gpu_memory_used:ratio"  # DCGM framebuffer used / total, per GPU, with models=
 GPU_GIVEN = "llm_gateway:gpu_memory_given:ratio"  # sum of the fractions given on that GPU, with models=
+# the gateway's failed requests per second, by requested_model: the backends' failures (5xx, 408, 429) and the
+# clients' other 4xx, apart (LiteLLM's litellm_proxy_failed_requests_metric, summed over the gateway's workers)
+FAILED = "litellm_proxy_failed_requests_metric_total"
+BACKEND_ERRORS = "llm_gateway:backend_errors:rate5m"
+CLIENT_ERRORS = "llm_gateway:client_errors:rate5m"
+
+
+def failed_requests(backend: bool) -> str:
+    """The selector of the gateway's failed requests that are the backends' (True) or the clients' (False)."""
+    return f'{FAILED}{{exception_status{"!~" if backend else "=~"}"{CLIENT_ERROR_STATUS}"}}'
 
 
 def gpus_label(m: ModelPlan) -> str:
@@ -70,14 +83,28 @@ def prometheus_config(plan: Plan) -> dict:
         "global": {"scrape_interval": m.scrape_interval, "evaluation_interval": m.scrape_interval,
                    "external_labels": {"stack": "llm-gateway"}},
     }
-    if m.gpu_exporter:
-        config["rule_files"] = ["rules.yml"]  # relative to this file: /etc/prometheus/ in the container
+    config["rule_files"] = ["rules.yml"]  # relative to this file: /etc/prometheus/ in the container
     config["scrape_configs"] = scrape_configs(plan)
     return config
 
 
 def _number(x: float) -> str:
     return f"{x:g}"
+
+
+def recording_rules(plan: Plan) -> dict:
+    """prometheus/rules.yml: the error rules always, the GPU rules when dcgm-exporter runs."""
+    groups = [error_rules()]
+    if plan.metrics.gpu_exporter:
+        groups.append(gpu_rules(plan))
+    return {"groups": groups}
+
+
+def error_rules() -> dict:
+    return {"name": "llm-gateway-errors", "rules": [
+        {"record": BACKEND_ERRORS, "expr": f"sum by (requested_model) (rate({failed_requests(True)}[5m]))"},
+        {"record": CLIENT_ERRORS, "expr": f"sum by (requested_model) (rate({failed_requests(False)}[5m]))"},
+    ]}
 
 
 def gpu_rules(plan: Plan) -> dict:
@@ -97,4 +124,4 @@ def gpu_rules(plan: Plan) -> dict:
         {"record": GPU_GIVEN,
          "expr": f"sum by (gpu) ({GPU_FRACTION}) * on(gpu) group_left(models) {GPU_MODELS}"},
     ]
-    return {"groups": [{"name": "llm-gateway-gpus", "rules": rules}]}
+    return {"name": "llm-gateway-gpus", "rules": rules}
