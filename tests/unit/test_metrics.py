@@ -24,8 +24,9 @@ from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file, render_files
 from generator.compile.renderers.compose import render_compose
 from generator.compile.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FILE, PROVIDER_FILE, RATE, dashboard, queries
-from generator.compile.renderers.metrics import (BACKEND_ERRORS, CLIENT_ERRORS, GPU_GIVEN, GPU_MODELS, GPU_USED,
-                                                 PROMETHEUS_FILE, RULES_FILE, failed_requests, prometheus_config)
+from generator.compile.renderers.metrics import (BACKEND_DOWN_ALERT, BACKEND_ERRORS, BACKEND_STATE, CLIENT_ERRORS,
+                                                 GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE,
+                                                 failed_requests, prometheus_config)
 from generator.operate.gateway_hooks.error_kinds import backend_failure
 from tests.unit.golden import assert_golden
 
@@ -249,6 +250,37 @@ def test_the_rules_split_errors_as_make_status_does(promtool, models, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     # control: counting a 404 as the backends' fails
     test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = backend + 1
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
+
+
+def test_an_unloaded_on_demand_model_reads_stopped_and_only_a_real_failure_alerts(promtool, tmp_path):
+    """promtool's rule unit test on the rules of examples/on-demand: three backends scraped down (up 0): `sleeper`,
+    which the controller stopped (state stopped), `waker`, which it is loading, and `broken`, which failed (state
+    failed); `always` is not on demand and up. Only `broken` reads down (0) and fires the alert."""
+    plan = load_plan(ROOT / "examples/on-demand/models.yml")
+    out = _write(tmp_path, {RULES_FILE: render_files(plan)[RULES_FILE]})
+    assert 'job_name: on-demand' in render_files(plan)[PROMETHEUS_FILE]  # the controller is scraped
+    states = {"sleeper": "stopped", "waker": "loading", "broken": "failed"}
+    series = [{"series": f'up{{job="vllm",model="{m}"}}', "values": "0x10"} for m in states]
+    series.append({"series": 'up{job="vllm",model="always"}', "values": "1x10"})
+    series += [{"series": f'llm_gateway_on_demand_state{{job="on-demand",model="{m}",state="{st}"}}',
+                "values": f"{int(st == current)}x10"}
+               for m, current in states.items() for st in ("stopped", "loading", "loaded", "asleep", "failed")]
+    want = {"sleeper": 2, "waker": 2, "broken": 0, "always": 1}
+    test = {"rule_files": [str(out / RULES_FILE)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "promql_expr_test": [{"expr": BACKEND_STATE, "eval_time": "5m", "exp_samples": [
+            {"labels": f'{{__name__="{BACKEND_STATE}",model="{m}"}}', "value": v} for m, v in want.items()]}],
+        "alert_rule_test": [{"eval_time": "5m", "alertname": BACKEND_DOWN_ALERT, "exp_alerts": [
+            {"exp_labels": {"severity": "critical", "model": "broken"},
+             "exp_annotations": {"summary": "broken: its backend is down (Prometheus cannot scrape it, and it is not "
+                                            "an on-demand model the controller stopped)"}}]}]}]}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    run = _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    # control: the stopped model read as down fails
+    test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = 0
     (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
     assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
 

@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 
 from ..plan import Plan
-from .metrics import GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, failed_requests, gpu_users
+from .metrics import (BACKEND_STATE, GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, STATE_DOWN,
+                      STATE_STOPPED, STATE_UP, failed_requests, gpu_users)
 from .text import dump_yaml, header
 
 GRAFANA = "grafana"  # compose service
@@ -47,6 +48,7 @@ class Panel:
     description: str
     queries: tuple[Query, ...]
     unit: str = "short"
+    values: tuple[tuple[int, str, str], ...] = ()  # (value, text, color): Grafana value mappings
 
 
 def _quantiles(metric: str) -> tuple[Query, ...]:
@@ -61,8 +63,12 @@ def _per_model(expr: str) -> tuple[Query, ...]:
 def model_panels() -> list[Panel]:
     j = f'job="{VLLM}"'
     return [
-        Panel("Backends up", "1 = Prometheus reached the backend's /metrics at the last scrape, 0 = down",
-              _per_model(f"max by (model) (up{{{j}}})")),
+        Panel("Backend state",
+              "1 up: Prometheus reached the backend's /metrics at the last scrape; 0 down: it did not; 2 stopped: an "
+              "on-demand model the controller has not loaded (stopped, asleep, loading), not a failure "
+              f"({BACKEND_STATE}, prometheus/rules.yml)",
+              _per_model(f"max by (model) ({BACKEND_STATE})"),
+              values=((STATE_DOWN, "down", "red"), (STATE_UP, "up", "green"), (STATE_STOPPED, "stopped", "blue"))),
         Panel("Requests running", "Requests in the engine's batch now (vllm:num_requests_running)",
               _per_model(f"sum by (model) (vllm:num_requests_running{{{j}}})")),
         Panel("Requests waiting", "Requests queued for a place in the batch (vllm:num_requests_waiting)",
@@ -133,6 +139,13 @@ def rows(plan: Plan) -> list[tuple[str, list[Panel]]]:
     return out
 
 
+def _mappings(panel: Panel) -> dict:
+    if not panel.values:
+        return {}
+    return {"mappings": [{"type": "value", "options": {
+        str(value): {"text": text, "color": color, "index": i} for i, (value, text, color) in enumerate(panel.values)}}]}
+
+
 def _timeseries(panel: Panel, pid: int, x: int, y: int) -> dict:
     return {
         "id": pid,
@@ -144,7 +157,7 @@ def _timeseries(panel: Panel, pid: int, x: int, y: int) -> dict:
         "targets": [{"refId": chr(ord("A") + i), "datasource": DATASOURCE, "expr": q.expr,
                      "legendFormat": q.legend, "range": True, "editorMode": "code"}
                     for i, q in enumerate(panel.queries)],
-        "fieldConfig": {"defaults": {"unit": panel.unit, "min": 0}, "overrides": []},
+        "fieldConfig": {"defaults": {"unit": panel.unit, "min": 0, **_mappings(panel)}, "overrides": []},
         "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True, "calcs": []},
                     "tooltip": {"mode": "multi", "sort": "desc"}},
     }

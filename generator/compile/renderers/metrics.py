@@ -7,6 +7,8 @@ Targets, all on the compose backend network (nothing here is published but Prome
     job vllm     every backend's /metrics (vLLM serves it without a key), labelled model= and gpus=
     job litellm  the gateway's metrics process, litellm:GATEWAY_METRICS_PORT (no key; never published)
     job dcgm     NVIDIA's dcgm-exporter, when a model has GPUs (its `gpu` label is the host's GPU index)
+    job on-demand  the on-demand controller's /metrics, when a model is on demand: each model's state, so that a
+                 model unloaded on purpose reads "stopped", not "down" (its backend's scrape fails: up 0)
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections import defaultdict
 
 from ...operate.gateway_hooks.error_kinds import CLIENT_ERROR_STATUS
 from ...operate.gateway_process import GATEWAY_METRICS_PORT
+from ...operate.on_demand.metrics import STATE_METRIC
 from ..plan import ModelPlan, Plan
+from .litellm import CONTROLLER_SERVICE
 
 PROMETHEUS_DIR = "prometheus"
 PROMETHEUS_FILE = f"{PROMETHEUS_DIR}/prometheus.yml"
@@ -28,7 +32,7 @@ PROMETHEUS_PORT = 9090  # in the container; metrics.port on the host
 GATEWAY = "litellm"  # the gateway's compose service
 DCGM = "dcgm-exporter"  # compose service name
 DCGM_PORT = 9400
-JOBS = {"vllm": "vllm", "gateway": "litellm", "gpus": "dcgm"}
+JOBS = {"vllm": "vllm", "gateway": "litellm", "gpus": "dcgm", "on_demand": "on-demand"}
 # recording rules (prometheus/rules.yml); the dashboard's GPU panels read them
 GPU_MODELS = "llm_gateway:gpu_models:info"  # 1 per GPU index, label models="a,b"
 GPU_FRACTION = "llm_gateway:gpu_memory_fraction"  # per (gpu, model): its --gpu-memory-utilization
@@ -37,6 +41,13 @@ GPU_GIVEN = "llm_gateway:gpu_memory_given:ratio"  # sum of the fractions given o
 # the gateway's failed requests per second, by requested_model: the backends' failures (5xx, 408, 429) and the
 # clients' other 4xx, apart (LiteLLM's litellm_proxy_failed_requests_metric, summed over the gateway's workers)
 FAILED = "litellm_proxy_failed_requests_metric_total"
+# each backend's state: 1 up, 0 down, 2 stopped on purpose (an on-demand model the controller has not loaded:
+# stopped, asleep, or loading); the dashboard's first panel and the BackendDown alert read it
+BACKEND_STOPPED = "llm_gateway:backend_stopped"  # per on-demand model: 1 while it is not loaded, else 0
+BACKEND_STATE = "llm_gateway:backend_state"
+STATE_UP, STATE_DOWN, STATE_STOPPED = 1, 0, 2
+UNLOADED_STATES = ("stopped", "asleep", "loading")  # on-demand states that are not a failure (the controller's)
+BACKEND_DOWN_ALERT = "LLMGatewayBackendDown"
 BACKEND_ERRORS = "llm_gateway:backend_errors:rate5m"
 CLIENT_ERRORS = "llm_gateway:client_errors:rate5m"
 
@@ -74,6 +85,9 @@ def scrape_configs(plan: Plan) -> list[dict]:
     if plan.metrics.gpu_exporter:
         jobs.append({"job_name": JOBS["gpus"], "metrics_path": "/metrics",
                      "static_configs": [{"targets": [f"{DCGM}:{DCGM_PORT}"]}]})
+    if plan.on_demand:
+        jobs.append({"job_name": JOBS["on_demand"], "metrics_path": "/metrics",
+                     "static_configs": [{"targets": [f"{CONTROLLER_SERVICE}:{plan.controller.port}"]}]})
     return jobs
 
 
@@ -94,10 +108,28 @@ def _number(x: float) -> str:
 
 def recording_rules(plan: Plan) -> dict:
     """prometheus/rules.yml: the error rules always, the GPU rules when dcgm-exporter runs."""
-    groups = [error_rules()]
+    groups = [backend_rules(), error_rules()]
     if plan.metrics.gpu_exporter:
         groups.append(gpu_rules(plan))
     return {"groups": groups}
+
+
+def backend_rules() -> dict:
+    """Each backend's state (1 up, 0 down, 2 stopped on purpose) and an alert for a backend down that the
+    on-demand controller did not stop: a scrape that fails while the controller says the model is unloaded is
+    "stopped", not "down". Without on-demand models the state is `up`."""
+    stopped = f"({BACKEND_STOPPED} == 1)"
+    return {"name": "llm-gateway-backends", "rules": [
+        {"record": BACKEND_STOPPED,
+         "expr": f'max by (model) ({STATE_METRIC}{{job="{JOBS["on_demand"]}",state=~"{"|".join(UNLOADED_STATES)}"}})'},
+        {"record": BACKEND_STATE,
+         "expr": f'(max by (model) (up{{job="{JOBS["vllm"]}"}}) unless on(model) {stopped}) '
+                 f"or on(model) ({STATE_STOPPED} * {stopped})"},
+        {"alert": BACKEND_DOWN_ALERT, "expr": f"{BACKEND_STATE} == {STATE_DOWN}", "for": "2m",
+         "labels": {"severity": "critical"},
+         "annotations": {"summary": "{{ $labels.model }}: its backend is down (Prometheus cannot scrape it, and it "
+                                    "is not an on-demand model the controller stopped)"}},
+    ]}
 
 
 def error_rules() -> dict:
