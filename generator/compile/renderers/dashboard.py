@@ -66,8 +66,9 @@ def model_panels() -> list[Panel]:
         Panel("Backend state",
               "1 up: Prometheus reached the backend's /metrics at the last scrape; 0 down: it did not; 2 stopped: an "
               "on-demand model the controller has not loaded (stopped, asleep, loading), not a failure "
-              f"({BACKEND_STATE}, prometheus/rules.yml)",
-              _per_model(f"max by (model) ({BACKEND_STATE})"),
+              f"({BACKEND_STATE}, prometheus/rules.yml; without those rules: up)",
+              # `up` where the rules are not loaded (a Prometheus of your own): then 1 / 0 only
+              _per_model(f"max by (model) ({BACKEND_STATE}) or max by (model) (up{{{j}}})"),
               values=((STATE_DOWN, "down", "red"), (STATE_UP, "up", "green"), (STATE_STOPPED, "stopped", "blue"))),
         Panel("Requests running", "Requests in the engine's batch now (vllm:num_requests_running)",
               _per_model(f"sum by (model) (vllm:num_requests_running{{{j}}})")),
