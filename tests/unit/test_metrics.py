@@ -23,11 +23,13 @@ from generator.cli import main
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file, render_files
 from generator.compile.renderers.compose import render_compose
+from generator.compile.renderers.litellm import local_api_base, render_litellm
 from generator.compile.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FILE, PROVIDER_FILE, RATE, dashboard, queries
 from generator.compile.renderers.metrics import (BACKEND_DOWN_ALERT, BACKEND_ERRORS, BACKEND_STATE, CLIENT_ERRORS,
                                                  GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE,
                                                  failed_requests, prometheus_config)
 from generator.operate.gateway_hooks.error_kinds import backend_failure
+from generator.operate.gateway_process import LIGHT_METRICS_ENV, gateway_env
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +130,18 @@ def test_metrics_are_on_by_default_and_off_means_no_prometheus_at_all(models):
     assert set(doc["services"]) == {"cpu", "litellm"} and "prometheus-data" not in doc["volumes"]
     assert "prometheus.io/scrape" not in files["k8s/models/cpu.yaml"]
     assert off.secret_envs == on.secret_envs  # no Grafana password when nothing uses it
+
+
+def test_light_gateway_metrics_drop_litellms_callback_and_turn_the_guards_counters_on(models):
+    full = load_plan(models(CPU_STACK))
+    light = load_plan(models("gateway: {metrics: light}\n" + CPU_STACK))
+    callbacks = lambda plan: render_litellm(plan, local_api_base)["litellm_settings"]["callbacks"]
+    assert "prometheus" in callbacks(full) and "prometheus" not in callbacks(light)
+    assert callbacks(light) == [c for c in callbacks(full) if c != "prometheus"]  # the hooks stay
+    assert LIGHT_METRICS_ENV not in gateway_env(full.gateway) and gateway_env(light.gateway)[LIGHT_METRICS_ENV] == "1"
+    assert gateway_env(light.gateway)["PROMETHEUS_METRICS_PORT"]  # LiteLLM's metrics process serves the counters
+    env = render_compose(light)["services"]["litellm"]["environment"]
+    assert env[LIGHT_METRICS_ENV] == "1"
 
 
 def test_a_published_prometheus_beyond_loopback_is_warned_about(models, capsys):
