@@ -16,7 +16,7 @@ import pytest
 from generator.compile.load.loader import load_plan
 from generator.compile.renderers.dashboard import BACKEND_ERRORS_PANEL, RATE, dashboard, queries
 
-from .prometheus import VLLM_JOB, prometheus_of
+from .prometheus import GATEWAY_JOB, VLLM_JOB, prometheus_of
 from .stack import connects, container_of, docker, events_file, host_addresses, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -163,7 +163,12 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
         assert prom.wait_for(up, 0, 4 * prom.interval + 10) == 0, f"Prometheus does not report {victim} down"
         assert prom.value(f'max(up{{job="{VLLM_JOB}",model="{other}"}})') == 1
         # that failed request is a backend failure: the dashboard's backend-errors panel counts it for the victim
-        # (and its client-errors panel never does: test_metrics.py checks it with a 400)
+        # (and its client-errors panel never does: test_metrics.py checks it with a 400). A counter series is born
+        # at its first failure, and increase() sees nothing before its second sample: one more failure after a
+        # scrape of the gateway (the victim is still loading: it listens ~60 s after its restart)
+        prom.fresh(GATEWAY_JOB)
+        with pytest.raises(openai.APIError):
+            _chat(deployed, deployed.served_name(victim), timeout=30)
         counted = _panel_counts(prom, BACKEND_ERRORS_PANEL, deployed.served_name(victim), 4 * prom.interval + 10)
         assert counted > 0, f"the backend-errors panel did not count the failed request to {victim}"
     _wait(lambda: inspect(container_of(victim))["RestartCount"] > before["RestartCount"], 60,
