@@ -43,6 +43,7 @@ class Variant:
     packages: tuple[str, ...] = ()  # installed for this variant only (pip --target, on PYTHONPATH)
     generated: bool = False  # the config + flags + env the generator emits
     without_prometheus: bool = False  # generated, minus the prometheus callback and its metrics process
+    gateway_metrics: str | None = None  # generated with this gateway.metrics level (full | light)
     all_cpus: bool = False  # not pinned to the gateway CPUs: every CPU, beside the load generator
 
 
@@ -83,6 +84,8 @@ VARIANTS = (
             env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"}),
     Variant("generated without prometheus", generated=True, without_prometheus=True),
     Variant("generated without prometheus, again (noise floor)", generated=True, without_prometheus=True),
+    # gateway.metrics: light: no callback; the request guard counts requests and errors (request_counters.py)
+    Variant("generated, light metrics", generated=True, gateway_metrics="light"),
     # only the two counters status and the dashboard read, with only the labels they group by
     Variant("generated, prometheus with 2 metrics", generated=True, config={"litellm_settings": {
         "prometheus_metrics_config": [
@@ -169,7 +172,8 @@ def main(argv=None) -> int:
         gateways: list[tuple[Variant, VariantGateway]] = []
         try:
             for i, v in enumerate(variants):
-                vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i))
+                vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i,
+                                                      metrics=v.gateway_metrics or plan.gateway.metrics))
                 common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
                               gateway_cpus=ALL_CPUS if v.all_cpus else gateway_cpus, console=console)
                 if v.generated:

@@ -55,13 +55,12 @@ phase up
 
 key=$(sed -n 's/^LITELLM_MASTER_KEY=//p' "$TMP/compose/.env")
 port=$($PY -c "from generator.compile.load.loader import load_plan; print(load_plan('$EXAMPLE').gateway.port)")
-# The fuzz test runs in make test (2,000 requests per API through the local stack). Not here yet: its first run
-# against this stack (300 per API, seed 32, beside make test) left both vLLM containers' engines dead
-# ("EngineCore encountered an issue", then connection refused) and the cause is not isolated (replayed
-# one by one straight to a local vLLM at 2048 tokens: no crash). FUZZ_COMPOSE=1 runs it here; the backends'
-# logs are printed when the tests fail.
-fuzz=(--deselect tests/integration/test_fuzz_apis.py::test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang)
-[ -z "${FUZZ_COMPOSE:-}" ] || fuzz=()
+# The fuzz test runs here too (300 requests per API, seed 32; make test sends 2,000 per API through the local
+# stack). Here it meets the backend IMAGE, which the local stack never runs: its first run found that one request
+# asking for logprobs killed a vLLM engine in an image without a C++ compiler (docs/limits.md). FUZZ_COMPOSE=0
+# leaves it out; the backends' errors are printed when the tests fail.
+fuzz=()
+[ "${FUZZ_COMPOSE:-1}" != 0 ] || fuzz=(--deselect tests/integration/test_fuzz_apis.py::test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang)
 GATEWAY_URL=http://127.0.0.1:$port GATEWAY_KEY=$key GATEWAY_MODELS=$EXAMPLE FUZZ_REQUESTS=${FUZZ_REQUESTS:-300} \
   FUZZ_SEED=${FUZZ_SEED:-32} $PY -m pytest -q tests/integration -p no:cacheprovider "${fuzz[@]}" ||
   { docker compose logs --tail 60 --no-log-prefix 2>&1 | grep -E "Error|error|Traceback|Killed|EngineCore" | tail -40; exit 1; }

@@ -28,16 +28,20 @@ def admin_env(admin_ui: bool) -> dict[str, str]:
     return {"GATEWAY_ADMIN_ROUTES": "1"} if admin_ui else {"DISABLE_ADMIN_UI": "True"}
 
 
-def metrics_env(port: int = GATEWAY_METRICS_PORT) -> dict[str, str]:
+LIGHT_METRICS_ENV = "GATEWAY_LIGHT_METRICS"  # gateway.metrics: light: the request guard counts (request_counters.py)
+
+
+def metrics_env(port: int = GATEWAY_METRICS_PORT, level: str = "full") -> dict[str, str]:
     """LiteLLM's metrics process on `port` (the same --host as the gateway: 127.0.0.1 for local
-    processes); the status route reads the same variable to find it."""
-    return {"PROMETHEUS_METRICS_PORT": str(port)}
+    processes); the status route reads the same variable to find it. It serves what the workers write to
+    PROMETHEUS_MULTIPROC_DIR: LiteLLM's prometheus callback's series (full) or the guard's counters (light)."""
+    return {"PROMETHEUS_METRICS_PORT": str(port), **({LIGHT_METRICS_ENV: "1"} if level == "light" else {})}
 
 
 def gateway_env(g: GatewayPlan) -> dict[str, str]:
     """Environment besides the keys. LITELLM_LOG=ERROR (the default) also silences uvicorn's
     per-request access log: measured 9% less gateway CPU per request than LiteLLM's default."""
-    return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui), **metrics_env()}
+    return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui), **metrics_env(level=g.metrics)}
 
 
 START_MODULE = "gateway_start"  # generator/operate/gateway_hooks/gateway_start.py, shipped beside the hooks

@@ -50,6 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import gateway_backends as gb  # noqa: E402
+from error_kinds import backend_failure  # noqa: E402  (also the Prometheus rules' and dashboard's)
 
 PATH = "/gateway/status"
 PROBE_CONNECT_TIMEOUT = 2.0
@@ -109,17 +110,6 @@ def backend_metrics(text: str) -> dict:
     out["kv_cache_usage"] = max(kv) if kv else None
     out["ttft_seconds"] = histogram(buckets, count, total)
     return out
-
-
-def backend_failure(exception_status: str | None) -> bool:
-    """A failed request the backend side caused: a 5xx, a timeout (408), an overload (429), or a status
-    LiteLLM did not know. Other 4xx answers (a bad body, an unknown model, a wrong key, a prompt over the
-    context) are what the client asked for wrong: the backends are fine."""
-    try:
-        code = int(float(exception_status or ""))
-    except ValueError:
-        return True
-    return not (400 <= code < 500) or code in (408, 429)
 
 
 def gateway_metrics(text: str) -> dict:

@@ -13,7 +13,10 @@ import httpx
 import openai
 import pytest
 
-from .prometheus import VLLM_JOB, prometheus_of
+from generator.compile.load.loader import load_plan
+from generator.compile.renderers.dashboard import BACKEND_ERRORS_PANEL, RATE, dashboard, queries
+
+from .prometheus import GATEWAY_JOB, VLLM_JOB, prometheus_of
 from .stack import connects, container_of, docker, events_file, host_addresses, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -176,6 +179,15 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
         up = f'max(up{{job="{VLLM_JOB}",model="{victim}"}})'
         assert prom.wait_for(up, 0, 4 * prom.interval + 10) == 0, f"Prometheus does not report {victim} down"
         assert prom.value(f'max(up{{job="{VLLM_JOB}",model="{other}"}})') == 1
+        # that failed request is a backend failure: the dashboard's backend-errors panel counts it for the victim
+        # (and its client-errors panel never does: test_metrics.py checks it with a 400). A counter series is born
+        # at its first failure, and increase() sees nothing before its second sample: one more failure after a
+        # scrape of the gateway (the victim is still loading: it listens ~60 s after its restart)
+        prom.fresh(GATEWAY_JOB)
+        with pytest.raises(openai.APIError):
+            _chat(deployed, deployed.served_name(victim), timeout=30)
+        counted = _panel_counts(prom, BACKEND_ERRORS_PANEL, deployed.served_name(victim), 4 * prom.interval + 10)
+        assert counted > 0, f"the backend-errors panel did not count the failed request to {victim}"
     _wait(lambda: inspect(container_of(victim))["RestartCount"] > before["RestartCount"], 60,
           f"the restart policy did not restart {victim}")
     _wait(lambda: (inspect(container_of(victim))["State"].get("Health") or {}).get("Status") == "healthy", 300,
@@ -183,6 +195,19 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
     reply = _chat(deployed, deployed.served_name(victim), timeout=120)
     assert reply.choices[0].message is not None
     assert inspect(container_of("litellm"))["State"]["StartedAt"] == gateway_started, "the gateway was restarted"
+
+
+def _panel_counts(prom, title: str, model: str, seconds: float) -> float:
+    """The sum of a dashboard panel's series for `model` (requested_model), polled until it is above 0."""
+    (expr,) = [e for t, e in queries(dashboard(load_plan(os.environ["GATEWAY_MODELS"]))) if t.startswith(title)]
+    deadline, total = time.monotonic() + seconds, 0.0
+    while time.monotonic() < deadline:
+        total = sum(float(r["value"][1]) for r in prom.query(expr.replace(RATE, "2m"))
+                    if r["metric"].get("requested_model") == model)
+        if total > 0:
+            return total
+        time.sleep(1)
+    return total
 
 
 def _status_of(deployed) -> dict[str, str]:

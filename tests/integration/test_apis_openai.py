@@ -228,3 +228,38 @@ def test_the_backends_own_context_error_carries_no_litellm_advice(gateway, model
     message = str(err.value)
     assert "context" in message.lower(), message
     assert "context_window_fallback" not in message and "docs.litellm.ai" not in message, message
+
+
+# --- logprobs: served, and the backend still serves afterwards ---------------------------------------
+# vLLM 0.32's CPU sampler builds its rank kernel with torch.compile (inductor, C++) on the first request
+# that asks for logprobs (vllm/v1/sample/ops/logprobs.py). In a backend image without a C++ compiler
+# that one request killed the engine (EngineDeadError, then connection refused): any key holder could
+# stop a model. Found by the fuzz run against the compose stack; docs/limits.md.
+LOGPROBS = {
+    "completions-logprobs-0": lambda c, m: c.completions.create(model=m, prompt="Say hello.", max_tokens=2,
+                                                                logprobs=0),
+    "completions-echo-prompt-logprobs": lambda c, m: c.completions.create(model=m, prompt="Say hello.", max_tokens=2,
+                                                                          logprobs=2, echo=True),
+    "chat-top-logprobs": lambda c, m: c.chat.completions.create(
+        model=m, messages=[{"role": "user", "content": "Say hello."}], max_tokens=2, logprobs=True, top_logprobs=2),
+    "chat-streamed-logprobs": lambda c, m: list(c.chat.completions.create(
+        model=m, messages=[{"role": "user", "content": "Say hello."}], max_tokens=2, logprobs=True, stream=True)),
+}
+
+
+def _has_logprobs(reply) -> bool:
+    if isinstance(reply, list):  # streamed chunks
+        return any(ch.choices and ch.choices[0].logprobs and ch.choices[0].logprobs.content for ch in reply)
+    choice = reply.choices[0]
+    return bool(choice.logprobs and (getattr(choice.logprobs, "content", None) or
+                                     getattr(choice.logprobs, "token_logprobs", None)))
+
+
+@pytest.mark.parametrize("ask", LOGPROBS)
+def test_logprobs_are_served_and_the_backend_serves_on(gateway, model, ask):
+    client = gateway.client()
+    reply = LOGPROBS[ask](client, model.served_name)
+    assert _has_logprobs(reply), reply
+    after = client.chat.completions.create(model=model.served_name, messages=[{"role": "user", "content": "Hi."}],
+                                           max_tokens=2)
+    assert after.choices[0].message is not None

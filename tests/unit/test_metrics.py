@@ -23,8 +23,13 @@ from generator.cli import main
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file, render_files
 from generator.compile.renderers.compose import render_compose
+from generator.compile.renderers.litellm import local_api_base, render_litellm
 from generator.compile.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FILE, PROVIDER_FILE, RATE, dashboard, queries
-from generator.compile.renderers.metrics import GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE, prometheus_config
+from generator.compile.renderers.metrics import (BACKEND_DOWN_ALERT, BACKEND_ERRORS, BACKEND_STATE, CLIENT_ERRORS,
+                                                 GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE,
+                                                 failed_requests, prometheus_config)
+from generator.operate.gateway_hooks.error_kinds import backend_failure
+from generator.operate.gateway_process import LIGHT_METRICS_ENV, gateway_env
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +132,18 @@ def test_metrics_are_on_by_default_and_off_means_no_prometheus_at_all(models):
     assert off.secret_envs == on.secret_envs  # no Grafana password when nothing uses it
 
 
+def test_light_gateway_metrics_drop_litellms_callback_and_turn_the_guards_counters_on(models):
+    full = load_plan(models(CPU_STACK))
+    light = load_plan(models("gateway: {metrics: light}\n" + CPU_STACK))
+    callbacks = lambda plan: render_litellm(plan, local_api_base)["litellm_settings"]["callbacks"]
+    assert "prometheus" in callbacks(full) and "prometheus" not in callbacks(light)
+    assert callbacks(light) == [c for c in callbacks(full) if c != "prometheus"]  # the hooks stay
+    assert LIGHT_METRICS_ENV not in gateway_env(full.gateway) and gateway_env(light.gateway)[LIGHT_METRICS_ENV] == "1"
+    assert gateway_env(light.gateway)["PROMETHEUS_METRICS_PORT"]  # LiteLLM's metrics process serves the counters
+    env = render_compose(light)["services"]["litellm"]["environment"]
+    assert env[LIGHT_METRICS_ENV] == "1"
+
+
 def test_a_published_prometheus_beyond_loopback_is_warned_about(models, capsys):
     plan = load_plan(models("metrics: {bind: 0.0.0.0}\n" + CPU_STACK))
     assert any("metrics: Prometheus published on 0.0.0.0:9090" in w for w in plan.warnings)
@@ -159,7 +176,7 @@ def test_every_backend_and_the_gateway_are_scraped_with_model_and_gpu_labels(mod
     assert jobs["dcgm"]["static_configs"] == [{"targets": ["dcgm-exporter:9400"]}]
     assert config["global"]["scrape_interval"] == "30s"
     cpu = prometheus_config(load_plan(models(CPU_STACK)))
-    assert "rule_files" not in cpu and [j["job_name"] for j in cpu["scrape_configs"]] == ["vllm", "litellm"]
+    assert cpu["rule_files"] == ["rules.yml"] and [j["job_name"] for j in cpu["scrape_configs"]] == ["vllm", "litellm"]
     assert cpu["scrape_configs"][0]["static_configs"][0]["labels"]["gpus"] == "none"
 
 
@@ -220,6 +237,78 @@ def test_promtool_accepts_the_generated_config_and_rules(promtool, models, tmp_p
     assert run.returncode == 0, run.stdout + run.stderr
     if (out / RULES_FILE).exists():
         assert "SUCCESS: 1 rule files found" in run.stdout + run.stderr
+
+
+STATUSES = ["400", "401", "403", "404", "408", "413", "422", "429", "500", "502", "503", "504", "400.0", "429.0", "None", ""]
+
+
+def test_the_rules_split_errors_as_make_status_does(promtool, models, tmp_path):
+    """promtool's rule unit test: LiteLLM's failed-request counter with every kind of status -> the backend-errors
+    rule counts exactly the statuses make status's backend_failure() calls the backends', the client rule the rest."""
+    out = _write(tmp_path, {RULES_FILE: render_files(load_plan(ROOT / "examples/cpu-compose/models.yml"))[RULES_FILE]})
+    failed = "litellm_proxy_failed_requests_metric_total"
+    series = [{"series": f'{failed}{{job="litellm",requested_model="m",exception_status="{code}",exception_class="E"}}',
+               "values": "0+60x10"} for code in STATUSES]  # +1 per second each
+    backend = sum(backend_failure(code) for code in STATUSES)
+    test = {"rule_files": [str(out / RULES_FILE)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "promql_expr_test": [
+            {"expr": BACKEND_ERRORS, "eval_time": "8m",
+             "exp_samples": [{"labels": f'{{__name__="{BACKEND_ERRORS}",requested_model="m"}}', "value": backend}]},
+            {"expr": CLIENT_ERRORS, "eval_time": "8m",
+             "exp_samples": [{"labels": f'{{__name__="{CLIENT_ERRORS}",requested_model="m"}}',
+                              "value": len(STATUSES) - backend}]}]}]}
+    assert 0 < backend < len(STATUSES)
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    run = _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    # control: counting a 404 as the backends' fails
+    test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = backend + 1
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
+
+
+def test_an_unloaded_on_demand_model_reads_stopped_and_only_a_real_failure_alerts(promtool, tmp_path):
+    """promtool's rule unit test on the rules of examples/on-demand: three backends scraped down (up 0): `sleeper`,
+    which the controller stopped (state stopped), `waker`, which it is loading, and `broken`, which failed (state
+    failed); `always` is not on demand and up. Only `broken` reads down (0) and fires the alert."""
+    plan = load_plan(ROOT / "examples/on-demand/models.yml")
+    out = _write(tmp_path, {RULES_FILE: render_files(plan)[RULES_FILE]})
+    assert 'job_name: on-demand' in render_files(plan)[PROMETHEUS_FILE]  # the controller is scraped
+    states = {"sleeper": "stopped", "waker": "loading", "broken": "failed"}
+    series = [{"series": f'up{{job="vllm",model="{m}"}}', "values": "0x10"} for m in states]
+    series.append({"series": 'up{job="vllm",model="always"}', "values": "1x10"})
+    series += [{"series": f'llm_gateway_on_demand_state{{job="on-demand",model="{m}",state="{st}"}}',
+                "values": f"{int(st == current)}x10"}
+               for m, current in states.items() for st in ("stopped", "loading", "loaded", "asleep", "failed")]
+    want = {"sleeper": 2, "waker": 2, "broken": 0, "always": 1}
+    test = {"rule_files": [str(out / RULES_FILE)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "promql_expr_test": [{"expr": BACKEND_STATE, "eval_time": "5m", "exp_samples": [
+            {"labels": f'{{__name__="{BACKEND_STATE}",model="{m}"}}', "value": v} for m, v in want.items()]}],
+        "alert_rule_test": [{"eval_time": "5m", "alertname": BACKEND_DOWN_ALERT, "exp_alerts": [
+            {"exp_labels": {"severity": "critical", "model": "broken"},
+             "exp_annotations": {"summary": "broken: its backend is down (Prometheus cannot scrape it, and it is not "
+                                            "an on-demand model the controller stopped)"}}]}]}]}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    run = _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    # control: the stopped model read as down fails
+    test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = 0
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
+
+
+@pytest.mark.parametrize("code", [str(c) for c in range(100, 600)] + [f"{c}.0" for c in (400, 404, 408, 429, 500)])
+def test_backend_failure_is_every_status_but_the_clients_4xx(code):
+    assert backend_failure(code) is not (400 <= int(float(code)) < 500 and int(float(code)) not in (408, 429))
+
+
+def test_the_dashboards_error_panels_use_the_same_rule(models):
+    exprs = dict((title, e) for title, e in queries(dashboard(load_plan(models(GPU_STACK)))))
+    backend = next(e for t, e in exprs.items() if t.startswith("Gateway errors (backend failures)"))
+    client = next(e for t, e in exprs.items() if t.startswith("Gateway client errors"))
+    assert failed_requests(True) in backend and failed_requests(False) in client
 
 
 def test_promtool_refuses_a_broken_config(promtool, tmp_path):

@@ -18,6 +18,9 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from generator.operate.on_demand.metrics import STATE_METRIC
 
 from generator.operate.runtime.local import free_port
 
@@ -122,6 +125,25 @@ def test_get_health_and_models_of_an_unloaded_model_answer_503_with_its_state_an
     assert c.state("a") == "stopped" and not port_open(c.ports["a"])
     assert "GET /health while stopped: 503, not loading it" in c.logs()
     assert httpx.get(f"{c.url}/m/nope/health", timeout=5).status_code == 404
+
+
+def _states(c: Controller) -> dict[str, str]:
+    """model -> state, read from the controller's /metrics (the series at 1 of the state set)."""
+    r = httpx.get(f"{c.url}/metrics", timeout=5)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain"), r.text
+    on = [s for f in text_string_to_metric_families(r.text) for s in f.samples
+          if s.name == STATE_METRIC and s.value == 1]
+    assert len(on) == len({s.labels["model"] for s in on}), r.text  # one state per model
+    return {s.labels["model"]: s.labels["state"] for s in on}
+
+
+def test_metrics_give_each_models_state_stopped_until_a_request_loads_it(controller):
+    """What Prometheus scrapes so that an unloaded model reads "stopped", not "down" (prometheus/rules.yml)."""
+    c = controller({"a": {}, "b": {}})
+    assert _states(c) == {"a": "stopped", "b": "stopped"}
+    assert c.chat("a").status_code == 200
+    assert _states(c) == {"a": "loaded", "b": "stopped"}
+    assert not port_open(c.ports["b"])  # reading the metrics loads nothing
 
 
 def test_a_request_loads_the_model_and_streams_through_chunk_by_chunk_with_its_headers(controller):

@@ -240,3 +240,49 @@ def test_the_guard_reads_the_limits_the_renderer_wrote_through_litellms_own_rout
     monkeypatch.setattr(gb, "router", lambda: router)
     assert module.model_limits("m") == {"n": 3, "best_of": 1, "tools": 128, "logit_bias": 300, "request_bytes": 8192}
     assert module.largest_request() == 8192
+
+
+# --- gateway.metrics: light: the guard counts what it lets through -----------------------------------------------
+def _count(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_light_metrics_count_each_request_let_through_by_model_and_status_and_nothing_else(guard, monkeypatch):
+    import request_counters as counters  # the copy the guard imports (beside it)
+
+    total, failed = f"{counters.REQUESTS}_total", f"{counters.FAILED}_total"
+    before = _count(total, requested_model="m", status_code="200")
+    monkeypatch.delenv(counters.ENV, raising=False)
+    assert guard("/v1/chat/completions", {"model": "m", "messages": HELLO})[0] == 200  # full: not counted here
+    assert _count(total, requested_model="m", status_code="200") == before
+    monkeypatch.setenv(counters.ENV, "1")
+    assert guard("/v1/chat/completions", {"model": "m", "messages": HELLO})[0] == 200
+    assert guard("/openai/deployments/m/chat/completions", {"messages": HELLO})[0] == 200  # the model in the path
+    assert _count(total, requested_model="m", status_code="200") == before + 2
+    refused = _count(failed, requested_model="m", exception_status="400", exception_class="")
+    assert guard("/v1/chat/completions", {"model": "m", "messages": "not a list"})[0] == 400  # the guard's own 400
+    assert _count(failed, requested_model="m", exception_status="400", exception_class="") == refused  # as LiteLLM's
+
+
+def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkeypatch):
+    module = load_like_litellm("request_guard")
+    import request_counters as counters
+
+    monkeypatch.setenv(counters.ENV, "1")
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "http.response.start", "status": 503, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "no key")
+    label = {"requested_model": "m503", "exception_status": "503", "exception_class": ""}
+    before = _count(f"{counters.FAILED}_total", **label)
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
+            return await c.post("/v1/chat/completions", json={"model": "m503", "messages": HELLO},
+                                headers={"Authorization": f"Bearer {KEY}"})
+    assert asyncio.run(go()).status_code == 503
+    assert _count(f"{counters.FAILED}_total", **label) == before + 1

@@ -268,7 +268,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers, log_level=g.log_level,
                           clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,
                           stream_timeout=g.stream_timeout, backend_internet=g.backend_internet,
-                          admin_ui=g.admin_ui, autoheal=g.autoheal,
+                          admin_ui=g.admin_ui, autoheal=g.autoheal, metrics=g.metrics,
                           k8s=GatewayK8sPlan(replicas=g.k8s.replicas, expose=g.k8s.expose, namespace=g.k8s.namespace))
     if g.autoheal:
         warnings.append("gateway.autoheal: the autoheal container mounts the Docker socket (root on this host) "

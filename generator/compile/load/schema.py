@@ -452,6 +452,11 @@ class Gateway(_Strict):
     HF_HUB_OFFLINE=1."""
     admin_ui: StrictBool = False
     """LiteLLM's UI and admin routes (keys, users, config); off: they answer 403."""
+    metrics: Literal["full", "light"] = "full"
+    """The gateway's own metrics. full: LiteLLM's prometheus callback (requests, errors, latencies, tokens, by
+    model, key, team...). light: only the request and error counters by model and status that make status, the
+    dashboard and the Prometheus rules read, counted by the gateway's request guard (no LiteLLM callback; see
+    docs/benchmarks.md for what each costs)."""
     autoheal: StrictBool = False
     """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
     k8s: GatewayK8s = GatewayK8s()

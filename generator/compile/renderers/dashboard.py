@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 
 from ..plan import Plan
-from .metrics import GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, gpu_users
+from .metrics import (BACKEND_STATE, GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, STATE_DOWN,
+                      STATE_STOPPED, STATE_UP, failed_requests, gpu_users)
 from .text import dump_yaml, header
 
 GRAFANA = "grafana"  # compose service
@@ -47,6 +48,7 @@ class Panel:
     description: str
     queries: tuple[Query, ...]
     unit: str = "short"
+    values: tuple[tuple[int, str, str], ...] = ()  # (value, text, color): Grafana value mappings
 
 
 def _quantiles(metric: str) -> tuple[Query, ...]:
@@ -61,8 +63,13 @@ def _per_model(expr: str) -> tuple[Query, ...]:
 def model_panels() -> list[Panel]:
     j = f'job="{VLLM}"'
     return [
-        Panel("Backends up", "1 = Prometheus reached the backend's /metrics at the last scrape, 0 = down",
-              _per_model(f"max by (model) (up{{{j}}})")),
+        Panel("Backend state",
+              "1 up: Prometheus reached the backend's /metrics at the last scrape; 0 down: it did not; 2 stopped: an "
+              "on-demand model the controller has not loaded (stopped, asleep, loading), not a failure "
+              f"({BACKEND_STATE}, prometheus/rules.yml; without those rules: up)",
+              # `up` where the rules are not loaded (a Prometheus of your own): then 1 / 0 only
+              _per_model(f"max by (model) ({BACKEND_STATE}) or max by (model) (up{{{j}}})"),
+              values=((STATE_DOWN, "down", "red"), (STATE_UP, "up", "green"), (STATE_STOPPED, "stopped", "blue"))),
         Panel("Requests running", "Requests in the engine's batch now (vllm:num_requests_running)",
               _per_model(f"sum by (model) (vllm:num_requests_running{{{j}}})")),
         Panel("Requests waiting", "Requests queued for a place in the batch (vllm:num_requests_waiting)",
@@ -82,19 +89,29 @@ def model_panels() -> list[Panel]:
     ]
 
 
+BACKEND_ERRORS_PANEL = "Gateway errors (backend failures)"  # a panel title's start (the compose tests find it)
+
+
 def gateway_panels() -> list[Panel]:
-    total, failed = "litellm_proxy_total_requests_metric_total", "litellm_proxy_failed_requests_metric_total"
+    total = "litellm_proxy_total_requests_metric_total"
     return [
         Panel("Gateway requests/s by model and status",
               "Every request the gateway answered, by the model asked for and the HTTP status (LiteLLM's "
               "litellm_proxy_total_requests_metric, summed over the gateway's workers)",
               (Query(f"sum by (requested_model, status_code) (rate({total}[{RATE}]))",
                      "{{requested_model}} {{status_code}}"),), "reqps"),
-        Panel("Gateway errors by model and status",
-              "Requests the gateway answered with an error in the window, by model, status and exception "
-              "(litellm_proxy_failed_requests_metric)",
-              (Query(f"sum by (requested_model, exception_status, exception_class) (increase({failed}[{RATE}]))",
+        Panel(f"{BACKEND_ERRORS_PANEL} by model and status",
+              "Requests the gateway failed in the window because of the backend side: a 5xx, a timeout (408), an "
+              "overload (429), by model, status and exception (litellm_proxy_failed_requests_metric; the same rule "
+              "as make status and the llm_gateway:backend_errors rule)",
+              (Query(f"sum by (requested_model, exception_status, exception_class) "
+                     f"(increase({failed_requests(True)}[{RATE}]))",
                      "{{requested_model}} {{exception_status}} {{exception_class}}"),)),
+        Panel("Gateway client errors (4xx) by model and status",
+              "Requests a client got wrong in the window (a bad body, a wrong key, a prompt over the context, ...; "
+              "every 4xx but 408 and 429): not the backends' failures",
+              (Query(f"sum by (requested_model, exception_status) (increase({failed_requests(False)}[{RATE}]))",
+                     "{{requested_model}} {{exception_status}}"),)),
         Panel("Gateway up", "1 = Prometheus reached the gateway's metrics port at the last scrape",
               (Query(f'max(up{{job="{GATEWAY}"}})', "gateway"),)),
     ]
@@ -123,6 +140,13 @@ def rows(plan: Plan) -> list[tuple[str, list[Panel]]]:
     return out
 
 
+def _mappings(panel: Panel) -> dict:
+    if not panel.values:
+        return {}
+    return {"mappings": [{"type": "value", "options": {
+        str(value): {"text": text, "color": color, "index": i} for i, (value, text, color) in enumerate(panel.values)}}]}
+
+
 def _timeseries(panel: Panel, pid: int, x: int, y: int) -> dict:
     return {
         "id": pid,
@@ -134,7 +158,7 @@ def _timeseries(panel: Panel, pid: int, x: int, y: int) -> dict:
         "targets": [{"refId": chr(ord("A") + i), "datasource": DATASOURCE, "expr": q.expr,
                      "legendFormat": q.legend, "range": True, "editorMode": "code"}
                     for i, q in enumerate(panel.queries)],
-        "fieldConfig": {"defaults": {"unit": panel.unit, "min": 0}, "overrides": []},
+        "fieldConfig": {"defaults": {"unit": panel.unit, "min": 0, **_mappings(panel)}, "overrides": []},
         "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True, "calcs": []},
                     "tooltip": {"mode": "multi", "sort": "desc"}},
     }

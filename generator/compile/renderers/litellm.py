@@ -15,8 +15,9 @@ HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads th
 AUTH_MODULE = "gateway_guard"
 # every module of generator/operate/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", "gateway_status",
-                   "graceful_shutdown", HOOK_MODULE, "request_guard", "request_shapes")
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
+                   "gateway_status", "graceful_shutdown", HOOK_MODULE, "request_counters", "request_guard",
+                   "request_shapes")
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "operate" / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -114,10 +115,11 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         # messages (+20 % CPU per request with an 8K-token prompt, bench/README.md)
     }
     # defaults, tool and prompt-length 400s on every API; the output-budget clamp when it is on;
-    # prometheus: the gateway's request/error/latency metrics, always on, served only on the internal
-    # metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403)
+    # prometheus (gateway.metrics: full): the gateway's request/error/latency metrics, served only on the
+    # internal metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403);
+    # light: no callback, the request guard counts requests and errors (request_counters.py)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
-    litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}", "prometheus"]
+    litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"] + (["prometheus"] if g.metrics == "full" else [])
     return {
         "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
         "litellm_settings": litellm_settings,

@@ -9,7 +9,7 @@ from ..plan import Plan
 from .compose import compose_problems, render_compose
 from .dashboard import grafana_files
 from .litellm import gateway_modules, render_litellm, supervisor_file
-from .metrics import PROMETHEUS_FILE, RULES_FILE, gpu_rules, prometheus_config
+from .metrics import PROMETHEUS_FILE, RULES_FILE, prometheus_config, recording_rules
 from .on_demand import on_demand_files
 from .target import Target
 from .text import dump_yaml, header
@@ -37,9 +37,8 @@ def stack_files(plan: Plan) -> dict[str, str]:
 def metrics_files(plan: Plan) -> dict[str, str]:
     if not plan.metrics.enabled:
         return {}
-    files = {PROMETHEUS_FILE: header(plan) + dump_yaml(prometheus_config(plan))}
-    if plan.metrics.gpu_exporter:
-        files[RULES_FILE] = header(plan) + dump_yaml(gpu_rules(plan))
+    files = {PROMETHEUS_FILE: header(plan) + dump_yaml(prometheus_config(plan)),
+             RULES_FILE: header(plan) + dump_yaml(recording_rules(plan))}
     return {**files, **grafana_files(plan)}
 
 

@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import request_shapes as shapes  # noqa: E402
+import request_counters as counters  # noqa: E402
 
 # LiteLLM's Azure-style aliases name the model in the path (/openai/deployments/<model>/chat/completions)
 MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")
@@ -209,6 +210,8 @@ class RequestGuard:
             return await receive()
 
         scope[CHECKED] = True
+        if counters.enabled():
+            send = counted(send, model_of(scope))
         return await self.app(scope, replay, send)
 
     async def check(self, scope: dict, receive: Receive, api: str) -> tuple[Refusal | None, bytes]:
@@ -241,6 +244,27 @@ class RequestGuard:
         if refusal is None and not named_in_path(path):
             scope["parsed_body"] = (tuple(data.keys()), data)  # where LiteLLM looks before parsing the body itself
         return refusal, body
+
+
+def model_of(scope: dict) -> str:
+    """The requested model: the body's `model` (parsed by check()), or the one a path names."""
+    parsed = scope.get("parsed_body")
+    if parsed and isinstance(parsed[1].get("model"), str):
+        return parsed[1]["model"]
+    named = MODEL_IN_PATH.search(scope.get("path", ""))
+    return named[1] if named else ""
+
+
+def counted(send: Send, model: str) -> Send:
+    """`send`, counting the answer's status once (gateway.metrics: light; request_counters.py)."""
+    async def counting_send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            try:
+                counters.count(model, message["status"])
+            except Exception:  # noqa: BLE001  never break a request on our own failure
+                pass
+        await send(message)
+    return counting_send
 
 
 def named_in_path(path: str) -> bool:

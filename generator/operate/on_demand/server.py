@@ -7,6 +7,7 @@ gateway workers call it.
                        reader, which GET /health, /metrics and /v1/models, neither load it nor read it healthy)
     /healthz           the controller itself
     /status            per model: state, in_flight, queued, last_used, last_error, load/unload seconds
+    /metrics           per model: its state, for Prometheus (metrics.py)
 
 Headers (Authorization included) go through unchanged but for hop-by-hop ones; the body is streamed back
 chunk by chunk as the backend sends it (SSE too). A request counts in flight from its admission until its
@@ -25,6 +26,7 @@ import httpx
 
 from .config import ConfigProblem, ControllerConfig, ModelConfig
 from .drivers import Docker, Driver, LoadError, LocalProcesses, NoStarter, Sleep
+from .metrics import CONTENT_TYPE, metrics_text
 from .policy import Admit, Load, Policy, Refuse, State, Unload, Waiter
 
 log = logging.getLogger("on_demand")
@@ -214,6 +216,11 @@ class Controller:
             await _json(send, 200, {"status": "ok"})
         elif path == "/status":
             await _json(send, 200, self.status())
+        elif path == "/metrics":
+            body = metrics_text({n: m.state for n, m in self.policy.models.items()})
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
         elif path.startswith("/m/"):
             name, _, rest = path[3:].partition("/")
             if name not in self.config.models:
@@ -222,7 +229,7 @@ class Controller:
             else:
                 await self._proxy(scope, receive, send, self.config.models[name], rest)
         else:
-            await _json(send, 404, _error(f"no route {path}; use /m/<model>/..., /status or /healthz", 404))
+            await _json(send, 404, _error(f"no route {path}; use /m/<model>/..., /status, /metrics or /healthz", 404))
 
     async def _lifespan(self, receive, send) -> None:
         while True:

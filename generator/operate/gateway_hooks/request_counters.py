@@ -1,0 +1,47 @@
+"""gateway.metrics: light: the gateway's request and error counters, counted by the request guard
+(request_guard.py) instead of LiteLLM's prometheus callback, whose per-request work is the cost
+docs/benchmarks.md measures. Only what `make status`, the dashboard and the Prometheus rules read, under the
+names and labels of LiteLLM's own series so that each reader works with either level:
+
+    litellm_proxy_total_requests_metric_total{requested_model, status_code}
+    litellm_proxy_failed_requests_metric_total{requested_model, exception_status, exception_class}  (status >= 400)
+
+Counted once per request the guard let through to LiteLLM (as the callback counts only what LiteLLM handles),
+with the HTTP status LiteLLM answered (for a stream: the status it started with). The workers write them to
+PROMETHEUS_MULTIPROC_DIR, which LiteLLM's CLI creates (PROMETHEUS_METRICS_PORT is set), and LiteLLM's metrics
+process serves them merged on the internal metrics port, as it serves the callback's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+ENV = "GATEWAY_LIGHT_METRICS"  # set by the generator (gateway_process.metrics_env) for gateway.metrics: light
+REQUESTS = "litellm_proxy_total_requests_metric"  # prometheus_client adds _total
+FAILED = "litellm_proxy_failed_requests_metric"
+
+_counters: tuple[Any, Any] | None = None
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV) == "1"
+
+
+def _made() -> tuple[Any, Any]:
+    global _counters
+    if _counters is None:
+        from prometheus_client import Counter  # multiprocess mode: PROMETHEUS_MULTIPROC_DIR is set in the workers
+
+        _counters = (Counter(REQUESTS, "Requests the gateway answered (gateway.metrics: light)",
+                             ["requested_model", "status_code"]),
+                     Counter(FAILED, "Requests the gateway answered with an error (gateway.metrics: light)",
+                             ["requested_model", "exception_status", "exception_class"]))
+    return _counters
+
+
+def count(model: str, status: int) -> None:
+    requests, failed = _made()
+    requests.labels(model, str(status)).inc()
+    if status >= 400:
+        failed.labels(model, str(status), "").inc()
