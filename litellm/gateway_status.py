@@ -150,7 +150,7 @@ def state_of(outcome: int | Exception) -> tuple[str, str]:
     return "down", f"{type(outcome).__name__}: {outcome}"[:200]
 
 
-ON_DEMAND_HEADER = "x-on-demand-state"  # generator/operate/on_demand/server.py STATE_HEADER
+ON_DEMAND_HEADER = "x-on-demand-state"  # generator/shipped/on_demand/server.py STATE_HEADER
 
 
 def on_demand_state(state: str, health: httpx.Response) -> tuple[str, str]:

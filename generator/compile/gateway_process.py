@@ -44,7 +44,7 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
     return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui), **metrics_env(level=g.metrics)}
 
 
-START_MODULE = "gateway_start"  # generator/operate/gateway_hooks/gateway_start.py, shipped beside the hooks
+START_MODULE = "gateway_start"  # generator/shipped/gateway_hooks/gateway_start.py, shipped beside the hooks
 
 
 def gateway_command(config_dir: str, python: str = "python3") -> list[str]:

@@ -65,7 +65,7 @@ class Mount:
 @dataclass(frozen=True)
 class OnDemandPlan:
     """models.yml `on_demand:` of one model: loaded when a request asks for it, unloaded when idle or when
-    another model of its group must load. The on-demand controller (generator/operate/on_demand/) is the only one
+    another model of its group must load. The on-demand controller (generator/shipped/on_demand/) is the only one
     that starts and stops such a model; the gateway reaches it through the controller."""
 
     group: str  # models of one group take turns: at most one of them loaded at a time (default: the model's name)

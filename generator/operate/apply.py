@@ -30,8 +30,8 @@ from ..compile.renderers import COMPOSE_FILE
 from ..compile.renderers.compose import ON_DEMAND_PROFILE
 from ..compile.renderers.stack import ENV_HEADER
 from ..errors import ConfigError, print_problems
+from ..shipped.gateway_hooks.gateway_supervisor import digest as gateway_digest
 from .changes import GATEWAY, Change, plan_changes
-from .gateway_hooks.gateway_supervisor import digest as gateway_digest
 
 GATEWAY_DIR = "litellm"
 

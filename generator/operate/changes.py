@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from .gateway_hooks.gateway_supervisor import content
+from ..shipped.gateway_hooks.gateway_supervisor import content
 
 GATEWAY = "litellm"  # the gateway's compose service
 

@@ -4,7 +4,7 @@
     python -m generator.operate.status --watch    # refreshes in place until Ctrl-C
     python -m generator.operate.status --json     # {"gateway": {...}, "models": [{...}, ...]} for scripts
 
-Every target is read the same way: the gateway's `/gateway/status` route (generator/operate/gateway_hooks/
+Every target is read the same way: the gateway's `/gateway/status` route (generator/shipped/gateway_hooks/
 gateway_status.py), which probes each backend's /health and /metrics from inside the stack and
 returns cumulative counters. Rates (tokens/s, requests/s) and the TTFT median over the last interval
 are computed here from two samples, so the route holds no state and any gateway worker answers.

@@ -31,8 +31,8 @@ from typing import Any, Awaitable, Callable
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
-import request_shapes as shapes  # noqa: E402
 import request_counters as counters  # noqa: E402
+import request_shapes as shapes  # noqa: E402
 
 # LiteLLM's Azure-style aliases name the model in the path (/openai/deployments/<model>/chat/completions)
 MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")

@@ -39,7 +39,7 @@ def test_status_json_shows_every_model_healthy_with_its_numbers(gateway):
     assert rep["gateway"]["state"] == "healthy", rep["gateway"]
     workers = gateway.plan.gateway.workers
     if workers == "auto" and gateway.stack is not None:  # resolved on this machine, as the local gateway did
-        from generator.operate.gateway_hooks.gateway_start import resolve
+        from generator.shipped.gateway_hooks.gateway_start import resolve
 
         workers = int(resolve(["--num_workers", "auto"])[0][1])
     if workers == "auto":  # a deployment elsewhere resolved it for its own CPUs

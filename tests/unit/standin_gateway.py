@@ -1,5 +1,5 @@
 """A stand-in for the gateway's status side (no LiteLLM): `/health/liveliness` answers 200 to anyone,
-`/gateway/status` answers the route's JSON (generator/operate/gateway_hooks/gateway_status.py) to its own key
+`/gateway/status` answers the route's JSON (generator/shipped/gateway_hooks/gateway_status.py) to its own key
 only, 401 to any other, as the real gateway does.
 
     python tests/unit/standin_gateway.py PORT KEY MODEL [MODEL ...]

@@ -39,7 +39,7 @@ def config(files) -> dict:
 
 
 def test_golden_files(files):
-    # the hook modules are verbatim copies of generator/operate/gateway_hooks
+    # the hook modules are verbatim copies of generator/shipped/gateway_hooks
     assert_golden({rel: text for rel, text in files.items() if rel.endswith((".yml", ".yaml"))})
 
 

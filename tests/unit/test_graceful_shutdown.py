@@ -1,11 +1,11 @@
-"""generator/operate/gateway_hooks/graceful_shutdown.py: a stopping worker answers a connection it just accepted."""
+"""generator/shipped/gateway_hooks/graceful_shutdown.py: a stopping worker answers a connection it just accepted."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generator/operate/gateway_hooks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generator/shipped/gateway_hooks"))
 import graceful_shutdown  # noqa: E402
 
 

@@ -147,7 +147,7 @@ def test_every_k8s_setting_renders_valid_manifests(write):
 # --- golden files, determinism, the committed k8s/ ------------------------------------------
 
 def test_golden_files(repo):
-    # the hook modules are verbatim copies of generator/operate/gateway_hooks
+    # the hook modules are verbatim copies of generator/shipped/gateway_hooks
     assert_golden({rel: text for rel, text in repo.items() if rel.endswith(".yaml")})
     on_disk = {p.relative_to(GOLDEN).as_posix() for p in (GOLDEN / "k8s").rglob("*.yaml")}
     assert on_disk == {rel for rel in repo if rel.endswith(".yaml")}, "stale golden files under tests/golden/k8s"
@@ -347,7 +347,7 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
         name = entry["model_name"]
         assert entry["litellm_params"]["api_base"] == f"http://{name}:{services[name]['spec']['ports'][0]['port']}/v1"
     for mod in GATEWAY_MODULES:
-        assert repo[f"k8s/gateway/{mod}.py"].endswith((ROOT / f"generator/operate/gateway_hooks/{mod}.py").read_text())
+        assert repo[f"k8s/gateway/{mod}.py"].endswith((ROOT / f"generator/shipped/gateway_hooks/{mod}.py").read_text())
     dep = by_kind(repo_docs, "Deployment")["litellm"]
     pod = dep["spec"]["template"]["spec"]
     (c,) = pod["containers"]

@@ -28,8 +28,8 @@ from generator.compile.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FIL
 from generator.compile.renderers.metrics import (BACKEND_DOWN_ALERT, BACKEND_ERRORS, BACKEND_STATE, CLIENT_ERRORS,
                                                  GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE,
                                                  failed_requests, prometheus_config)
-from generator.operate.gateway_hooks.error_kinds import backend_failure
-from generator.operate.gateway_process import LIGHT_METRICS_ENV, gateway_env
+from generator.shipped.gateway_hooks.error_kinds import backend_failure
+from generator.compile.gateway_process import LIGHT_METRICS_ENV, gateway_env
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -236,7 +236,7 @@ def test_the_controller_service_is_internal_and_only_it_holds_the_docker_socket(
     services = render_compose(p)["services"]
     c = services["on-demand"]
     assert c["image"] == services["litellm"]["image"]
-    assert c["entrypoint"] == ["python3", "-m", "generator.operate.on_demand"]
+    assert c["entrypoint"] == ["python3", "-m", "generator.shipped.on_demand"]
     assert c["command"] == ["--config", "/etc/litellm/on-demand.json"]
     assert c["networks"] == ["backends"] and "ports" not in c and "depends_on" not in c
     assert "http://127.0.0.1:4002/healthz" in " ".join(c["healthcheck"]["test"])

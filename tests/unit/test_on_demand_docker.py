@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from generator.operate.on_demand.config import ModelConfig
-from generator.operate.on_demand.drivers import Docker, LoadError
+from generator.shipped.on_demand.config import ModelConfig
+from generator.shipped.on_demand.drivers import Docker, LoadError
 from generator.operate.runtime.local import free_port
 
 STANDIN = Path(__file__).resolve().parent / "standin_backend.py"
@@ -149,8 +149,8 @@ def test_a_missing_container_names_the_service_and_the_fix(tmp_path):
 
 
 def test_the_controller_adopts_a_container_compose_already_started(tmp_path):
-    from generator.operate.on_demand.config import ControllerConfig
-    from generator.operate.on_demand.server import Controller
+    from generator.shipped.on_demand.config import ControllerConfig
+    from generator.shipped.on_demand.server import Controller
 
     ports = {"a": free_port(), "b": free_port()}
     containers = {n: {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": n}, "port": p}
@@ -186,7 +186,7 @@ def test_without_a_project_the_driver_uses_that_of_its_own_container(tmp_path, m
 
 
 def _config(docker_socket, unload: str = "stop"):
-    from generator.operate.on_demand.config import parse_config
+    from generator.shipped.on_demand.config import parse_config
 
     return parse_config({"port": 4002, "docker_socket": docker_socket, "models": {"m": {
         "group": "g", "idle_timeout": 0, "unload": unload, "url": "http://m:8001", "service": "m"}}}, "on-demand.json")
@@ -196,9 +196,9 @@ def test_the_socket_setting_of_models_yml_decides_the_drivers():
     """models.yml's on_demand.docker_socket arrives as true/false: true is the standard socket; without it a
     container that must be stopped and started is a config problem (exit 2 at start), and a sleep-mode
     backend can still be put to sleep and woken, but not started: one clear line says so."""
-    from generator.operate.on_demand.config import ConfigProblem
-    from generator.operate.on_demand.drivers import NoStarter, Sleep
-    from generator.operate.on_demand.server import drivers_for
+    from generator.shipped.on_demand.config import ConfigProblem
+    from generator.shipped.on_demand.drivers import NoStarter, Sleep
+    from generator.shipped.on_demand.server import drivers_for
 
     assert _config(True).docker_socket == "/var/run/docker.sock"
     assert _config("/run/other.sock").docker_socket == "/run/other.sock"
@@ -216,7 +216,7 @@ def test_a_config_the_controller_cannot_use_exits_2_with_one_line(tmp_path):
     path = tmp_path / "on-demand.json"
     path.write_text(json.dumps({"port": 4002, "docker_socket": False, "models": {"m": {
         "group": "g", "idle_timeout": 0, "unload": "stop", "url": "http://m:8001"}}}))
-    out = subprocess.run([sys.executable, "-m", "generator.operate.on_demand", "--config", str(path)],
+    out = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)],
                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "error: models.m: unload: stop of a container needs the Docker socket (on_demand.docker_socket: true in models.yml)"]
@@ -233,7 +233,7 @@ def test_the_controllers_copy_for_its_container_imports_without_the_rest_of_the_
         (tmp_path / rel).write_text(text)
     copy = tmp_path / "on-demand"
     code = (f"import sys; sys.path.insert(0, {str(copy)!r}); sys.modules['generator.operate.runtime'] = None; "
-            "sys.modules['psutil'] = None; import generator, generator.operate.on_demand.__main__, generator.operate.on_demand.server; "
+            "sys.modules['psutil'] = None; import generator, generator.shipped.on_demand.__main__, generator.shipped.on_demand.server; "
             f"assert generator.__file__.startswith({str(copy)!r}), generator.__file__")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -1,10 +1,10 @@
-"""The on-demand controller's decision core (generator/operate/on_demand/policy.py), on a fake clock: no I/O."""
+"""The on-demand controller's decision core (generator/shipped/on_demand/policy.py), on a fake clock: no I/O."""
 
 from __future__ import annotations
 
 import pytest
 
-from generator.operate.on_demand.policy import Admit, Load, ModelSpec, Policy, Refuse, Settings, State, Unload
+from generator.shipped.on_demand.policy import Admit, Load, ModelSpec, Policy, Refuse, Settings, State, Unload
 
 
 def make(*specs: ModelSpec, **settings) -> Policy:

@@ -1,4 +1,4 @@
-"""The on-demand controller as a process (`python -m generator.operate.on_demand`), in front of stand-in backends
+"""The on-demand controller as a process (`python -m generator.shipped.on_demand`), in front of stand-in backends
 (tests/unit/standin_backend.py) that its LocalProcesses driver starts and stops: loading on a request,
 the streaming proxy, the queue, drains, failures, idle unloads, vLLM sleep mode, and SIGTERM."""
 
@@ -20,7 +20,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from generator.operate.on_demand.metrics import STATE_METRIC
+from generator.shipped.on_demand.metrics import STATE_METRIC
 
 from generator.operate.runtime.local import free_port
 
@@ -54,7 +54,7 @@ class Controller:
                   **settings, "models": cfg_models}
         (tmp / "on-demand.json").write_text(json.dumps(config))
         self.log = (tmp / "controller.log").open("wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "generator.operate.on_demand", "--config", str(tmp / "on-demand.json")],
+        self.proc = subprocess.Popen([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(tmp / "on-demand.json")],
                                      cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.tmp = tmp
         deadline = time.monotonic() + 20
@@ -292,17 +292,17 @@ def test_a_bad_config_is_one_line_naming_the_file_and_field_and_exit_2(tmp_path)
     path = tmp_path / "on-demand.json"
     path.write_text(json.dumps({"port": 1, "models": {"a": {"group": "g", "idle_timeout": 0, "unload": "nap",
                                                             "url": "http://x:1"}}}))
-    r = subprocess.run([sys.executable, "-m", "generator.operate.on_demand", "--config", str(path)], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == f"error: {path}: models.a.unload is 'nap'; use stop or sleep"
     path.write_text(json.dumps({"port": 1, "models": {"a": {"group": "g"}}}))
-    r = subprocess.run([sys.executable, "-m", "generator.operate.on_demand", "--config", str(path)], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip().endswith("on-demand.json: models.a.unload is missing")
 
 
 def test_the_cause_of_a_failed_start_is_the_last_line_that_reads_like_an_error():
-    from generator.operate.on_demand.drivers import last_error_line
+    from generator.shipped.on_demand.drivers import last_error_line
     log = "INFO loading\nValueError: No available memory for the cache blocks\nINFO shutting down\n\n"
     assert last_error_line(log) == "ValueError: No available memory for the cache blocks"
     assert last_error_line("INFO a\nINFO b\n") == "INFO b" and last_error_line("") == "(empty log)"

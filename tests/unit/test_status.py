@@ -1,4 +1,4 @@
-"""`make status`: the route's parsing and state mapping (generator/operate/gateway_hooks/gateway_status.py),
+"""`make status`: the route's parsing and state mapping (generator/shipped/gateway_hooks/gateway_status.py),
 the CLI's rate and quantile math, its JSON shape, and where it finds the gateway and its key."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from generator.compile.load.loader import load_plan
 from generator.operate.runtime.local import free_port
 from generator.operate.runtime.processes import started_at
 
-HOOKS = Path(__file__).resolve().parents[2] / "generator/operate/gateway_hooks"
+HOOKS = Path(__file__).resolve().parents[2] / "generator/shipped/gateway_hooks"
 sys.path.insert(0, str(HOOKS))
 import gateway_status as route  # noqa: E402
 

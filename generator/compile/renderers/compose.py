@@ -119,7 +119,7 @@ def controller_service(plan: Plan) -> dict:
         volumes.append(f"{DOCKER_SOCKET}:{DOCKER_SOCKET}")
     return {
         "image": plan.gateway.image,
-        "entrypoint": ["python3", "-m", "generator.operate.on_demand"],
+        "entrypoint": ["python3", "-m", "generator.shipped.on_demand"],
         "command": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE.rpartition('/')[2]}"],
         "environment": env,
         "volumes": volumes,

@@ -13,12 +13,12 @@ from .text import header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
-# every module of generator/operate/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
+# every module of generator/shipped/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
                    "gateway_status", "graceful_shutdown", HOOK_MODULE, "request_counters", "request_guard",
                    "request_shapes")
-HOOKS_DIR = Path(__file__).resolve().parents[2] / "operate" / "gateway_hooks"
+HOOKS_DIR = Path(__file__).resolve().parents[2] / "shipped" / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
 SUPERVISOR_MODULE = "gateway_supervisor"

@@ -1,6 +1,6 @@
 """Plan -> Prometheus: what it scrapes (prometheus/prometheus.yml) and its recording rules (prometheus/rules.yml):
 the gateway's errors split into the backends' failures and the clients' 4xx (the rule `make status` uses:
-operate/gateway_hooks/error_kinds.py), and, on GPU hosts, each GPU index mapped to the models sharing it. The
+shipped/gateway_hooks/error_kinds.py), and, on GPU hosts, each GPU index mapped to the models sharing it. The
 compose services are in compose.py.
 
 Targets, all on the compose backend network (nothing here is published but Prometheus's own UI):
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...operate.gateway_hooks.error_kinds import CLIENT_ERROR_STATUS
+from ...shipped.gateway_hooks.error_kinds import CLIENT_ERROR_STATUS
+from ...shipped.on_demand.metrics import STATE_METRIC
 from ..gateway_process import GATEWAY_METRICS_PORT
-from ...operate.on_demand.metrics import STATE_METRIC
 from ..plan import ModelPlan, Plan
 from .litellm import CONTROLLER_SERVICE
 

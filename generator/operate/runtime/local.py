@@ -7,7 +7,7 @@ own per start and a PROMETHEUS_MULTIPROC_DIR in STATE_DIR (LiteLLM wipes that fo
 shared /tmp default would let two local stacks erase each other's metrics); both are in state.json.
 
 On-demand models (models.yml `on_demand:`) are not started with the stack: the on-demand controller
-(`python -m generator.operate.on_demand`, the gateway's interpreter) starts and stops them as requests come and go,
+(`python -m generator.shipped.on_demand`, the gateway's interpreter) starts and stops them as requests come and go,
 from the config this runtime writes to STATE_DIR/on-demand.json (their command lines, environment without
 keys, logs); the gateway reaches them through it (http://127.0.0.1:<controller port>/m/<model>/v1). The
 controller runs in its own session with its backends in it: `down` ends them with it.
@@ -214,7 +214,7 @@ class LocalStack:
         return f"http://127.0.0.1:{self.plan.controller.port}"
 
     def controller_config(self) -> dict | None:
-        """The controller's on-demand.json (generator/operate/on_demand/config.py): the fields of the compose target's,
+        """The controller's on-demand.json (generator/shipped/on_demand/config.py): the fields of the compose target's,
         plus how to start each backend here (argv, env without its key, cwd, log); None without on-demand models."""
         c = self.plan.controller
         if c is None or not self.plan.on_demand:
@@ -233,7 +233,7 @@ class LocalStack:
         path.write_text(json.dumps(self.controller_config(), indent=1) + "\n")
         keys = self.keys()
         env = {m.api_key_env: keys[m.api_key_env] for m in self.plan.on_demand}
-        return Proc(CONTROLLER, [self.gateway_python, "-m", "generator.operate.on_demand", "--config", str(path)],
+        return Proc(CONTROLLER, [self.gateway_python, "-m", "generator.shipped.on_demand", "--config", str(path)],
                     self.state_dir / "logs" / f"{CONTROLLER}.log", self.controller_url + "/healthz", env=env)
 
     # --- processes ------------------------------------------------------------------------------

@@ -14,11 +14,12 @@ import signal
 import socket
 import subprocess
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from ...shipped.on_demand.process_group import signal_group, tail  # noqa: F401  (one definition; re-exported)
 
 
 @dataclass
@@ -53,14 +54,6 @@ def _pid_alive(pid: int | None) -> bool:
         return False
 
 
-def tail(path: Path, lines: int = 25) -> str:
-    try:
-        with path.open(errors="replace") as fh:
-            return "".join(deque(fh, maxlen=lines))
-    except FileNotFoundError:
-        return "(no log)"
-
-
 def stop_processes(procs: list[Proc], grace: float = 15) -> None:
     live = [p for p in reversed(procs) if p.alive()]
     for p in live:
@@ -76,13 +69,6 @@ def stop_processes(procs: list[Proc], grace: float = 15) -> None:
             signal_group(p.pid, signal.SIGKILL)
         if p.popen:
             p.popen.wait(timeout=10)
-
-
-def signal_group(pid: int | None, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)  # the group the stack created with start_new_session
-    except (ProcessLookupError, PermissionError, TypeError):
-        pass
 
 
 def started_at(pid: int | None) -> float | None:

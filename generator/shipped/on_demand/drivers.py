@@ -34,6 +34,7 @@ from typing import Protocol
 import httpx
 
 from .config import ModelConfig
+from .process_group import signal_group, tail
 
 log = logging.getLogger("on_demand")
 HEALTH_POLL = 0.5  # seconds between /health probes while a backend loads
@@ -80,9 +81,6 @@ class LocalProcesses:
     """Backends as local processes (config: argv, env, cwd, log); keys from the controller's environment."""
 
     def __init__(self, grace: float = 10):
-        # imported here, not at the top: the compose controller's copy of this package has no runtime/ (nor psutil)
-        from ..runtime.processes import signal_group, tail
-
         self._signal_group, self._tail = signal_group, tail
         self.grace = grace
         self.procs: dict[str, subprocess.Popen] = {}

@@ -1,4 +1,4 @@
-"""`python -m generator.operate.on_demand --config on-demand.json`: the on-demand controller (see server.py).
+"""`python -m generator.shipped.on_demand --config on-demand.json`: the on-demand controller (see server.py).
 
 One process, one worker: it must be the only one deciding what is loaded. SIGTERM stops it and every
 backend it started as a local process (compose containers are left to `docker compose down`).
@@ -17,7 +17,7 @@ from .server import Controller
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m generator.operate.on_demand", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m generator.shipped.on_demand", description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="the controller's JSON config (on-demand.json)")
     ap.add_argument("--host", help="address to listen on (default: the config's host, else 0.0.0.0)")
     ap.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -1,7 +1,7 @@
 """The on-demand controller (issue 19): loads a model when a request asks for it, unloads it when idle or
 when another model of its group needs the room, and proxies the gateway's requests to it meanwhile.
 
-    python -m generator.operate.on_demand --config on-demand.json
+    python -m generator.shipped.on_demand --config on-demand.json
 
 - policy.py: the decisions, no I/O (states, queue, drain, lanes, idle/LRU, timeouts, failures);
 - drivers.py: the hands (local processes, Docker containers, vLLM sleep mode);
