@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import socket
 import threading
 import time
 import uuid
@@ -24,29 +23,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from generator.compile.load.loader import load_plan
-from generator.operate.runtime.local import LocalStack, free_port
+from generator.operate.runtime.local import LocalStack, consecutive_free_ports, free_port
 
 from .conftest import ROOT
 
 EXAMPLE = ROOT / "examples/cpu-replicas/models.yml"
 REPLICAS = ("plain-1", "plain-2")
-
-
-def _consecutive_free_ports(count: int) -> int:
-    """A first port with the next count-1 free too (replica i listens on port + i - 1)."""
-    for _ in range(200):
-        first = free_port()
-        ok = True
-        for port in range(first, first + count):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return first
-    raise RuntimeError("no consecutive free ports")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +39,7 @@ def stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replicas")
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["gateway"] = {**doc["gateway"], "port": free_port()}
-    doc["plain"] = {**doc["plain"], "port": _consecutive_free_ports(2)}
+    doc["plain"] = {**doc["plain"], "port": consecutive_free_ports(2)}
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     cwd = os.getcwd()
     os.chdir(ROOT)  # the demo model's path is relative to the repo root
