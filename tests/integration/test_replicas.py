@@ -125,7 +125,8 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     stop = threading.Event()
 
     def one(i: int) -> None:
-        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 200}]
+        # unique from its first token (no prefix-cache hit), ~11K tokens: a CPU prefill long enough to be cut
+        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 2500}]
         if i % 2:
             started = False
             try:
@@ -155,8 +156,9 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
 
     with concurrent.futures.ThreadPoolExecutor(40) as pool:
         futures = [pool.submit(one, i) for i in range(32)] + [pool.submit(more) for _ in range(4)]
-        time.sleep(0.5)
-        in_flight = running(stack, "plain-1")  # what the kill cuts: requests the replica holds right now
+        deadline = time.monotonic() + 30
+        while (in_flight := running(stack, "plain-1")) == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)  # kill it while it holds requests (running or queued): those are what the kill cuts
         stack.kill("plain-1")
         killed = time.monotonic()
         while (seen := states(stack))["plain-1"] != "down" and time.monotonic() - killed < 15:
