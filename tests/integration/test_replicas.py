@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -102,15 +103,44 @@ def test_status_shows_each_replica(stack):
     assert [m["id"] for m in models] == ["plain"]  # one name for clients
 
 
-@pytest.mark.parametrize("keyed_by", ["leading-messages", "session-header"])
-def test_every_turn_of_a_conversation_lands_on_one_replica_and_both_get_traffic(stack, keyed_by):
+def claude_code_conversation(stack: LocalStack, session: str, turns: int) -> None:
+    """/v1/messages as Claude Code 2.1.197 sends it: its X-Claude-Code-Session-Id header, the same first turn."""
+    c = anthropic.Anthropic(base_url=stack.gateway_url, api_key=stack.master_key, max_retries=0, timeout=60)
+    messages = [{"role": "user", "content": "the same first question for every session"}]
+    for turn in range(turns):
+        answer = c.messages.create(model="plain", max_tokens=8, messages=messages, system="You answer briefly.",
+                                   extra_headers={"X-Claude-Code-Session-Id": session})
+        text = "".join(b.text for b in answer.content if b.type == "text") or "ok"
+        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"and turn {turn + 2}?"}]
+
+
+def codex_conversation(stack: LocalStack, session: str, turns: int) -> None:
+    """/v1/responses as Codex 0.169 sends it: its session id as prompt_cache_key, the same first turn."""
     c = client(stack, timeout=60)
+    items: list = [{"role": "user", "content": "the same first question for every session"}]
+    for turn in range(turns):
+        answer = c.responses.create(model="plain", input=items, instructions="You answer briefly.",
+                                    max_output_tokens=16, extra_body={"prompt_cache_key": session})
+        items += [{"role": "assistant", "content": answer.output_text or "ok"},
+                  {"role": "user", "content": f"and turn {turn + 2}?"}]
+
+
+KEYS = {  # how the conversation is told apart; the last three send the same first turn every time
+    "leading-messages": lambda stack, i, turns: conversation(client(stack, timeout=60), f"Question {i} {uuid.uuid4()}",
+                                                             turns),
+    "session-header": lambda stack, i, turns: conversation(client(stack, timeout=60), "the same first question",
+                                                           turns, {"x-session-id": str(uuid.uuid4())}),
+    "claude-code": lambda stack, i, turns: claude_code_conversation(stack, str(uuid.uuid4()), turns),
+    "codex-prompt-cache-key": lambda stack, i, turns: codex_conversation(stack, str(uuid.uuid4()), turns),
+}
+
+
+@pytest.mark.parametrize("keyed_by", list(KEYS))
+def test_every_turn_of_a_conversation_lands_on_one_replica_and_both_get_traffic(stack, keyed_by):
     landed = []
     for i in range(10):
-        headers = {"x-session-id": str(uuid.uuid4())} if keyed_by == "session-header" else None
-        first = f"Question {i} {uuid.uuid4()}" if headers is None else "the same first question for every session"
         before = served(stack)
-        conversation(c, first, turns=4, headers=headers)
+        KEYS[keyed_by](stack, i, 4)
         after = served(stack)
         grew = {name: after[name] - before[name] for name in after}
         assert sorted(grew.values()) == [0, 4], grew  # 4 turns, all on one replica (2 gateway workers)
