@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from generator.operate.gateway_process import BASE_ENV
+from generator.compile.gateway_process import BASE_ENV
 from generator.compile.renderers import gateway_modules
 from generator.compile.renderers.litellm import supervisor_file
 from generator.compile.renderers.text import dump_yaml

@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from generator.operate.gateway_process import gateway_env
+from generator.compile.gateway_process import gateway_env
 from generator.compile.renderers.litellm import local_api_base, render_litellm
 
 from .arms import Arm, VariantGateway, default_config

@@ -1,0 +1,2 @@
+"""The scripted tiny models (a real vLLM serves them: no download) and the demo client: `make demo-models`,
+`make demo`. Runs under the vLLM interpreter too, so it imports nothing of the generator's dependencies."""

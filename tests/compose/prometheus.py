@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from generator.operate.gateway_process import GATEWAY_METRICS_PORT
+from generator.compile.gateway_process import GATEWAY_METRICS_PORT
 from generator.compile.load.loader import load_plan
 from generator.compile.renderers.metrics import JOBS, PROMETHEUS
 from generator.compile.load.schema import _seconds

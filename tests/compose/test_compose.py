@@ -25,6 +25,22 @@ def _backend_port(deployed, service: str) -> int:
     return int(cmd[cmd.index("--port") + 1])
 
 
+def _backend_key(deployed, service: str) -> str:
+    """The backend's own key: `VLLM_API_KEY: ${VLLM_API_KEY_<MODEL>:?...}` in the compose file, its value in compose/.env."""
+    ref = deployed.doc["services"][service]["environment"]["VLLM_API_KEY"]
+    return deployed.env[ref.removeprefix("${").split(":")[0]]
+
+
+def _answers_with_key(host: str, port: int, key: str) -> bool:
+    """THIS stack's backend answers there: its key opens /v1/models. Something else on the port (the local demo
+    stack `make test` runs beside this phase in CI serves its own backends on 127.0.0.1:8001) refuses the key."""
+    url = f"http://[{host}]:{port}/v1/models" if ":" in host else f"http://{host}:{port}/v1/models"
+    try:
+        return httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _network(deployed, name: str) -> str:
     return f"{os.environ['COMPOSE_PROJECT_NAME']}_{name}"
 
@@ -36,7 +52,8 @@ def test_no_backend_port_is_published_or_reachable_from_the_host(deployed):
         c = inspect(container_of(service))
         assert not any(c["NetworkSettings"]["Ports"].values()), f"{service} publishes {c['NetworkSettings']['Ports']}"
         port = _backend_port(deployed, service)
-        reachable = [a for a in addresses if connects(a, port)]
+        key = _backend_key(deployed, service)
+        reachable = [a for a in addresses if connects(a, port) and _answers_with_key(a, port, key)]
         assert not reachable, f"{service}'s port {port} answers on host addresses {reachable}"
 
 
@@ -178,7 +195,7 @@ def _status_of(deployed) -> dict[str, str]:
 def test_the_gateway_metrics_port_answers_inside_the_stack_only(deployed):
     """LiteLLM's metrics process (no key check) listens on GATEWAY_METRICS_PORT in the gateway's
     container: not published, not on any host address; a backend (on the backend network) reaches it."""
-    from generator.operate.gateway_process import GATEWAY_METRICS_PORT
+    from generator.compile.gateway_process import GATEWAY_METRICS_PORT
 
     c = inspect(container_of("litellm"))
     assert f"{GATEWAY_METRICS_PORT}/tcp" not in {p for p, b in c["NetworkSettings"]["Ports"].items() if b}

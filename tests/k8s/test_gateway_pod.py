@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import yaml
 from generator.cli import main
 from generator.compile.output import read_env_file
 from generator.compile.renderers.k8s import ENV_FILE
+from generator.operate.runtime.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,11 +39,6 @@ def configmap_volume(src: Path, dest: Path) -> None:
     for path in (data, dest):
         path.chmod(0o555)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from types import SimpleNamespace
 
 import pytest
 
-from generator.demo import client as demo
 from generator.compile.output import ensure_env_file
-
+from generator.demo import client as demo
+from generator.operate.runtime.local import free_port
 
 # both models take tools (as in the agent-sized demo); the reasoner is first: the order that broke `make demo`
 TWO = """
@@ -22,11 +21,6 @@ tool-caller:
   command: vllm serve {root}/tool-caller --max-model-len 8K --enable-auto-tool-choice --tool-call-parser hermes
 """
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scripted(tmp_path, kinds=("reasoner", "tool-caller")):

@@ -69,9 +69,9 @@ def test_no_cgroup_limits_means_the_affinity(tmp_path, start):
 
 
 def test_memory_caps_the_count_at_the_measured_size_per_worker(start):
-    # 2 GiB: (2048 - 350 parent) // 400 per worker = 4, on 16 CPUs
+    # 2 GiB: (2048 - 350 parent) // 450 per worker = 3, on 16 CPUs
     n, why = start.auto_workers(16, None, 2 * GIB, None)
-    assert n == 4 and "cgroup memory limit 2.0 GiB holds 4" in why
+    assert n == 3 and "cgroup memory limit 2.0 GiB holds 3 at 450 MiB each" in why
     assert start.auto_workers(16, None, 256 * 2**20, None)[0] == 1  # never below one
 
 

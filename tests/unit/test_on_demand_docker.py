@@ -16,14 +16,10 @@ from aiohttp import web
 
 from generator.operate.on_demand.config import ModelConfig
 from generator.operate.on_demand.drivers import Docker, LoadError
+from generator.operate.runtime.local import free_port
 
 STANDIN = Path(__file__).resolve().parent / "standin_backend.py"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class FakeEngine:

@@ -19,16 +19,13 @@ import httpx
 import psutil
 import pytest
 
+from generator.operate.runtime.local import free_port
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 STANDIN = HERE / "standin_backend.py"
 KEY = "Bearer sk-backend-test"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_open(port: int) -> bool:

@@ -4,7 +4,6 @@ reported with exit code and log lines, taken ports refused up front, `down` thro
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import pytest
 import yaml
 
 from generator.compile.renderers import LITELLM_FILE
-from generator.operate.runtime.local import LocalStack, StackError
+from generator.operate.runtime.local import LocalStack, StackError, free_port
 from generator.operate.runtime.processes import Proc, port_problem, stop_recorded
 
 # /health answers 200 after `delay` seconds; until then the port is closed, like a loading vLLM
@@ -30,11 +29,6 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

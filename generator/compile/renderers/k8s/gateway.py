@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ....operate.gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env
+from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (

@@ -10,7 +10,7 @@ The backends' NetworkPolicy admits the Prometheus pods named by metrics.k8s (bac
 
 from __future__ import annotations
 
-from ....operate.gateway_process import GATEWAY_METRICS_PORT
+from ...gateway_process import GATEWAY_METRICS_PORT
 from ...plan import Plan
 from .objects import GATEWAY, PART_OF, labels, selector
 

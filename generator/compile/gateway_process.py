@@ -6,7 +6,7 @@ the same tuned gateway the benchmark measured (bench/README.md has the figures b
 
 from __future__ import annotations
 
-from ..compile.plan import GatewayPlan
+from .plan import GatewayPlan
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
 IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
