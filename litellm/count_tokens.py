@@ -57,7 +57,10 @@ async def count_tokens(request: Request, authorize: Callable[[Request, str], Awa
         names = ", ".join(gb.model_names(rt)) if rt is not None else ""
         return anthropic_error(404, "not_found_error", f"model {body['model']!r} is not served here; models: {names}")
     try:
-        tokens = await gb.count_message_tokens(deps[0], body)
+        tokens = None
+        for dep in deps:  # the replicas of a model in turn: a dead one does not answer, the next one counts
+            if (tokens := await gb.count_message_tokens(dep, body)) is not None:
+                break
     except Exception as exc:  # noqa: BLE001  LiteLLM's translation or the backend's tokenizer (BackendRefused) refused it
         return anthropic_error(400, "invalid_request_error", f"these messages cannot be counted: {exc}"[:500])
     if tokens is None:

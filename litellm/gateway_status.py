@@ -218,11 +218,19 @@ async def gateway() -> dict:
     return out
 
 
+REPLICA = "gateway_replica"  # model_info of a replicated model's deployment: the replica's name (<model>-<i>)
+
+
 async def status() -> dict:
+    """Every deployment of the router, one entry each: a replicated model's replicas one by one, each under its
+    replica's name, with `model` the name clients send."""
     rt = gb.router()
     pairs = [(name, dep) for name in (gb.model_names(rt) if rt is not None else []) for dep in gb.deployments(rt, name)]
     now = time.time()
-    gw, *models = await asyncio.gather(gateway(), *(backend(name, dep) for name, dep in pairs))
+    gw, *models = await asyncio.gather(gateway(), *(backend(str(gb.info(dep).get(REPLICA) or name), dep)
+                                                    for name, dep in pairs))
+    for (name, _), entry in zip(pairs, models):
+        entry["model"] = name
     return {"time": now, "gateway": gw, "models": models}
 
 

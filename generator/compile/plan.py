@@ -18,7 +18,6 @@ class K8sToleration:
 class ModelK8sPlan:
     """What only the Kubernetes target reads (models.yml `k8s:`, merged over `defaults.k8s`)."""
 
-    replicas: int = 1
     node_selector: dict[str, str] = field(default_factory=dict)  # sorted
     tolerations: tuple[K8sToleration, ...] = ()
     storage_class: str | None = None  # None: the cluster's default StorageClass
@@ -87,7 +86,11 @@ class ControllerPlan:
 
 @dataclass(frozen=True)
 class ModelPlan:
-    name: str  # models.yml key: compose service, host name on the backend network
+    """One backend: a model of models.yml, or one replica of a model with `replicas: N` > 1 (then `name` is
+    <model>-<i> and `replica_of` the model; every replica has its own GPUs and port, and the same served name,
+    key, command and limits). Every rule and renderer works per backend."""
+
+    name: str  # models.yml key (<key>-<i> for a replica): compose service, host name on the backend network
     served_name: str  # what clients put in "model"
     model: str  # Hugging Face repo or path given to `vllm serve`
     flag_args: tuple[str, ...]  # flags after the model, including --served-model-name and --port
@@ -117,10 +120,18 @@ class ModelPlan:
     # hosts a client's image_url / video_url / audio_url may name (vLLM --allowed-media-domains); (): none
     media_domains: tuple[str, ...] = ()
     limits: RequestLimits = RequestLimits()
+    replica_of: str = ""  # the models.yml key this backend is a replica of ("": the model has one copy)
+    replica: int = 0  # 1..replicas for a replica; 0: the model has one copy
+    replicas: int = 1  # copies of the model this backend belongs to
 
     @property
     def serve_args(self) -> tuple[str, ...]:
         return (self.model, *self.flag_args)
+
+    @property
+    def entry(self) -> str:
+        """The models.yml key this backend comes from (where its errors point)."""
+        return self.replica_of or self.name
 
 
 @dataclass(frozen=True)
@@ -191,10 +202,21 @@ class Plan:
         return tuple(m for m in self.models if m.on_demand is not None)
 
     @property
+    def served(self) -> tuple[ModelPlan, ...]:
+        """One backend per name clients send (a replicated model's first replica): client configs, /v1/models."""
+        return tuple({m.served_name: m for m in reversed(self.models)}[name]
+                     for name in dict.fromkeys(m.served_name for m in self.models))
+
+    @property
+    def replicated(self) -> tuple[str, ...]:
+        """Served names of the models with more than one replica."""
+        return tuple(dict.fromkeys(m.served_name for m in self.models if m.replicas > 1))
+
+    @property
     def grafana(self) -> bool:
         return self.metrics.enabled and self.metrics.grafana.enabled
 
     @property
     def secret_envs(self) -> tuple[str, ...]:
         grafana = (self.metrics.grafana.password_env,) if self.grafana else ()
-        return (self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana)
+        return tuple(dict.fromkeys((self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana)))

@@ -207,12 +207,17 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
     }
     found = {m["name"]: m for m in after.get("models") or []}
     previous = {m["name"]: m for m in (before or {}).get("models") or []}
-    planned = [(m.served_name, m.gpus) for m in target.plan.models] if target.plan else []
-    names = [n for n, _ in planned] + sorted(set(found) - {n for n, _ in planned})
-    gpus = dict(planned)
+    # one row per backend: a replicated model's replicas under their own names (<model>-<i>), the others under the
+    # name clients send; the gateway's counters are per name clients send
+    planned = [(m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name)
+               for m in target.plan.models] if target.plan else []
+    names = [n for n, _, _ in planned] + sorted(set(found) - {n for n, _, _ in planned})
+    gpus = {n: g for n, g, _ in planned}
+    served = {n: s for n, _, s in planned} | {n: e.get("model") or n for n, e in found.items() if n not in gpus}
     models = []
     for name in names:
         cur, old = found.get(name), previous.get(name)
+        model = served.get(name, name)
         reachable = "error" not in after
         models.append({
             "name": name,
@@ -226,9 +231,10 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
             "generation_tokens_per_s": rate(_m(old, "generation_tokens_total"), _m(cur, "generation_tokens_total"), seconds),
             "ttft_p50_s": quantile(0.5, _m(old, "ttft_seconds"), _m(cur, "ttft_seconds")) if old else None,
             "preemptions_total": _m(cur, "preemptions_total"),
-            "gateway_requests_total": (gm_after.get("requests_by_model") or {}).get(name, 0.0) if gm_after else None,
-            "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(name, 0.0) if gm_after else None,
-            "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(name, 0.0) if gm_after else None,
+            "model": model,
+            "gateway_requests_total": (gm_after.get("requests_by_model") or {}).get(model, 0.0) if gm_after else None,
+            "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(model, 0.0) if gm_after else None,
+            "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0) if gm_after else None,
         })
     return {"gateway": gateway, "models": models}
 

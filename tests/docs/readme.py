@@ -71,6 +71,9 @@ WHERE: list[tuple[str, str]] = [
     (r"^make bench(-tune|-soak|-profile)?( SOAK_MINUTES=\d+)?$",
      NOT_HERE + "minutes of load each; tests/bench runs a miniature make bench in make test"),
     (r"^make bench BACKEND_URL=", NOT_HERE + "a running GPU deployment (a real backend to compare with)"),
+    (r"^make bench-replicas$", NOT_HERE + "about 3 minutes of two vLLM CPU replicas under load (its numbers are in "
+                                         "docs/replicas.md); tests/integration/test_replicas.py runs the same stack in make test"),
+    (r"^make bench-replicas MODELS=", NOT_HERE + "a GPU host with the models of that file"),
     (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
     (r"^cd compose && docker compose (up -d && docker compose )?--profile on-demand (create|down)$", NOT_HERE + "a GPU compose stack with on-demand models; "
      "tests/unit/test_on_demand.py checks the profile and the controller in the generated file; make compose-test's "

@@ -38,14 +38,14 @@ gateway:
   clamp_max_tokens: false
   k8s: {replicas: 3, expose: loadbalancer, namespace: ai}
 big:
-  gpus: [0, 1]
+  gpus: [0, 1, 2, 3]
+  replicas: 2
   command: vllm serve org/big --max-model-len 32K -tp 2
   k8s:
-    replicas: 2
     cache_size: 500Gi
     tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
 small:
-  gpus: [2]
+  gpus: [4]
   command: vllm serve /models/small --max-model-len 8K
   k8s: {node_selector: {pool: a100}, cpu: 4, memory: 32Gi}
 """
@@ -120,28 +120,31 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     docs = manifests(files)
     validate_all(docs)
     deps, claims = by_kind(docs, "Deployment"), by_kind(docs, "PersistentVolumeClaim")
-    big, small = deps["big"]["spec"], deps["small"]["spec"]
-    assert big["replicas"] == 2 and deps["litellm"]["spec"]["replicas"] == 3
+    big, small = deps["big-1"]["spec"], deps["small"]["spec"]
+    # replicas: 2 -> two Deployments of one pod each (a Service each: the gateway picks the replica)
+    assert big["replicas"] == 1 and deps["big-2"]["spec"]["replicas"] == 1 and "big" not in deps
+    assert {"big-1", "big-2"} <= by_kind(docs, "Service").keys() and deps["litellm"]["spec"]["replicas"] == 3
     assert big["template"]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert big["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}  # from defaults
     assert small["template"]["spec"]["nodeSelector"] == {"pool": "a100"}  # the model's own wins
     assert small["template"]["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"nvidia.com/gpu": 1}}
-    assert claims["big-cache"]["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "500Gi"}},
-                                           "storageClassName": "fast-ssd"}
+    for replica in ("big-1", "big-2"):  # a claim each: ReadWriteOnce does
+        assert claims[f"{replica}-cache"]["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast-ssd",
+                                                      "resources": {"requests": {"storage": "500Gi"}}}
     assert claims["small-cache"]["spec"]["accessModes"] == ["ReadWriteOnce"]
     assert by_kind(docs, "Service")["litellm"]["spec"]["type"] == "LoadBalancer"
     assert by_kind(docs, "Namespace") .keys() == {"ai"}
     assert yaml.safe_load(files["k8s/kustomization.yaml"])["namespace"] == "ai"
-    policy = by_kind(docs, "NetworkPolicy")["big-from-gateway-only"]["spec"]
+    policy = by_kind(docs, "NetworkPolicy")["big-1-from-gateway-only"]["spec"]
     assert policy["policyTypes"] == ["Ingress", "Egress"] and policy["egress"] == []  # backend_internet: false
     env = {e["name"]: e.get("value") for e in big["template"]["spec"]["containers"][0]["env"]}
     assert env["HF_HUB_OFFLINE"] == "1"
     # clamp off: the hook module still ships (tools/prompt checks and defaults), without the clamp
     assert yaml.safe_load(files["k8s/gateway/config.yaml"])["litellm_settings"]["callbacks"] == [
-        "max_tokens_clamp.checks_only_instance", "prometheus"]
+        "max_tokens_clamp.checks_only_instance", "prometheus", "replica_routing.routing_instance"]
     warnings = " ".join(k8s_warnings(load_plan(write(EVERYTHING))))
-    assert "ReadWriteMany" in warnings and "reachable from outside the cluster" in warnings
+    assert "ReadWriteMany" not in warnings and "reachable from outside the cluster" in warnings
 
 
 # --- golden files, determinism, the committed k8s/ ------------------------------------------
@@ -424,11 +427,19 @@ def test_cpu_and_memory_requests(plan):
 
 
 def test_defaults_k8s_merge_under_the_models_own(plan):
-    p = plan("defaults:\n  k8s: {storage_class: a, replicas: 2}\n"
+    p = plan("defaults:\n  k8s: {storage_class: a, cache_size: 5Gi}\n"
              "m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n  k8s: {storage_class: b}\n"
              "m2:\n  gpus: [1]\n  command: vllm serve o/n --max-model-len 8K\n")
     (m1, m2) = p.models
-    assert (m1.k8s.storage_class, m1.k8s.replicas) == ("b", 2) and (m2.k8s.storage_class, m2.k8s.replicas) == ("a", 2)
+    assert (m1.k8s.storage_class, m1.k8s.cache_size) == ("b", "5Gi") and (m2.k8s.storage_class, m2.k8s.cache_size) == ("a", "5Gi")
+
+
+@pytest.mark.parametrize("where", ["m1:\n  k8s: {replicas: 2}\n", "defaults:\n  k8s: {replicas: 2}\nm1:\n"])
+def test_k8s_replicas_is_refused_naming_the_move_to_replicas(problems, where):
+    """One field for copies of a model (`replicas:`, every target): the old Kubernetes-only one is an error
+    naming the move, never a second count that could disagree."""
+    (msg,) = problems(where + "  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n")
+    assert ".k8s: k8s.replicas has moved: write `replicas: N` on the model itself" in msg and "docs/replicas.md" in msg
 
 
 def test_check_covers_k8s_when_it_was_generated(tmp_path, capsys):
@@ -466,7 +477,6 @@ from hypothesis import strategies as st  # noqa: E402
 from tests.unit.test_fuzz_models_yml import mutated_documents  # noqa: E402
 
 K8S_VALUES = st.fixed_dictionaries({}, optional={
-    "replicas": st.integers(-1, 3) | st.just("2"),
     "cache_size": st.sampled_from(["10Gi", "1.5T", "100GB", "", "7"]),
     "storage_class": st.sampled_from(["standard", "Fast_SSD", "a.b-c"]),
     "node_selector": st.dictionaries(st.sampled_from(["pool", "nvidia.com/gpu.product", "bad key"]),

@@ -543,3 +543,22 @@ def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_f
     rep = {"gateway": {"state": "healthy"}, "models": [{"state": s} for s in ("loaded", "stopped", "asleep", "loading")]}
     assert status.healthy(rep)
     assert not status.healthy({**rep, "models": [*rep["models"], {"state": "failed"}]})
+
+
+def test_replicas_are_shown_one_by_one_with_the_models_gateway_counters():
+    """A replicated model: one row per replica (the route names each by model_info.gateway_replica), its own
+    state, GPUs and gauges; the gateway's counters are per model name (what clients send)."""
+    plan = load_plan(Path(__file__).resolve().parents[2] / "examples/cpu-replicas/models.yml")
+    target = status.Target("http://127.0.0.1:4000", "k", plan, "test")
+    after = _sample(2.0, 10, 4, 7)
+    after["gateway"]["metrics"]["requests_by_model"] = {"plain": 7.0}
+    after["models"] = [{**after["models"][0], "name": "plain-1", "model": "plain", "backend": "http://127.0.0.1:8001"},
+                       {"name": "plain-2", "model": "plain", "backend": "http://127.0.0.1:8002", "state": "down",
+                        "reason": "connection refused", "metrics": None}]
+    rep = status.report(None, after, target)
+    rows = {m["name"]: m for m in rep["models"]}
+    assert list(rows) == ["plain-1", "plain-2"]
+    assert (rows["plain-1"]["state"], rows["plain-2"]["state"]) == ("healthy", "down")
+    assert rows["plain-1"]["model"] == rows["plain-2"]["model"] == "plain"
+    assert rows["plain-1"]["gateway_requests_total"] == rows["plain-2"]["gateway_requests_total"] == 7.0
+    assert not status.healthy(rep)

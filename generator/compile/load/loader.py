@@ -26,7 +26,7 @@ from ..plan import (
 )
 from . import fit, model_files, rules
 from .media import media_env, media_flags, media_warnings
-from .schema import (
+from .schema import (GPU_LISTS, 
     MODEL_NAME,
     RESERVED_NAMES,
     TOP_LEVEL,
@@ -49,7 +49,7 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors():
         loc = err["loc"]
-        path = tuple(loc[1:]) if loc and loc[0] == "models" else tuple(loc)
+        path = tuple(p for p in (loc[1:] if loc and loc[0] == "models" else loc) if p not in GPU_LISTS)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown field {path[-1]!r}" + _field_hint(path)
@@ -117,7 +117,10 @@ def _parse(src: Source) -> ModelsFile:
 
 
 def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile, port: int,
-                context: int, max_tokens: int, derived: bool) -> ModelPlan:
+                context: int, max_tokens: int, derived: bool, backend: str, gpus: tuple[int, ...],
+                replica: int) -> ModelPlan:
+    """The plan of one backend of model `name`: the model itself, or its replica number `replica` (1..N) named
+    `backend`, on `gpus` and `port`."""
     served = cmd.value("--served-model-name") or name
     flag_args = list(cmd.args)
     if cmd.last("--served-model-name") is None:
@@ -129,14 +132,14 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
     params = {**file.defaults.litellm.model_dump(exclude_none=True),
               **entry.litellm.model_dump(exclude_none=True), "max_tokens": max_tokens}
     return ModelPlan(
-        name=name,
+        name=backend,
         served_name=served,
         model=cmd.model,
         flag_args=tuple(flag_args),
         description=entry.description.strip(),
         image=entry.image or file.defaults.image,
         env=media_env(domains, dict(sorted({**file.defaults.env, **entry.env}.items()))),
-        gpus=tuple(entry.gpus),
+        gpus=gpus,
         port=port,
         context=context,
         max_tokens=max_tokens,
@@ -151,6 +154,9 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         volumes=rules.merged_volumes(file.defaults.volumes, entry.volumes),
         media_domains=domains,
         limits=_limits_plan(file.defaults.limits, entry.limits),
+        replica_of=name if entry.replicas > 1 else "",
+        replica=replica if entry.replicas > 1 else 0,
+        replicas=entry.replicas,
     )
 
 
@@ -164,7 +170,7 @@ def _limits_plan(defaults: Limits, own: Limits) -> RequestLimits:
 def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
     """`defaults.k8s` under the model's `k8s:`, field by field (the fields the model sets win)."""
     k = ModelK8s(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
-    return ModelK8sPlan(replicas=k.replicas, node_selector=dict(sorted(k.node_selector.items())),
+    return ModelK8sPlan(node_selector=dict(sorted(k.node_selector.items())),
                         tolerations=tuple(K8sToleration(**t.model_dump()) for t in k.tolerations),
                         storage_class=k.storage_class, cache_size=k.cache_size, gpu_resource=k.gpu_resource,
                         cpu=k.cpu, memory=k.memory)
@@ -195,7 +201,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         if port_flag and entry.port and int(port_flag) != entry.port:
             findings.append(((name, "port"), f"port {entry.port} disagrees with --port {port_flag}; keep one"))
         if port_flag or entry.port:
-            explicit_ports.add(int(port_flag or entry.port))
+            explicit_ports.update(int(port_flag or entry.port) + i for i in range(entry.replicas))
+    names, found = rules.replica_names({name: entry.replicas for name, entry in file.models.items()})
+    findings += found
+    owner = {backend: name for name, backends in names.items() for backend in backends}
     # read before any plan is built: a context left to vLLM comes from the model's config
     files = model_files.gather(commands, notify)
     auto_port = FIRST_AUTO_PORT
@@ -206,11 +215,6 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         meta = files[name]
         if meta.problem:
             findings.append(((name, "command"), meta.problem))
-        port = int(cmd.value("--port") or entry.port or 0)
-        if not port:
-            while auto_port in explicit_ports or auto_port == file.gateway.port:
-                auto_port += 1
-            port, auto_port = auto_port, auto_port + 1
         derived = fit.config_context(meta.config, meta.tokenizer_max) if meta.config is not None else None
         unknown = meta.missing if meta.config is None else (
             f"its config.json has none of {', '.join(fit.MAX_LEN_KEYS[:3])}, ...; vLLM would assume 2048")
@@ -228,30 +232,43 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         found, warned = rules.tool_flags(name, cmd)
         findings += found
         warnings += warned
-        findings += rules.gpu_count(name, cmd, entry.gpus)
-        fractions[name] = float(cmd.value("--gpu-memory-utilization")
-                                or catalog.flags["--gpu-memory-utilization"]["default"])
-        plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max)
-        plan, found = _with_on_demand(plan, entry, cmd, file)
+        gpu_sets, found = rules.replica_gpus(name, cmd, entry.gpus, entry.replicas)
         findings += found
+        if not gpu_sets:
+            continue
+        fraction = float(cmd.value("--gpu-memory-utilization") or catalog.flags["--gpu-memory-utilization"]["default"])
+        for i, (backend, gpus) in enumerate(zip(names[name], gpu_sets), start=1):
+            port = int(cmd.value("--port") or 0) or (entry.port + i - 1 if entry.port else 0)
+            if not port:
+                while auto_port in explicit_ports or auto_port == file.gateway.port:
+                    auto_port += 1
+                port, auto_port = auto_port, auto_port + 1
+            fractions[backend] = fraction
+            plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max, backend, gpus, i)
+            plan, found = _with_on_demand(plan, entry, cmd, file)
+            findings += found
+            verdict = _fit(plan, cmd, meta, fraction, file.gpu_memory)
+            if verdict.problem:
+                findings.append(((name, "command"), (f"replica {i}: " if entry.replicas > 1 else "") + verdict.problem + (
+                    "; with --max-model-len auto vLLM would shorten the context to what fits, but the gateway must "
+                    "know it: set --max-model-len" if auto and context_from else "")))
+            plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fraction)
+            weights[backend] = verdict.weights
+            if plan.port == file.gateway.port:
+                findings.append(((name,), f"port {plan.port} is the gateway's port; pick another"))
+            models.append(plan)
+        findings += rules.replica_problems(name, entry.replicas, cmd, plan.on_demand is not None)
         warnings += rules.context_above_model(name, cmd, context, derived, plan.env)
-        verdict = _fit(plan, cmd, meta, fractions[name], file.gpu_memory)
-        if verdict.problem:
-            findings.append(((name, "command"), verdict.problem + (
-                "; with --max-model-len auto vLLM would shorten the context to what fits, but the gateway must "
-                "know it: set --max-model-len" if auto and context_from else "")))
-        plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fractions[name])
-        weights[name] = verdict.weights
         warnings += media_warnings(name, plan.media_domains, file.gateway.backend_internet, plan.env)
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")
-        if plan.port == file.gateway.port:
-            findings.append(((name,), f"port {plan.port} is the gateway's port; pick another"))
-        models.append(plan)
     findings += rules.unique(models)
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
-    after, found = rules.start_order(models, {n: e.start_after for n, e in file.models.items()}, list(file.models))
+    # a replica waits for what its model waits for; naming a replicated model waits for all its replicas
+    explicit = {backend: [b for other in file.models[owner[backend]].start_after for b in names.get(other, [other])]
+                for backend in owner}
+    after, found = rules.start_order(models, explicit, [b for backends in names.values() for b in backends])
     findings += found
     findings += rules.metrics_ports(file.metrics, file.gateway.port)
     controller = None
@@ -262,8 +279,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         findings += rules.controller_port(controller.port, file.gateway.port, models)
     models = [dataclasses.replace(m, start_after=after[m.name]) for m in models]
     if findings or flag_problems:
+        located = dict.fromkeys(((owner.get(path[0], path[0]), *path[1:]) if path else path, msg)
+                                for path, msg in findings)  # a replica's finding points at its model's entry
         raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
-                                           for path, msg in findings])
+                                           for path, msg in located])
     g = file.gateway
     gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers, log_level=g.log_level,
                           clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,

@@ -106,6 +106,69 @@ def gpu_count(name: str, cmd: ServeCommand, gpus: list[int]) -> list[Finding]:
     return []
 
 
+def replica_gpus(name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]], replicas: int
+                 ) -> tuple[list[tuple[int, ...]], list[Finding]]:
+    """Each replica's GPUs: `gpus` split in order into chunks of tensor x pipeline x data parallel size, or one
+    list per replica; every replica's list then passes gpu_count. [] (CPU): `replicas` processes, no GPU."""
+    nested = bool(gpus) and isinstance(gpus[0], list)
+    if nested:
+        if len(gpus) != replicas:
+            fix = (f"set replicas: {len(gpus)}" if replicas == 1 else
+                   f"give {replicas} lists (one per replica) or set replicas: {len(gpus)}")
+            return [], [((name, "gpus"), f"gpus gives {len(gpus)} list(s) of GPUs for replicas: {replicas}; {fix}")]
+        sets = [tuple(g) for g in gpus]
+    elif not gpus or replicas == 1:
+        sets = [tuple(gpus)] * replicas
+    else:
+        size = world_size(cmd)
+        if len(set(gpus)) != len(gpus):
+            return [], [((name, "gpus"), f"gpus {gpus} lists a GPU twice")]
+        if len(gpus) != replicas * size:
+            return [], [((name, "gpus"),
+                         f"{len(gpus)} GPU(s) {gpus} do not split into {replicas} replicas of {size} GPU(s) each "
+                         f"(tensor x pipeline x data parallel size {size}): give {replicas * size} GPUs, one list "
+                         f"per replica (e.g. gpus: [[0, 1], [2, 3]]), or change replicas")]
+        sets = [tuple(gpus[i * size:(i + 1) * size]) for i in range(replicas)]
+    findings: list[Finding] = []
+    for i, chunk in enumerate(sets):
+        for path, msg in gpu_count(name, cmd, list(chunk)):
+            findings.append(((name, "gpus", i) if nested else path, f"replica {i + 1}: {msg}" if replicas > 1 else msg))
+    return sets, findings
+
+
+def replica_names(models: dict[str, int]) -> tuple[dict[str, list[str]], list[Finding]]:
+    """Each model's backend names (<model>-1..N past one replica; the model's own name for one), and the names
+    that collide with another model or run past a DNS label's 63 characters."""
+    names = {model: [model] if n == 1 else [f"{model}-{i}" for i in range(1, n + 1)] for model, n in models.items()}
+    findings: list[Finding] = []
+    for model, n in models.items():
+        if n == 1:
+            continue
+        for replica in names[model]:
+            if replica in models:
+                findings.append(((model, "replicas"), f"its replica {replica} has the name of another model; rename "
+                                                      f"one of them"))
+            elif len(replica) > 63:
+                findings.append(((model,), f"its replica name {replica} is longer than 63 characters (a host "
+                                           f"name); shorten the model's name"))
+    return names, findings
+
+
+def replica_problems(name: str, replicas: int, cmd: ServeCommand, on_demand: bool) -> list[Finding]:
+    """What one copy per model assumes: a fixed --port, on-demand loading."""
+    if replicas == 1:
+        return []
+    findings: list[Finding] = []
+    if cmd.value("--port"):
+        findings.append(((name, "command"), f"--port {cmd.value('--port')} would give all {replicas} replicas one "
+                                            "port; remove it and use `port:` (replica i listens on port + i - 1) or "
+                                            "leave the ports to the generator"))
+    if on_demand:
+        findings.append(((name, "replicas"), "on-demand models run one copy (the controller loads and unloads one "
+                                             "backend per model); set replicas: 1 or remove on_demand"))
+    return findings
+
+
 DEFAULT_GPU_MEMORY = 16 * GIB  # assumed when models.yml has no gpu_memory: small GPUs make the rule stricter
 
 
@@ -323,14 +386,15 @@ def controller_port(port: int, gateway_port: int, models: list[ModelPlan]) -> li
 
 
 def unique(models: list[ModelPlan]) -> list[Finding]:
+    """Served names and ports: one per model (the replicas of one model share its served name)."""
     findings = []
     for attr, label in (("served_name", "served model name"), ("port", "port")):
         seen: dict = {}
         for m in models:
             value = getattr(m, attr)
-            if value in seen:
-                findings.append(((m.name,), f"{label} {value!r} is already used by {seen[value]}; make it unique"))
-            seen.setdefault(value, m.name)
+            if value in seen and (attr == "port" or seen[value].entry != m.entry):
+                findings.append(((m.entry,), f"{label} {value!r} is already used by {seen[value].name}; make it unique"))
+            seen.setdefault(value, m)
     return findings
 
 

@@ -15,8 +15,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     StrictBool,
+    Tag,
     WithJsonSchema,
     model_validator,
 )
@@ -179,6 +181,20 @@ def _not_bool(value: object) -> object:
 NOT_BOOL = BeforeValidator(_not_bool)
 Int = Annotated[int, NOT_BOOL]
 Float = Annotated[float, NOT_BOOL]
+GpuIndex = Annotated[int, Field(ge=0), NOT_BOOL]
+# `gpus:` is one list of GPU indexes or one list per replica; the first item tells which, so a wrong item gets one
+# error (not one per reading). The loader leaves these tags out of a problem's path.
+GPU_LISTS = ("list", "per-replica")
+
+
+def _gpu_shape(value: object) -> str:
+    return GPU_LISTS[1] if isinstance(value, list) and value and isinstance(value[0], list) else GPU_LISTS[0]
+
+
+_GPU_LIST = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+Gpus = Annotated[Annotated[list[GpuIndex], Tag(GPU_LISTS[0])] | Annotated[list[list[GpuIndex]], Tag(GPU_LISTS[1])],
+                 Discriminator(_gpu_shape),
+                 _json("list of GPU indexes, or one list per replica", _GPU_LIST, {"type": "array", "items": _GPU_LIST})]
 
 
 class _Strict(BaseModel):
@@ -285,11 +301,21 @@ class Toleration(_Strict):
         return self
 
 
-class ModelK8s(_Strict):
-    """Per-model settings only Kubernetes needs (also allowed under `defaults:`; a model's own win)."""
+K8S_REPLICAS_MOVED = ("k8s.replicas has moved: write `replicas: N` on the model itself (every target, Kubernetes "
+                      "included, then runs N copies behind one name; docs/replicas.md) and remove k8s.replicas")
 
-    replicas: Int = Field(1, ge=1, le=64)
-    """Pods of this model; more than 1 makes the cache volume ReadWriteMany (your storage class must offer it)."""
+
+class ModelK8s(_Strict):
+    """Per-model settings only Kubernetes needs (also allowed under `defaults:`; a model's own win). Copies of a
+    model are the model's own `replicas:` (every target), not a field here."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replicas_moved(cls, data: object) -> object:
+        if isinstance(data, dict) and "replicas" in data:
+            raise ValueError(K8S_REPLICAS_MOVED)
+        return data
+
     node_selector: dict[LabelKey, LabelValue] = {}
     """The pod's nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-L40S}."""
     tolerations: list[Toleration] = []
@@ -534,8 +560,14 @@ class ModelEntry(_Strict):
 
     command: str = Field(min_length=1)
     """A real `vllm serve <model> --flag ...` line, split with shlex; every flag is checked against vLLM's parser."""
-    gpus: list[Annotated[int, Field(ge=0), NOT_BOOL]]
-    """GPU indexes, e.g. [0] or [0, 1]; [] for none (CPU)."""
+    gpus: Gpus
+    """GPU indexes, e.g. [0] or [0, 1]; [] for none (CPU). With `replicas:` the list is split among the replicas in
+    order, tensor x pipeline parallel size GPUs each ([0, 1, 2, 3] with --tensor-parallel-size 2 and replicas: 2:
+    [0, 1] and [2, 3]), or one list per replica: [[0, 1], [2, 3]]."""
+    replicas: Int = Field(1, ge=1, le=64)
+    """Copies of this model, each its own vLLM (process, container or pod) on its own GPUs and port, all behind one
+    model name: the gateway keeps a conversation on one copy and retries a request a dead copy failed on another
+    (docs/replicas.md). More than 1 names them <model>-1, <model>-2, ..."""
     description: str = ""
     """Shown to clients (clients/README.md) and in the summary."""
     env: dict[EnvName, EnvValue] = {}

@@ -15,9 +15,18 @@ HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads th
 AUTH_MODULE = "gateway_guard"
 # every module of generator/shipped/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
+ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
                    "gateway_status", "graceful_shutdown", HOOK_MODULE, "request_counters", "request_guard",
-                   "request_shapes")
+                   "request_shapes", ROUTING_MODULE)
+# Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
+# is the backend's (a 5xx, a refused connection, which hosted_vllm reports as InternalServerError) puts it in
+# cooldown at once for REPLICA_COOLDOWN seconds (per worker; then it is tried again: a live one stays in), and the
+# request is retried on another replica before a byte went to the client. Timeouts and the client's own 4xx are
+# not retried (a slow answer retried doubles the load; a bad request is bad everywhere).
+REPLICA_COOLDOWN = 5
+REPLICA_ALLOWED_FAILS = {"InternalServerErrorAllowedFails": 0, "ServiceUnavailableErrorAllowedFails": 0,
+                         "BadGatewayErrorAllowedFails": 0}
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "shipped" / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -85,7 +94,7 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         "timeout": timeout,
         "stream_timeout": stream_timeout,
     }
-    info = {
+    info: dict = {
         "max_input_tokens": m.context,
         "max_output_tokens": m.max_tokens,
         "supports_function_calling": m.tool_parser is not None,
@@ -94,7 +103,22 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
         "gateway_limits": dataclasses.asdict(m.limits),
     }
+    if m.replicas > 1:  # replica_routing.py picks among these; status shows each by this name
+        info.update({"gateway_replica": m.name, "allowed_fails_policy": dict(REPLICA_ALLOWED_FAILS),
+                     "cooldown_time": REPLICA_COOLDOWN})
+    elif plan.replicated:
+        # cooldowns are on for the replicas' sake: a deployment-level count keeps a lone deployment out of them
+        # (LiteLLM never cools a model group's only deployment down when it has one; a cooldown would be an outage)
+        info["allowed_fails"] = 1000
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
+
+
+def retry_policy(replicas: int) -> dict[str, int]:
+    """Retries of one request on a replicated model: another replica for the backend's failures, none else."""
+    return {"InternalServerErrorRetries": replicas, "ServiceUnavailableErrorRetries": replicas,
+            "DefaultRetries": replicas,  # APIConnectionError, BadGatewayError
+            "TimeoutErrorRetries": 0, "BadRequestErrorRetries": 0, "AuthenticationErrorRetries": 0,
+            "RateLimitErrorRetries": 0, "ContentPolicyViolationErrorRetries": 0, "NotFoundErrorRetries": 0}
 
 
 def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base,
@@ -120,16 +144,22 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     # light: no callback, the request guard counts requests and errors (request_counters.py)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"] + (["prometheus"] if g.metrics == "full" else [])
+    router_settings: dict = {
+        "routing_strategy": "simple-shuffle",
+        "num_retries": 0,
+        "timeout": g.request_timeout,
+        "stream_timeout": g.stream_timeout,
+        "disable_cooldowns": True,  # with a single deployment a cooldown is an outage
+    }
+    if plan.replicated:
+        litellm_settings["callbacks"].append(f"{ROUTING_MODULE}.routing_instance")
+        router_settings["disable_cooldowns"] = False  # a dead replica is skipped (lone deployments: allowed_fails)
+        counts = {m.served_name: m.replicas for m in plan.models if m.replicas > 1}
+        router_settings["model_group_retry_policy"] = {name: retry_policy(n) for name, n in counts.items()}
     return {
         "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
         "litellm_settings": litellm_settings,
-        "router_settings": {
-            "routing_strategy": "simple-shuffle",
-            "num_retries": 0,
-            "timeout": g.request_timeout,
-            "stream_timeout": g.stream_timeout,
-            "disable_cooldowns": True,  # with a single deployment a cooldown is an outage
-        },
+        "router_settings": router_settings,
         "general_settings": {
             "master_key": f"os.environ/{g.master_key_env}",
             "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body

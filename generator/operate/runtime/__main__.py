@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if running:
         console.print(f"already running from {args.models}, healthy: reusing it (stop it with `make down`)", soft_wrap=True)
         console.print(f"gateway ready at {running.gateway_url}/v1 serving "
-                      f"{', '.join(m.served_name for m in plan.models)}; key: {plan.gateway.master_key_env} in "
+                      f"{', '.join(m.served_name for m in plan.served)}; key: {plan.gateway.master_key_env} in "
                       f"{running.env_path}", soft_wrap=True)
         return 0
     if stopped := stop_recorded(args.state_dir):  # a previous `up` in this state dir (other file, or not healthy)
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     for failure in failures:
         console.print(f"[red]failed:[/] {failure}", soft_wrap=True)
     failed = {f.name for f in failures}
-    serving = [m.served_name + (" (on demand)" if m.on_demand and plan.controller else "")
-               for m in plan.models if m.name not in failed]
+    serving = list(dict.fromkeys(m.served_name + (" (on demand)" if m.on_demand and plan.controller else "")
+                                 for m in plan.models if m.name not in failed))  # a model's replicas: once
     console.print(f"gateway ready at {stack.gateway_url}/v1 serving {', '.join(serving) or 'no model'}; "
                   f"key: {plan.gateway.master_key_env} in {stack.env_path}", soft_wrap=True)
     if failures:

@@ -88,6 +88,24 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+def consecutive_free_ports(count: int, tries: int = 200) -> int:
+    """The first of `count` consecutive free loopback ports (a model with `replicas: N` and `port: P` listens on
+    P..P+N-1): a kernel's pick whose next count-1 ports are free too."""
+    for _ in range(tries):
+        first = free_port()
+        socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+        try:
+            for port, sock in zip(range(first, first + count), socks):
+                sock.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise OSError(f"no {count} consecutive free ports found in {tries} tries")
+
+
 def _still_running(entry: dict) -> bool:
     """A process state.json records is still the one that was started (not gone, not a reused pid)."""
     now, then = started_at(entry.get("pid")), entry.get("started")

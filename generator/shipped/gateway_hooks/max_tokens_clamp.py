@@ -184,7 +184,10 @@ class MaxTokensClamp(CustomLogger):
         if context is not None and upper_bound + max(requested or 1, 1) <= context:
             return  # fits even at one token per byte: no need to ask the backend
 
-        prompt_tokens, max_model_len = await count_prompt(api, deps[0], data)
+        for dep in deps:  # the replicas of a model in turn: a dead one does not answer, the next one counts
+            prompt_tokens, max_model_len = await count_prompt(api, dep, data)
+            if prompt_tokens is not None:
+                break
         counted = prompt_tokens is not None
         if not counted:
             prompt_tokens = upper_bound

@@ -103,9 +103,6 @@ def k8s_warnings(plan: Plan) -> list[str]:
     """What the user must know before applying (printed by the CLI, never fatal)."""
     warnings = gpu_warnings(plan)
     for m in plan.models:
-        if m.k8s.replicas > 1:
-            warnings.append(f"{m.name}: {m.k8s.replicas} replicas share one cache volume, so it is ReadWriteMany: "
-                            "its storage class must support that (NFS, CephFS, EFS, Filestore, ...)")
         if weights := local_weights(m):
             warnings.append(f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
                             f"until the files are copied to {weights} on its volume (docs/kubernetes.md, local weights)")

@@ -92,9 +92,10 @@ def _wait_for_weights(m: ModelPlan, weights: str) -> dict:
 
 
 def claim(m: ModelPlan) -> dict:
-    """The cache volume: weights downloaded once survive restarts; several replicas need to share it."""
+    """The cache volume: weights downloaded once survive restarts. One per backend (a replica of a model has its
+    own Deployment and claim), so ReadWriteOnce does."""
     spec: dict = {
-        "accessModes": ["ReadWriteOnce" if m.k8s.replicas == 1 else "ReadWriteMany"],
+        "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": m.k8s.cache_size}},
     }
     if m.k8s.storage_class:
@@ -140,7 +141,9 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
         "kind": "Deployment",
         "metadata": {"name": m.name, "labels": labels("backend", m.name), "annotations": annotations},
         "spec": {
-            "replicas": m.k8s.replicas,
+            # one pod per backend: a model's replicas are Deployments of their own (<model>-1, -2, ...), each behind
+            # its own Service, so the gateway can keep a conversation on one and skip a dead one (docs/replicas.md)
+            "replicas": 1,
             # the old pod must free its GPUs (and its ReadWriteOnce cache) before the new one starts
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector("backend", m.name)},

@@ -41,7 +41,7 @@ service_api_base = compose_api_base
 def deployment(plan: Plan) -> dict:
     g = plan.gateway
     env = [key_ref(g.master_key_env, g.master_key_env)]
-    env += [key_ref(m.api_key_env, m.api_key_env) for m in plan.models]
+    env += [key_ref(name, name) for name in dict.fromkeys(m.api_key_env for m in plan.models)]  # one key per model
     env += [{"name": k, "value": v} for k, v in gateway_env(g).items()]
     container = {
         "name": "litellm",

@@ -1,0 +1,201 @@
+"""`make bench-replicas`: the prefix-cache hit rate of multi-turn conversations on a replicated model, by arm.
+
+One local stack (the model's replicas + the real gateway), three arms through that gateway, one after another:
+
+- one-replica: every request to the first replica (what one copy of the model gives);
+- shuffle: both replicas, LiteLLM's simple-shuffle (what LiteLLM alone gives users today);
+- routed: both replicas, the generated config (replica_routing.py keeps a conversation on one replica).
+
+The arms are model groups of one gateway config (the generated one plus two groups the benchmark adds), so they
+share the gateway, its workers and the backends; each arm's conversations have text of their own, so no arm
+finds another's prefixes in the cache. Each arm runs CONVERSATIONS conversations at once, TURNS turns each,
+every turn resending the whole conversation (a growing prefix, as coding agents do), streamed. Reported per arm:
+the prefix-cache hit rate from vLLM's own counters (vllm:prefix_cache_hits / vllm:prefix_cache_queries, the
+arm's increase summed over the replicas), the time to first token p50 (client side) and the requests per replica.
+
+MODELS=... picks another models.yml (its first model with replicas > 1; a GPU host measures the same with its own
+file: `make bench-replicas MODELS=examples/replicas/models.yml`). Default: examples/cpu-replicas/models.yml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
+from rich.table import Table
+
+from generator.compile.load.loader import load_plan
+from generator.compile.plan import ModelPlan
+from generator.compile.load.schema import TOP_LEVEL
+from generator.operate.runtime.local import LocalStack, consecutive_free_ports, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MODELS = ROOT / "examples/cpu-replicas/models.yml"
+ARMS = ("one-replica", "shuffle", "routed")
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+class BenchStack(LocalStack):
+    """The generated gateway config plus two model groups on the same backends: `<model>--one-replica` (the first
+    replica alone) and `<model>--shuffle` (every replica, left to LiteLLM's simple-shuffle)."""
+
+    def write_gateway_config(self, api_base=None) -> Path:
+        path = super().write_gateway_config(api_base)
+        config = yaml.safe_load(path.read_text())
+        name = self.model.served_name
+        replicas = [e for e in config["model_list"] if e["model_name"] == name]
+        extra = []
+        for arm, entries in (("one-replica", replicas[:1]), ("shuffle", replicas)):
+            for e in entries:
+                info = {k: v for k, v in e["model_info"].items()
+                        if k not in ("gateway_replica", "allowed_fails_policy", "cooldown_time")}
+                extra.append({**e, "model_name": f"{name}--{arm}", "model_info": info})
+        config["model_list"] += extra
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    @property
+    def model(self) -> ModelPlan:
+        return next(m for m in self.plan.models if m.replicas > 1)
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) + str(rng.randrange(1000)) for _ in range(n))
+
+
+def counters(stack: BenchStack) -> dict[str, dict[str, float]]:
+    """Per replica: prefix-cache queries and hits, finished requests (cumulative, from its /metrics)."""
+    key = stack.keys()[stack.model.api_key_env]
+    wanted = {"vllm:prefix_cache_queries_total": "queries", "vllm:prefix_cache_hits_total": "hits",
+              "vllm:request_success_total": "requests"}
+    out = {}
+    for m in stack.plan.models:
+        if m.served_name != stack.model.served_name:
+            continue
+        text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"},
+                         timeout=30).text
+        values = dict.fromkeys(wanted.values(), 0.0)
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name in wanted:
+                    values[wanted[s.name]] += s.value
+        out[m.name] = values
+    return out
+
+
+def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_words: int, turn_words: int,
+                 max_tokens: int) -> list[float]:
+    """One conversation, turn after turn, streamed; the time to first token of each turn."""
+    rng = random.Random(seed)
+    messages = [{"role": "system", "content": "You are a coding agent. " + words(rng, lead_words)},
+                {"role": "user", "content": words(rng, turn_words)}]
+    ttft = []
+    with httpx.Client(timeout=600, headers={"Authorization": f"Bearer {key}"}) as client:
+        for _ in range(turns):
+            start = time.monotonic()
+            first = None
+            text = ""
+            body = {"model": model, "messages": messages, "stream": True, "max_tokens": max_tokens}
+            with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
+                r.raise_for_status()
+                for line in r.iter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    chunk = json.loads(line[6:])
+                    delta = (chunk.get("choices") or [{}])[0].get("delta") or {}
+                    if first is None and (delta.get("content") or delta.get("reasoning_content")):
+                        first = time.monotonic() - start
+                    text += delta.get("content") or ""
+            ttft.append(first if first is not None else time.monotonic() - start)
+            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": words(rng, turn_words)}]
+    return ttft
+
+
+def run_arm(stack: BenchStack, arm: str, args: argparse.Namespace, seed: int) -> dict:
+    name = stack.model.served_name
+    model = name if arm == "routed" else f"{name}--{arm}"
+    before = counters(stack)
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(args.conversations) as pool:
+        ttfts = list(pool.map(lambda i: conversation(stack.gateway_url, stack.master_key, model, seed + i, args.turns,
+                                                     args.lead_words, args.turn_words, args.max_tokens),
+                              range(args.conversations)))
+    seconds = time.monotonic() - started
+    after = counters(stack)
+    grew = {r: {k: after[r][k] - before[r][k] for k in after[r]} for r in after}
+    queries = sum(g["queries"] for g in grew.values())
+    hits = sum(g["hits"] for g in grew.values())
+    flat = [t for conv in ttfts for t in conv]
+    later = [t for conv in ttfts for t in conv[1:]]  # turns 2..: the ones a cache can help
+    return {"arm": arm, "hit_rate": hits / queries if queries else 0.0, "hits": hits, "queries": queries,
+            "ttft_p50_s": statistics.median(flat), "ttft_p50_later_turns_s": statistics.median(later) if later else None,
+            "requests_per_replica": {r: g["requests"] for r, g in grew.items()}, "seconds": seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.replicas", description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=Path, default=DEFAULT_MODELS)
+    ap.add_argument("--conversations", type=int, default=8)
+    ap.add_argument("--turns", type=int, default=6)
+    ap.add_argument("--lead-words", type=int, default=1500, help="words of the system prompt (the shared lead)")
+    ap.add_argument("--turn-words", type=int, default=300, help="words each user turn adds")
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--out", type=Path, default=ROOT / ".cache/bench-replicas.json")
+    ap.add_argument("--vllm-python", default=os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python")))
+    args = ap.parse_args(argv)
+    console = Console()
+    doc = yaml.safe_load(args.models.read_text())
+    state = ROOT / ".cache/bench-replicas"
+    src = state / "models.yml"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    # free ports: never a running demo's (a replicated model takes consecutive ones from its `port:`)
+    doc["gateway"] = {**(doc.get("gateway") or {}), "port": free_port()}
+    for name, entry in doc.items():
+        if name not in TOP_LEVEL and isinstance(entry, dict):
+            entry.pop("port", None)
+            entry["port"] = consecutive_free_ports(int(entry.get("replicas") or 1))
+    src.write_text(yaml.safe_dump(doc, sort_keys=False))
+    os.chdir(ROOT)  # relative model paths in the examples
+    plan = load_plan(src)
+    if not plan.replicated:
+        console.print(f"[red]error:[/] {args.models} has no model with replicas > 1")
+        return 2
+    stack = BenchStack(plan, state / "state", args.vllm_python, console=console)
+    results = []
+    try:
+        stack.start(timeout=900)
+        for i, arm in enumerate(ARMS):
+            console.print(f"{arm}: {args.conversations} conversations x {args.turns} turns ...")
+            results.append(run_arm(stack, arm, args, seed=1000 * (i + 1)))
+    finally:
+        stack.stop()
+    one = results[0]["hit_rate"] or 1.0
+    table = Table(title=f"prefix-cache hit rate, {stack.model.served_name} x {stack.model.replicas} replicas "
+                        f"({args.conversations} conversations x {args.turns} turns)", title_justify="left")
+    for col in ("arm", "hit rate", "vs one replica", "TTFT p50", "TTFT p50 turns 2+", "requests per replica"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(r["arm"], f"{r['hit_rate']:.3f}", f"{r['hit_rate'] / one:.2f}", f"{1000 * r['ttft_p50_s']:.0f} ms",
+                      f"{1000 * r['ttft_p50_later_turns_s']:.0f} ms" if r["ttft_p50_later_turns_s"] else "-",
+                      ", ".join(f"{k} {v:.0f}" for k, v in r["requests_per_replica"].items()))
+    console.print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"models": str(args.models), "args": {k: str(v) for k, v in vars(args).items()},
+                                    "results": results}, indent=1))
+    console.print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,220 @@
+"""Two real vLLM CPU replicas of one model behind the real gateway with 2 workers (examples/cpu-replicas):
+both get traffic, every turn of a conversation lands on one replica (read from the replicas' own vLLM counters,
+not from the gateway), and a replica killed with SIGKILL under load costs no request that had not started
+streaming, shows as down in the gateway's status within 15 s, and gets traffic again once it is back, with no
+gateway restart.
+
+Starts its own small stack (2 backends + gateway, on free ports; ~60-90 s on this machine), next to the session's.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import anthropic
+import httpx
+import openai
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from generator.compile.load.loader import load_plan
+from generator.operate.runtime.local import LocalStack, consecutive_free_ports, free_port
+
+from .conftest import ROOT
+
+EXAMPLE = ROOT / "examples/cpu-replicas/models.yml"
+REPLICAS = ("plain-1", "plain-2")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    if os.environ.get("GATEWAY_URL"):
+        pytest.skip("starts its own local CPU stack")
+    vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    tmp = tmp_path_factory.mktemp("replicas")
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["gateway"] = {**doc["gateway"], "port": free_port()}
+    doc["plain"] = {**doc["plain"], "port": consecutive_free_ports(2)}
+    (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the demo model's path is relative to the repo root
+    plan = load_plan(tmp / "models.yml")
+    local = LocalStack(plan, tmp / "state", vllm_python)
+    try:
+        started = time.monotonic()
+        local.start(timeout=900)
+        print(f"\nreplicas stack up in {time.monotonic() - started:.0f}s")
+        yield local
+    finally:
+        local.stop()
+        os.chdir(cwd)
+
+
+def client(stack: LocalStack, **kw) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, max_retries=0, **kw)
+
+
+def served(stack: LocalStack) -> dict[str, float]:
+    """Requests each replica finished, from its own /metrics (vllm:request_success_total)."""
+    key = stack.keys()["VLLM_API_KEY_PLAIN"]
+    out = {}
+    for m in stack.plan.models:
+        text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"},
+                         timeout=10).text
+        out[m.name] = sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+                          if s.name == "vllm:request_success_total")
+    return out
+
+
+def running(stack: LocalStack, name: str) -> float:
+    """Requests one replica is running or holding in its queue, from its own /metrics."""
+    m = next(m for m in stack.plan.models if m.name == name)
+    text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", timeout=10,
+                     headers={"Authorization": f"Bearer {stack.keys()['VLLM_API_KEY_PLAIN']}"}).text
+    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting"))
+
+
+def states(stack: LocalStack) -> dict[str, str]:
+    r = httpx.get(f"{stack.gateway_url}/gateway/status", headers={"Authorization": f"Bearer {stack.master_key}"},
+                  timeout=30)
+    r.raise_for_status()
+    return {m["name"]: m["state"] for m in r.json()["models"]}
+
+
+def conversation(c: openai.OpenAI, first: str, turns: int, headers: dict | None = None) -> None:
+    messages = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": first}]
+    for turn in range(turns):
+        answer = c.chat.completions.create(model="plain", messages=messages, max_tokens=8, extra_headers=headers)
+        messages += [{"role": "assistant", "content": answer.choices[0].message.content or ""},
+                     {"role": "user", "content": f"and turn {turn + 2}?"}]
+
+
+def test_status_shows_each_replica(stack):
+    assert states(stack) == {"plain-1": "healthy", "plain-2": "healthy"}
+    models = httpx.get(f"{stack.gateway_url}/v1/models", headers={"Authorization": f"Bearer {stack.master_key}"},
+                       timeout=30).json()["data"]
+    assert [m["id"] for m in models] == ["plain"]  # one name for clients
+
+
+def claude_code_conversation(stack: LocalStack, session: str, turns: int) -> None:
+    """/v1/messages as Claude Code 2.1.197 sends it: its X-Claude-Code-Session-Id header, the same first turn."""
+    c = anthropic.Anthropic(base_url=stack.gateway_url, api_key=stack.master_key, max_retries=0, timeout=60)
+    messages = [{"role": "user", "content": "the same first question for every session"}]
+    for turn in range(turns):
+        answer = c.messages.create(model="plain", max_tokens=8, messages=messages, system="You answer briefly.",
+                                   extra_headers={"X-Claude-Code-Session-Id": session})
+        text = "".join(b.text for b in answer.content if b.type == "text") or "ok"
+        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"and turn {turn + 2}?"}]
+
+
+def codex_conversation(stack: LocalStack, session: str, turns: int) -> None:
+    """/v1/responses as Codex 0.169 sends it: its session id as prompt_cache_key, the same first turn."""
+    c = client(stack, timeout=60)
+    items: list = [{"role": "user", "content": "the same first question for every session"}]
+    for turn in range(turns):
+        answer = c.responses.create(model="plain", input=items, instructions="You answer briefly.",
+                                    max_output_tokens=16, extra_body={"prompt_cache_key": session})
+        items += [{"role": "assistant", "content": answer.output_text or "ok"},
+                  {"role": "user", "content": f"and turn {turn + 2}?"}]
+
+
+KEYS = {  # how the conversation is told apart; the last three send the same first turn every time
+    "leading-messages": lambda stack, i, turns: conversation(client(stack, timeout=60), f"Question {i} {uuid.uuid4()}",
+                                                             turns),
+    "session-header": lambda stack, i, turns: conversation(client(stack, timeout=60), "the same first question",
+                                                           turns, {"x-session-id": str(uuid.uuid4())}),
+    "claude-code": lambda stack, i, turns: claude_code_conversation(stack, str(uuid.uuid4()), turns),
+    "codex-prompt-cache-key": lambda stack, i, turns: codex_conversation(stack, str(uuid.uuid4()), turns),
+}
+
+
+@pytest.mark.parametrize("keyed_by", list(KEYS))
+def test_every_turn_of_a_conversation_lands_on_one_replica_and_both_get_traffic(stack, keyed_by):
+    landed = []
+    for i in range(10):
+        before = served(stack)
+        KEYS[keyed_by](stack, i, 4)
+        after = served(stack)
+        grew = {name: after[name] - before[name] for name in after}
+        assert sorted(grew.values()) == [0, 4], grew  # 4 turns, all on one replica (2 gateway workers)
+        landed.append(max(grew, key=grew.get))
+    assert set(landed) == set(REPLICAS), landed  # 10 conversations: both replicas served some
+
+
+def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
+    c = client(stack, timeout=120)
+    results: list[tuple[str, object]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def one(i: int) -> None:
+        # unique from its first token (no prefix-cache hit), ~11K tokens: a CPU prefill long enough to be cut
+        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 2500}]
+        if i % 2:
+            started = False
+            try:
+                stream = c.chat.completions.create(model="plain", messages=messages, max_tokens=64, stream=True)
+                text = ""
+                for chunk in stream:
+                    started = True
+                    if chunk.choices:
+                        text += chunk.choices[0].delta.content or ""
+                outcome: tuple[str, object] = ("ok", text)
+            except Exception as exc:  # noqa: BLE001
+                outcome = ("cut" if started else "failed", repr(exc)[:300])
+        else:
+            try:
+                answer = c.chat.completions.create(model="plain", messages=messages, max_tokens=64)
+                outcome = ("ok", answer.choices[0].message.content)
+            except Exception as exc:  # noqa: BLE001
+                outcome = ("failed", repr(exc)[:300])
+        with lock:
+            results.append(outcome)
+
+    def more() -> None:  # requests keep coming while the replica dies
+        i = 1000
+        while not stop.is_set():
+            one(i)
+            i += 1
+
+    with concurrent.futures.ThreadPoolExecutor(40) as pool:
+        futures = [pool.submit(one, i) for i in range(32)] + [pool.submit(more) for _ in range(4)]
+        deadline = time.monotonic() + 30
+        while (in_flight := running(stack, "plain-1")) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)  # kill it while it holds requests (running or queued): those are what the kill cuts
+        stack.kill("plain-1")
+        killed = time.monotonic()
+        while (seen := states(stack))["plain-1"] != "down" and time.monotonic() - killed < 15:
+            time.sleep(0.5)
+        down_after = time.monotonic() - killed
+        time.sleep(3)
+        stop.set()
+        for f in futures:
+            f.result()
+    print(f"\nkilled plain-1 holding {in_flight:.0f} request(s); down in status after {down_after:.1f}s; "
+          f"{len(results)} requests: "
+          f"{sum(r == 'ok' for r, _ in results)} ok, {sum(r == 'cut' for r, _ in results)} cut mid-stream")
+    assert in_flight > 0, "nothing was in flight on the replica when it was killed: the test proved nothing"
+    assert seen == {"plain-1": "down", "plain-2": "healthy"}, seen
+    failed = [detail for outcome, detail in results if outcome == "failed"]
+    assert not failed, failed[:3]
+    assert all(text for outcome, text in results if outcome == "ok")
+    assert len(results) >= 32
+
+    stack.start_backend("plain-1", wait=True)  # back, no gateway restart
+    deadline = time.monotonic() + 60
+    while states(stack)["plain-1"] != "healthy" and time.monotonic() < deadline:
+        time.sleep(1)
+    time.sleep(6)  # past the replica's cooldown (5 s) in every worker
+    before = served(stack)
+    for i in range(12):
+        conversation(c, f"After the restart {i} {uuid.uuid4()}", turns=1)
+    grew = {name: after - before[name] for name, after in served(stack).items()}
+    assert grew["plain-1"] > 0 and grew["plain-2"] > 0, grew
