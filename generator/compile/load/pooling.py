@@ -103,6 +103,8 @@ def num_labels(config: dict) -> int:
     conversion (Qwen3-Reranker style) and Jina's VL ranker make 1)."""
     method = config.get("method")
     tokens = config.get("classifier_from_token")
+    if config.get("is_original_qwen3_reranker") and isinstance(tokens, list) and len(tokens) == 2:
+        return 1  # vLLM's Qwen3ForSequenceClassificationConfig makes it from_2_way_softmax
     if method == "from_2_way_softmax":
         return 1
     if method and isinstance(tokens, list):
