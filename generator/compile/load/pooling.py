@@ -80,7 +80,7 @@ def default_runner(architectures: list[str], st_pooling: bool, tables: Tables) -
     for arch in architectures:
         known = tables.architectures.get(arch)
         if known:
-            return known["runner"], f"vLLM's registry: {arch}"
+            return known["runner"], f"{arch} is a {known['runner']} model in vLLM's registry"
         if (match := _suffix(arch, tables)) is not None:
             return match[0], f"architecture {arch}"
     return "generate", ""
@@ -92,7 +92,7 @@ def _convert(architectures: list[str], tables: Tables) -> tuple[str, str]:
     for arch in architectures:
         known = tables.architectures.get(arch)
         if known and known["runner"] == "pooling":
-            return known.get("task", "embed"), f"{arch} is a pooling model in vLLM's registry"
+            return known.get("task", "embed"), f"{arch}'s own task {known.get('task', 'embed')}"
         if (match := _suffix(arch, tables, "pooling")) is not None:
             return match[1], f"architecture {arch}"
     return "embed", "vLLM converts a model of another architecture to embeddings"
