@@ -181,3 +181,24 @@ def test_the_fit_check_counts_no_kv_cache_for_a_pooling_model(tmp_path):
     chat = fit.check(files, cmd, (0,), 512, 0.9, 2 * 2**30, {})
     pooled = fit.check(files, cmd, (0,), 512, 0.9, 2 * 2**30, {}, kv_cache=False)
     assert "KV 0 B" not in chat.line and "no KV cache counted" in pooled.line and pooled.fits
+
+
+def test_on_demand_and_kubernetes_carry_the_mode_too(models):
+    from generator.compile.renderers.litellm import local_api_base, render_litellm
+
+    tmp, emb, rr, _ = models
+    pooled = f"""\
+embedder:
+  gpus: []
+  command: vllm serve {emb} --max-model-len 256
+reranker:
+  gpus: []
+  k8s: {{replicas: 2}}
+  command: vllm serve {rr} --max-model-len 256
+"""
+    on_demand = load_plan(write(tmp, pooled.replace("  gpus: []\n", "  gpus: []\n  on_demand: true\n", 1)))
+    entries = {e["model_name"]: e for e in render_litellm(on_demand, local_api_base)["model_list"]}
+    assert entries["embedder"]["model_info"]["mode"] == "embedding"
+    assert "/m/embedder/v1" in entries["embedder"]["litellm_params"]["api_base"]  # the controller proxies any path
+    files = render_files(load_plan(write(tmp, pooled)), ("k8s",))
+    assert any("mode: rerank" in text for rel, text in files.items() if rel.startswith("k8s/")), sorted(files)
