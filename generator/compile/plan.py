@@ -100,7 +100,7 @@ class ModelPlan:
     gpus: tuple[int, ...]
     port: int  # port vLLM listens on (inside its container, or on 127.0.0.1 locally)
     context: int  # --max-model-len, else context_length, else what vLLM derives from the model's config
-    max_tokens: int  # default output budget the gateway applies; always < context
+    max_tokens: int  # default output budget the gateway applies; always < context (0 for a pooling model)
     max_tokens_derived: bool  # True when the generator chose it (half the context)
     tool_parser: str | None
     reasoning_parser: str | None
@@ -123,6 +123,15 @@ class ModelPlan:
     replica_of: str = ""  # the models.yml key this backend is a replica of ("": the model has one copy)
     replica: int = 0  # 1..replicas for a replica; 0: the model has one copy
     replicas: int = 1  # copies of the model this backend belongs to
+    # what vLLM serves for it (compile/load/pooling.py): chat, or a pooling model's embedding / rerank (LiteLLM's
+    # model_info.mode); decided by the command and the model's config, and how (kind_from, for the summary)
+    kind: str = "chat"
+    kind_from: str = ""
+
+    @property
+    def pooling(self) -> bool:
+        """An embedding or rerank model: no text generated, so no max_tokens, clamp, sampling defaults or tools."""
+        return self.kind != "chat"
 
     @property
     def serve_args(self) -> tuple[str, ...]:

@@ -37,12 +37,14 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
             ",".join(map(str, m.gpus)) or "none",
             _starts(m),
             fmt_tokens(m.context),
-            fmt_tokens(m.max_tokens) + (" (derived)" if m.max_tokens_derived else ""),
+            f"- ({m.kind})" if m.pooling else fmt_tokens(m.max_tokens) + (" (derived)" if m.max_tokens_derived else ""),
             m.tool_parser or "-",
             m.reasoning_parser or "-",
         )
     console.print(table)
     for m in plan.models:
+        if m.pooling:
+            console.print(f"kind {m.name}: {m.kind} ({m.kind_from})", soft_wrap=True, markup=False)
         if m.context_from:
             console.print(f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False)
     for m in plan.models:

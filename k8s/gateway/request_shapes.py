@@ -241,6 +241,13 @@ EMBEDDINGS = shape(fields({
                     list_of(TOKENS, "", min_items=1)),
 }, required=("model", "input")))
 
+# --- rerank (Cohere / Jina shape; LiteLLM's /rerank, /v1/rerank, /v2/rerank) -----------------------------------
+RERANK_DOCUMENT = either("a string or an object {text}", STRING, OBJECT)
+RERANK = shape(fields({
+    "model": STRING, "query": NAME, "top_n": POSITIVE, "return_documents": BOOL, "rank_fields": STRINGS,
+    "documents": list_of(RERANK_DOCUMENT, "a non-empty list of strings or objects {text}", min_items=1),
+}, required=("model", "query", "documents")))
+
 # API name -> (the paths it is served on, its check). Paths are matched by their end, so that LiteLLM's
 # aliases (/chat/completions, /v1/chat/completions, /openai/deployments/<m>/chat/completions) share one check.
 APIS: dict[str, tuple[tuple[str, ...], Callable[[dict], "str | None"]]] = {
@@ -250,6 +257,7 @@ APIS: dict[str, tuple[tuple[str, ...], Callable[[dict], "str | None"]]] = {
     "count_tokens": (("/messages/count_tokens",), COUNT_TOKENS),
     "messages": (("/messages",), MESSAGES),
     "embeddings": (("/embeddings",), EMBEDDINGS),
+    "rerank": (("/rerank",), RERANK),
 }
 
 

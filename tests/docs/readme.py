@@ -66,6 +66,8 @@ WHERE: list[tuple[str, str]] = [
      NOT_HERE + "a longer fuzz run of another seed, for a person; make test runs the 2,000 per API of seed 31"),
     (r"^make hub-versions$", CI + "its own step after the install phase (.ci/run)"),
     (r"^make promtool$", CI + "inside make test (a prerequisite of make test and make unit)"),
+    (r"^curl -s http://127\.0\.0\.1:4000/v1/rerank ", CI + "make test: tests/integration/test_pooling.py sends this "
+     "rerank request (its designed documents) through the gateway of examples/cpu-pooling"),
     (r"^docker compose exec dcgm-exporter|^curl -s 'http://127\.0\.0\.1:9090/|^curl -su admin:.*:3000/",
      NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus"),
     (r"^make bench(-tune|-soak|-profile)?( SOAK_MINUTES=\d+)?$",

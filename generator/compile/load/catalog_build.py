@@ -5,6 +5,12 @@ Run with the interpreter that has the pinned vLLM (see Makefile `catalog`):
     .venv-vllm/bin/python -m generator.compile.load.catalog_build            # rewrite the catalog
     .venv-vllm/bin/python -m generator.compile.load.catalog_build --check    # exit 1 if it is stale
 
+It also writes data/vllm_architectures.json: what vLLM's ModelConfig needs to pick a model's runner (generate or
+pooling) and convert type when the command leaves them on auto (vllm/config/model.py `_get_runner_type`,
+`_get_convert_type`): the registry's verdict for each architecture whose class could be inspected here, the
+architecture-name suffix table it falls back to, and the sentence-transformers module types that make a model
+pool by default. generator/compile/load/pooling.py applies the same decision to a model's config.json.
+
 The generator itself only reads the JSON; it never imports vLLM.
 """
 
@@ -16,6 +22,7 @@ import sys
 from pathlib import Path
 
 CATALOG_PATH = Path(__file__).parent / "data" / "vllm_flags.json"
+ARCHITECTURES_PATH = Path(__file__).parent / "data" / "vllm_architectures.json"
 
 # Flags that older vLLM releases accepted and the pinned one rejects, with what to do instead.
 # Each one is checked against the parser below: a flag that still exists is an error here.
@@ -110,6 +117,45 @@ def build() -> dict:
     }
 
 
+def build_architectures() -> dict:
+    """The registry's runner for each architecture (in-process class inspection; an architecture whose module does
+    not import in this environment, e.g. one needing torchvision, is left to the suffix table, as vLLM itself
+    falls back to it for architectures it cannot resolve)."""
+    import logging
+
+    import vllm
+    from vllm.config.model import iter_architecture_defaults
+    from vllm.model_executor.models.interfaces_base import is_pooling_model, is_text_generation_model
+    from vllm.model_executor.models import registry as vllm_registry
+    from vllm.model_executor.models.registry import ModelRegistry
+    from vllm.transformers_utils.config import _ST_POOLING_MODULE_TYPES
+
+    logging.disable(logging.WARNING)  # per-class import noise
+    # what a pooling class serves, by the registry table that lists it (a class may be listed twice: last wins)
+    tasks = {arch: task for table, task in (("_EMBEDDING_MODELS", "embed"), ("_REWARD_MODELS", "embed"),
+                                            ("_LATE_INTERACTION_MODELS", "token_embed"),
+                                            ("_TOKEN_CLASSIFICATION_MODELS", "token_classify"),
+                                            ("_SEQUENCE_CLASSIFICATION_MODELS", "classify"))
+             for arch in getattr(vllm_registry, table)}
+    runners: dict[str, dict[str, str]] = {}
+    for arch in sorted(ModelRegistry.get_supported_archs()):
+        try:
+            cls = ModelRegistry.models[arch].load_model_cls()
+        except Exception:  # noqa: BLE001  a module that needs a package this environment lacks
+            continue
+        runner = "pooling" if is_pooling_model(cls) else "generate" if is_text_generation_model(cls) else None
+        if runner is None:  # neither: vLLM decides by the suffix table
+            continue
+        runners[arch] = {"runner": runner, **({"task": tasks.get(arch, "embed")} if runner == "pooling" else {})}
+    logging.disable(logging.NOTSET)
+    return {
+        "vllm_version": vllm.__version__,
+        "suffix_defaults": [[suffix, runner, convert] for suffix, (runner, convert) in iter_architecture_defaults()],
+        "sentence_transformers_pooling": sorted(_ST_POOLING_MODULE_TYPES),
+        "architectures": runners,
+    }
+
+
 def render(catalog: dict) -> str:
     return json.dumps(catalog, indent=1, sort_keys=False) + "\n"
 
@@ -119,16 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if the committed catalog differs")
     ap.add_argument("--out", type=Path, default=CATALOG_PATH)
     args = ap.parse_args(argv)
-    text = render(build())
+    outputs = {args.out: render(build()), ARCHITECTURES_PATH: render(build_architectures())}
     if args.check:
-        current = args.out.read_text() if args.out.exists() else ""
-        if current != text:
-            print(f"{args.out} is stale for this vLLM: run `make catalog`", file=sys.stderr)
+        stale = [str(path) for path, text in outputs.items() if (path.read_text() if path.exists() else "") != text]
+        if stale:
+            print(f"{', '.join(stale)} stale for this vLLM: run `make catalog`", file=sys.stderr)
             return 1
-        print(f"{args.out} matches the installed vLLM")
+        print(f"{', '.join(map(str, outputs))} match the installed vLLM")
         return 0
-    args.out.write_text(text)
-    print(f"wrote {args.out} ({len(json.loads(text)['flags'])} flags)")
+    for path, text in outputs.items():
+        path.write_text(text)
+    print(f"wrote {args.out} ({len(json.loads(outputs[args.out])['flags'])} flags) and {ARCHITECTURES_PATH} "
+          f"({len(json.loads(outputs[ARCHITECTURES_PATH])['architectures'])} architectures)")
     return 0
 
 

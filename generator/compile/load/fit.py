@@ -176,13 +176,18 @@ class Verdict:
 
 
 def check(files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
-          gpu_memory: int | None, env: dict[str, str]) -> Verdict:
+          gpu_memory: int | None, env: dict[str, str], kv_cache: bool = True) -> Verdict:
+    """`kv_cache` False for a pooling model (embedding, rerank): it keeps no KV cache across requests, so only
+    its weights are compared with the budget (vLLM's profiling decides the rest)."""
     if files.config is None or files.weights is None:
         return Verdict(None, f"skipped: {files.missing or 'no metadata'}")
     est = estimate(files.config, files.weights, cmd)
     if isinstance(est, str):
         return Verdict(None, f"skipped: {est} ({files.label})")
     tp = int(cmd.value("--tensor-parallel-size") or 1)
+    if not kv_cache:
+        est = dataclasses.replace(est, kv_per_token=0, kv_windowed_per_token=0,
+                                  dtype_note=f"{est.dtype_note}, pooling: no KV cache counted")
     verdict = _check(est, files, cmd, gpus, context, fraction, gpu_memory, env, tp)
     return dataclasses.replace(verdict, weights=est.weights)
 

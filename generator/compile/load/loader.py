@@ -24,9 +24,10 @@ from ..plan import (
     Plan,
     RequestLimits,
 )
-from . import fit, model_files, rules
+from . import fit, model_files, pooling, rules
 from .media import media_env, media_flags, media_warnings
-from .schema import (GPU_LISTS, 
+from .schema import (
+    GPU_LISTS,
     MODEL_NAME,
     RESERVED_NAMES,
     TOP_LEVEL,
@@ -118,7 +119,7 @@ def _parse(src: Source) -> ModelsFile:
 
 def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile, port: int,
                 context: int, max_tokens: int, derived: bool, backend: str, gpus: tuple[int, ...],
-                replica: int) -> ModelPlan:
+                replica: int, kind: pooling.Kind) -> ModelPlan:
     """The plan of one backend of model `name`: the model itself, or its replica number `replica` (1..N) named
     `backend`, on `gpus` and `port`."""
     served = cmd.value("--served-model-name") or name
@@ -130,7 +131,7 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
     domains = tuple((entry.media if entry.media is not None else file.defaults.media).domains)
     flag_args += media_flags(domains)
     params = {**file.defaults.litellm.model_dump(exclude_none=True),
-              **entry.litellm.model_dump(exclude_none=True), "max_tokens": max_tokens}
+              **entry.litellm.model_dump(exclude_none=True), "max_tokens": max_tokens} if kind.kind == pooling.CHAT else {}
     return ModelPlan(
         name=backend,
         served_name=served,
@@ -144,6 +145,8 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         context=context,
         max_tokens=max_tokens,
         max_tokens_derived=derived,
+        kind=kind.kind,
+        kind_from=kind.why,
         tool_parser=cmd.value("--tool-call-parser"),
         reasoning_parser=cmd.value("--reasoning-parser"),
         auto_tool_choice=cmd.enabled("--enable-auto-tool-choice"),
@@ -226,8 +229,14 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         if context_from:
             context_from += f"; {meta.label}" + ("; with --max-model-len auto vLLM takes this when it fits, "
                                                   "else less" if auto else "")
-        requested = entry.litellm.max_tokens or file.defaults.litellm.max_tokens
-        max_tokens, derived_max, found = rules.max_tokens_for(name, requested, context)
+        kind = pooling.model_kind(cmd, meta.config, pooling.sentence_pooling(meta.modules))
+        if kind.problem:
+            findings.append(((name, "command"), kind.problem))
+        if kind.kind == pooling.CHAT:
+            requested = entry.litellm.max_tokens or file.defaults.litellm.max_tokens
+            max_tokens, derived_max, found = rules.max_tokens_for(name, requested, context)
+        else:  # no output budget, no sampling defaults: a pooling model generates no text
+            max_tokens, derived_max, found = 0, False, rules.pooling_fields(name, kind.kind, kind.why, cmd, entry)
         findings += found
         found, warned = rules.tool_flags(name, cmd)
         findings += found
@@ -244,7 +253,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                     auto_port += 1
                 port, auto_port = auto_port, auto_port + 1
             fractions[backend] = fraction
-            plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max, backend, gpus, i)
+            plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max, backend, gpus, i, kind)
             plan, found = _with_on_demand(plan, entry, cmd, file)
             findings += found
             verdict = _fit(plan, cmd, meta, fraction, file.gpu_memory)
@@ -370,7 +379,7 @@ def _fit(m: ModelPlan, cmd: ServeCommand, meta: model_files.ModelFiles, fraction
     sizes = [rules.gpu_memory_of(memory, g) for g in m.gpus]
     smallest = None if None in sizes or not sizes else min(sizes)
     try:
-        return fit.check(meta, cmd, m.gpus, m.context, fraction, smallest, m.env)
+        return fit.check(meta, cmd, m.gpus, m.context, fraction, smallest, m.env, kv_cache=m.kind == pooling.CHAT)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # a file of another shape
         return fit.Verdict(None, f"skipped: could not read the model's files ({type(exc).__name__}: {exc})")
 

@@ -8,7 +8,7 @@
 2. cache: what an earlier run fetched from the Hub for the same endpoint, repo and revision, kept in
    huggingface_hub's assets cache ($HF_ASSETS_CACHE, else $HF_HOME/assets) under llm-gateway/fit/.
    No request is made, and huggingface_hub is not even imported.
-3. Hub: config.json and tokenizer_config.json with `hf_hub_download` (into the Hugging Face cache, where
+3. Hub: config.json, tokenizer_config.json and modules.json (sentence-transformers) with `hf_hub_download` (into the Hugging Face cache, where
    vLLM finds them later) and the safetensors headers with `HfApi.get_safetensors_metadata` (HTTP range
    requests of each shard's first bytes), at the command's --revision. HF_ENDPOINT, HF_TOKEN and
    HF_HUB_OFFLINE are honoured as huggingface_hub honours them. Each request waits at most
@@ -57,6 +57,7 @@ class ModelFiles:
     model: str
     config: dict | None = None  # config.json as published
     tokenizer_max: int | None = None  # tokenizer_config.json model_max_length (vLLM caps the context by it)
+    modules: list | None = None  # a sentence-transformers modules.json (vLLM pools such a model by default)
     weights: Weights | None = None
     origin: str = ""  # "disk", "cache" or "Hub"; "" when nothing was found
     where: str = ""  # the directory, or repo@commit
@@ -200,11 +201,12 @@ def _on_disk(model: str, revision: str | None) -> ModelFiles | None:
         tok = model_dir / "tokenizer_config.json"
         tokenizer_max = _model_max_length(json.loads(tok.read_text())) if tok.is_file() else None
         weights = weights_on_disk(model_dir)
+        modules = json.loads((model_dir / "modules.json").read_text()) if (model_dir / "modules.json").is_file() else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # files of another shape
         return ModelFiles(model, origin="disk", where=str(model_dir),
                           missing=f"could not read the model's files ({type(exc).__name__}: {exc})")
     missing = "" if weights else f"no safetensors weights or index in {model_dir}"
-    return ModelFiles(model, config, tokenizer_max, weights, "disk", str(model_dir), missing)
+    return ModelFiles(model, config, tokenizer_max, modules, weights, "disk", str(model_dir), missing)
 
 
 # --- cache of earlier Hub fetches -------------------------------------------------------------------------
@@ -219,7 +221,9 @@ def _from_entry(model: str, entry: dict, origin: str) -> ModelFiles:
     weights = Weights(int(w["stored"]), int(w["floating"]), str(w["source"])) if w else None
     if not isinstance(entry["config"], dict):
         raise ValueError("config is not an object")
-    return ModelFiles(model, entry["config"], entry.get("tokenizer_max"), weights, origin,
+    if "modules" not in entry:  # written before modules.json was read: fetch again
+        raise KeyError("modules")
+    return ModelFiles(model, entry["config"], entry.get("tokenizer_max"), entry["modules"], weights, origin,
                       f"{model}@{str(entry['commit'])[:7]}", entry.get("weights_missing") or "")
 
 
@@ -319,6 +323,10 @@ def _fetch(model: str, revision: str | None, ep: str, timeout: float) -> ModelFi
             tokenizer_max = _model_max_length(json.loads(download("tokenizer_config.json").read_text()))
         except RemoteEntryNotFoundError:  # the Hub says there is none (a network error is not this)
             tokenizer_max = None
+        try:  # sentence-transformers: vLLM pools a model with a Pooling module by default
+            modules = json.loads(download("modules.json").read_text())
+        except RemoteEntryNotFoundError:
+            modules = None
         weights, weights_missing = None, ""
         try:
             meta = api.get_safetensors_metadata(model, revision=commit, timeout=timeout)
@@ -333,7 +341,7 @@ def _fetch(model: str, revision: str | None, ep: str, timeout: float) -> ModelFi
         reason, is_problem = why_not(exc, model, revision, ep, timeout)
         return ModelFiles(model, missing=reason, problem=reason if is_problem else "")
     entry = {"endpoint": ep, "model": model, "revision": revision or "main", "commit": commit, "config": config,
-             "tokenizer_max": tokenizer_max, "weights": weights, "weights_missing": weights_missing,
+             "tokenizer_max": tokenizer_max, "modules": modules, "weights": weights, "weights_missing": weights_missing,
              "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _save(ep, model, revision, entry)
     return _from_entry(model, entry, "Hub")

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from ..plan import ModelPlan, Mount, OnDemandPlan
 from .fit import CONTEXT_OVERHEAD
-from .schema import BACKEND_CACHES, VOLUME
+from .schema import BACKEND_CACHES, VOLUME, ModelEntry
 from .sizes import GIB, fmt_bytes, parse_size
 from .vllm_command import Catalog, ServeCommand
 
@@ -73,6 +73,22 @@ def max_tokens_for(name: str, requested: int | None, context: int) -> tuple[int,
                                    f"more and the prompt would not fit; set max_tokens to at most "
                                    f"{fmt_tokens(context // 2)} (half the context) or raise --max-model-len")]
     return requested, False, []
+
+
+GENERATION_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "--reasoning-parser")
+
+
+def pooling_fields(name: str, kind: str, why: str, cmd: ServeCommand, entry: ModelEntry) -> list[Finding]:
+    """An embedding or rerank model generates no text: a request default of its own (`litellm:`) or a tool or
+    reasoning flag would never apply. (`defaults.litellm` is for the chat models: it is left out silently.)"""
+    findings = []
+    what = f"{name} is {'an' if kind == 'embedding' else 'a'} {kind} model ({why}): it generates no text, so"
+    for field in sorted(entry.litellm.model_dump(exclude_none=True)):
+        findings.append(((name, "litellm", field), f"{what} `litellm.{field}` would never apply; remove it"))
+    for flag in GENERATION_FLAGS:
+        if cmd.last(flag) is not None and not cmd.last(flag).negated:
+            findings.append(((name, "command"), f"{what} {flag} would never apply; remove it"))
+    return findings
 
 
 def tool_flags(name: str, cmd: ServeCommand) -> tuple[list[Finding], list[str]]:

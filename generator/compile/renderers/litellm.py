@@ -94,15 +94,18 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         "timeout": timeout,
         "stream_timeout": stream_timeout,
     }
-    info: dict = {
-        "max_input_tokens": m.context,
-        "max_output_tokens": m.max_tokens,
-        "supports_function_calling": m.tool_parser is not None,
-        "supports_tool_choice": m.auto_tool_choice,
-        "supports_reasoning": m.reasoning_parser is not None,
-        # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
-        "gateway_limits": dataclasses.asdict(m.limits),
-    }
+    if m.pooling:  # LiteLLM's health check and routing follow the mode; unset, a model not in its cost map is chat
+        info: dict = {"mode": m.kind, "max_input_tokens": m.context}
+    else:
+        info = {
+            "max_input_tokens": m.context,
+            "max_output_tokens": m.max_tokens,
+            "supports_function_calling": m.tool_parser is not None,
+            "supports_tool_choice": m.auto_tool_choice,
+            "supports_reasoning": m.reasoning_parser is not None,
+        }
+    # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
+    info["gateway_limits"] = dataclasses.asdict(m.limits)
     if m.replicas > 1:  # replica_routing.py picks among these; status shows each by this name
         info.update({"gateway_replica": m.name, "allowed_fails_policy": dict(REPLICA_ALLOWED_FAILS),
                      "cooldown_time": REPLICA_COOLDOWN})

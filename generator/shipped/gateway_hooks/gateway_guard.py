@@ -4,7 +4,7 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
 1. only the master key opens the gateway; a missing or wrong key is a 401;
 2. only the OpenAI inference routes are open; LiteLLM's admin/management routes (keys, users,
    teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
-3. a malformed request on any API (chat, completions, responses, messages, count_tokens, embeddings) is a 400
+3. a malformed request on any API (chat, completions, responses, messages, count_tokens, embeddings, rerank) is a 400
    naming the field and what it must be, a body over the model's `limits.request_size` a 413, and a request
    past the model's other `limits:` a 400 naming the field and the bound (request_guard.py, request_shapes.py);
 4. at import, it puts count_tokens.py's ``/v1/messages/count_tokens`` route (answered from the
@@ -45,7 +45,8 @@ import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
-OPENAI_PREFIXES = ("/v1/", "/chat/completions", "/completions", "/embeddings", "/models", "/health", "/tokenize")
+OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/embeddings", "/rerank", "/models",
+                   "/health", "/tokenize")
 ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
 KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
 

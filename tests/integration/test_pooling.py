@@ -1,0 +1,125 @@
+"""Embeddings and rerank through the real gateway: examples/cpu-pooling/models.yml (the designed tiny embedder and
+reranker of generator/demo/pooling_models.py, served by real vLLM CPU processes), started once for this module on
+free ports. The OpenAI SDK for embeddings; rerank (Cohere/Jina shape) with plain HTTP at /rerank and /v1/rerank."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from generator.compile.load.loader import load_plan
+from generator.demo import pooling_models as designed
+from generator.operate.runtime.local import LocalStack
+
+from .conftest import ROOT, on_free_ports
+
+EXAMPLE = ROOT / "examples/cpu-pooling/models.yml"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    if os.environ.get("GATEWAY_URL"):
+        pytest.skip("starts its own local CPU stack (examples/cpu-pooling)")
+    vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # model paths in the example are relative to the repo root
+    tmp = tmp_path_factory.mktemp("pooling-stack")
+    stack = LocalStack(load_plan(on_free_ports(EXAMPLE, tmp / "models.yml")), tmp / "state", vllm_python)
+    try:
+        stack.start(timeout=600)
+        yield stack
+    finally:
+        stack.stop()
+        os.chdir(cwd)
+
+
+@pytest.fixture(scope="module")
+def client(stack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, max_retries=0, timeout=60)
+
+
+def vectors(client: openai.OpenAI, texts, **kw) -> np.ndarray:
+    out = client.embeddings.create(model="embedder", input=texts, encoding_format="float", **kw)
+    return np.array([d.embedding for d in sorted(out.data, key=lambda d: d.index)])
+
+
+def test_embeddings_have_the_models_shape_and_the_designed_geometry(client):
+    v = vectors(client, [*designed.NEAR, designed.FAR])
+    assert v.shape == (3, designed.HIDDEN)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)  # sentence-transformers Normalize
+    near, far = v[0] @ v[1], max(v[0] @ v[2], v[1] @ v[2])
+    assert near > 0.8 and far < 0.2, (near, far)
+
+
+def test_a_batch_of_16_keeps_its_order(client):
+    texts = [f"{'cat ' * (i + 1)}and stock" for i in range(16)]
+    v = vectors(client, texts)
+    assert v.shape == (16, designed.HIDDEN)
+    one = vectors(client, texts[5])
+    assert np.allclose(v[5], one[0], atol=1e-5)
+    animal_share = [row[0] for row in v]  # dimension 0: the animal topic; more cats, more of it
+    assert animal_share == sorted(animal_share)
+
+
+def test_embeddings_are_deterministic(client):
+    assert np.array_equal(vectors(client, designed.NEAR), vectors(client, designed.NEAR))
+
+
+def test_base64_decodes_to_the_same_floats(client):
+    floats = vectors(client, designed.FAR)[0]
+    raw = client.embeddings.create(model="embedder", input=designed.FAR, encoding_format="base64").data[0].embedding
+    assert isinstance(raw, str)
+    assert np.allclose(np.frombuffer(base64.b64decode(raw), dtype=np.float32), floats, atol=1e-6)
+    sdk_default = client.embeddings.create(model="embedder", input=designed.FAR).data[0].embedding  # base64 underneath
+    assert np.allclose(sdk_default, floats, atol=1e-6)
+
+
+def test_dimensions_shortens_a_matryoshka_embedding(client):
+    assert vectors(client, designed.FAR, dimensions=32).shape == (1, 32)
+
+
+def test_over_long_input_is_a_400_naming_the_limit(client):
+    with pytest.raises(openai.BadRequestError) as err:
+        client.embeddings.create(model="embedder", input="cat " * 400)
+    assert err.value.status_code == 400 and str(designed.CONTEXT) in str(err.value)
+
+
+def test_chat_to_an_embedding_model_is_a_clear_error(client):
+    with pytest.raises(openai.APIStatusError) as err:
+        client.chat.completions.create(model="embedder", messages=[{"role": "user", "content": "hi"}])
+    assert 400 <= err.value.status_code < 500
+
+
+@pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])
+def test_rerank_orders_the_designed_documents(stack, path):
+    r = httpx.post(stack.gateway_url + path, headers={"Authorization": f"Bearer {stack.master_key}"}, timeout=60,
+                   json={"model": "reranker", "query": designed.RERANK_QUERY, "documents": designed.RERANK_DOCUMENTS})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert sorted(x["index"] for x in results) == list(range(len(designed.RERANK_DOCUMENTS)))
+    assert [x["index"] for x in results][:3] == designed.RERANK_ORDER
+    scores = [x["relevance_score"] for x in results]
+    assert scores == sorted(scores, reverse=True) and scores[2] > scores[3]
+
+
+def test_rerank_top_n_and_a_malformed_request(stack):
+    headers = {"Authorization": f"Bearer {stack.master_key}"}
+    r = httpx.post(stack.gateway_url + "/rerank", headers=headers, timeout=60,
+                   json={"model": "reranker", "query": designed.RERANK_QUERY, "documents": designed.RERANK_DOCUMENTS,
+                         "top_n": 2})
+    assert [x["index"] for x in r.json()["results"]] == designed.RERANK_ORDER[:2]
+    r = httpx.post(stack.gateway_url + "/rerank", headers=headers, timeout=60,
+                   json={"model": "reranker", "query": "q", "documents": []})
+    assert r.status_code == 400 and "documents" in r.text
+    r = httpx.post(stack.gateway_url + "/rerank", timeout=60, json={"model": "reranker", "query": "q", "documents": ["d"]})
+    assert r.status_code == 401
+
+
+def test_models_lists_both(client):
+    assert {"embedder", "reranker"} <= {m.id for m in client.models.list()}
