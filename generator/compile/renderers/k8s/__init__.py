@@ -5,6 +5,7 @@
     k8s/gateway.yaml         LiteLLM Deployment + Service
     k8s/gateway/*            config.yaml (api_base = each model's Service) and the two hook modules
     k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy
+    k8s/redis.yaml           when the stack needs a Redis (plan.redis): Deployment, Service, NetworkPolicy
     k8s/monitoring.yaml      with metrics.k8s.service_monitor: ServiceMonitors (Prometheus Operator) + metrics Service
     k8s/secrets.env          the keys (git-ignored, mode 600, made by the CLI; never in a manifest)
 
@@ -25,6 +26,7 @@ from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .monitoring import MONITORING_FILE, monitoring_objects
 from .objects import GATEWAY, KEYS_SECRET, PART_OF
+from .redis import REDIS_FILE, redis_objects
 
 K8S_DIR = "k8s"
 SECRETS_FILE = "secrets.env"  # read by kustomize's secretGenerator, relative to k8s/
@@ -83,6 +85,8 @@ def k8s_files(plan: Plan) -> dict[str, str]:
     models = {f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, backend_objects(m, plan)) for m in plan.models}
     if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
         models[f"{K8S_DIR}/{MONITORING_FILE}"] = documents(plan, monitoring_objects(plan))
+    if plan.redis:
+        models[f"{K8S_DIR}/{REDIS_FILE}"] = documents(plan, redis_objects(plan))
     root = len(K8S_DIR) + 1
     return {
         f"{K8S_DIR}/kustomization.yaml": _header(plan) + dump_yaml(

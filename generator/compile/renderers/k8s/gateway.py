@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ....operate.gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env
+from ....operate.gateway_process import (
+    CONFIG_DIR,
+    GATEWAY_METRICS_PORT,
+    gateway_args,
+    gateway_command,
+    gateway_env,
+    redis_env,
+)
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (
@@ -43,6 +50,9 @@ def deployment(plan: Plan) -> dict:
     env = [key_ref(g.master_key_env, g.master_key_env)]
     env += [key_ref(m.api_key_env, m.api_key_env) for m in plan.models]
     env += [{"name": k, "value": v} for k, v in gateway_env(g).items()]
+    if plan.redis:  # the stack's Redis Service (k8s/redis.yaml)
+        env += [{"name": k, "value": v} for k, v in redis_env(plan.redis.service, plan.redis.port).items()]
+        env.append(key_ref(plan.redis.password_env, plan.redis.password_env))
     container = {
         "name": "litellm",
         "image": g.image,

@@ -11,7 +11,7 @@ GATEWAY = "litellm"  # the gateway's Deployment and Service (a reserved model na
 def labels(component: str, instance: str) -> dict[str, str]:
     """Recommended labels; `instance` is the model's name in models.yml (or `litellm`)."""
     return {
-        "app.kubernetes.io/name": "litellm" if component == "gateway" else "vllm",
+        "app.kubernetes.io/name": {"gateway": "litellm", "redis": "redis"}.get(component, "vllm"),
         "app.kubernetes.io/instance": instance,
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/part-of": PART_OF,
