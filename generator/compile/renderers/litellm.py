@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from pathlib import Path
 from typing import Callable
 
 from ...operate.gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, START_MODULE
 from ..plan import ModelPlan, Plan
-from .text import header
+from .text import header, json_header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
 # every module of generator/operate/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "gateway_backends", "gateway_start", "gateway_status",
-                   "graceful_shutdown", HOOK_MODULE, "request_guard", "request_shapes")
+                   "graceful_shutdown", HOOK_MODULE, "people", "request_guard", "request_shapes")
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "operate" / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -28,6 +29,25 @@ def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make
     where LiteLLM loads them by path; they find each other through their own folder."""
     return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
             for mod in GATEWAY_MODULES}
+
+
+PEOPLE_FILE = "people.json"  # beside config.yaml; gateway_hooks/people.py reads it again whenever it changes
+
+
+def people_policy(plan: Plan) -> dict:
+    """models.yml `people:` as the gateway reads it: names, models, limits; no key, no hash (those are in
+    people-keys.json, written from the keys file: generator/operate/keys.py)."""
+    return {p.name: {"models": list(p.models) if p.models is not None else None, "rpm": p.rpm, "tpm": p.tpm,
+                     "parallel": p.parallel, "tokens_per_day": p.tokens_per_day, "tokens_per_month": p.tokens_per_month}
+            for p in plan.people}
+
+
+def people_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
+    """{folder/people.json: text} when models.yml has `people:`; nothing otherwise."""
+    if not plan.people:
+        return {}
+    doc = {**json_header(plan, regenerate), "people": people_policy(plan)}
+    return {f"{folder}/{PEOPLE_FILE}": json.dumps(doc, indent=2) + "\n"}
 
 
 def supervisor_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
@@ -128,6 +148,8 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     # metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}", "prometheus"]
+    if any(p.tokens_per_day or p.tokens_per_month for p in plan.people):
+        litellm_settings["callbacks"].append("people.budget_counter")  # counts tokens against their budgets
     general_settings: dict = {
         "master_key": f"os.environ/{g.master_key_env}",
         "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body

@@ -48,10 +48,11 @@ from rich.table import Table
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
-from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, render_litellm, supervisor_file
+from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, people_file, render_litellm, supervisor_file
 from ...compile.renderers.on_demand import controller_config
 from ...compile.renderers.text import dump_yaml, header
 from ..gateway_process import gateway_args, gateway_env, metrics_env, redis_env
+from ..keys import write_hashes
 from . import redis
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
@@ -152,12 +153,14 @@ class LocalStack:
         """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
         api_base = api_base or local_api_base
         return {LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
-                **gateway_modules(self.plan), **supervisor_file(self.plan)}
+                **gateway_modules(self.plan), **people_file(self.plan), **supervisor_file(self.plan)}
 
     def write_gateway_config(self, api_base: Callable[[ModelPlan], str] | None = None) -> Path:
         for rel, text in self.gateway_files(api_base).items():
             (self.state_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.state_dir / rel).write_text(text)
+        if self.plan.people:  # the hashes of the keys `make key LOCAL=1` keeps in STATE_DIR/.env
+            write_hashes(self.plan, self.env_path, (self.state_dir / LITELLM_FILE).parent)
         return self.state_dir / LITELLM_FILE
 
     @functools.cached_property  # the plan and paths are fixed per stack: rendered once, not at every spawn

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ....errors import ConfigError, Problem
 from ...load.schema import VLLM_IMAGE
 from ...plan import Plan
-from ..litellm import gateway_modules, render_litellm
+from ..litellm import gateway_modules, people_file, render_litellm
 from ..target import Target
 from ..text import dump_yaml, header
 from .backend import backend_objects, backend_problems, local_weights
@@ -65,7 +65,7 @@ def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -
 def gateway_config(plan: Plan) -> dict[str, str]:
     """k8s/gateway/: the LiteLLM config with Service DNS names, and the hook modules it imports."""
     return {f"{K8S_DIR}/gateway/config.yaml": _header(plan) + dump_yaml(render_litellm(plan, service_api_base)),
-            **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE)}
+            **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE), **people_file(plan, f"{K8S_DIR}/gateway", REGENERATE)}
 
 
 def on_demand_problems(plan: Plan) -> list[Problem]:
