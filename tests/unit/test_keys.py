@@ -1,0 +1,112 @@
+"""`make key`: a person's key alone on stdout, kept in the keys file, only its hash for the gateway; the guard's
+key directory (gateway_hooks/people.py) reads the files again when they change."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.operate.gateway_hooks import people as hook
+from generator.operate.gateway_hooks.people import Directory, key_hash, model_problem, periods
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = """
+gateway: {port: 4000}
+people:
+  ann: {models: [reasoner], rpm: 10}
+  ci-bot:
+reasoner:
+  gpus: []
+  command: vllm serve .cache/demo-models/reasoner --max-model-len 2048
+"""
+
+
+def make_key(models: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "key", f"MODELS={models}", f"OUT={out}", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_make_key_prints_the_key_alone_and_the_gateway_gets_its_hash(write, tmp_path):
+    models = write(MODELS)
+    first = make_key(models, tmp_path, "NAME=ann")
+    assert first.returncode == 0, first.stderr
+    key = first.stdout.strip()
+    assert first.stdout == key + "\n" and len(key) >= 40
+    env = tmp_path / "compose/.env"
+    assert f"PERSON_KEY_ANN={key}" in env.read_text() and stat.S_IMODE(env.stat().st_mode) == 0o600
+    hashes = json.loads((tmp_path / "litellm/people-keys.json").read_text())
+    assert hashes == {key_hash(key): "ann"}
+    assert make_key(models, tmp_path, "NAME=ann").stdout.strip() == key  # the same key again
+    rotated = make_key(models, tmp_path, "NAME=ann", "ROTATE=1").stdout.strip()
+    assert rotated != key and json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {key_hash(rotated): "ann"}
+    revoked = make_key(models, tmp_path, "NAME=ann", "REVOKE=1")
+    assert revoked.returncode == 0 and revoked.stdout == ""
+    assert json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {}
+    assert "PERSON_KEY_ANN" not in env.read_text()
+
+
+def test_an_unknown_name_is_exit_2_with_a_hint(write, tmp_path):
+    r = make_key(write(MODELS), tmp_path, "NAME=an")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "people.an: no such person; did you mean 'ann'?" in r.stderr
+
+
+def test_regenerate_keeps_only_the_hashes_of_people_models_yml_still_has(write, tmp_path):
+    from generator.cli import main
+
+    models = write(MODELS)
+    key = make_key(models, tmp_path, "NAME=ci-bot").stdout.strip()
+    assert main(["--models", str(models), "--out", str(tmp_path), "-q"]) == 0
+    assert json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {key_hash(key): "ci-bot"}
+    assert main(["--models", str(write(MODELS.replace("  ci-bot:\n", ""))), "--out", str(tmp_path), "-q"]) == 0
+    assert json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {}
+    policy = json.loads((tmp_path / "litellm/people.json").read_text())
+    assert policy["people"] == {"ann": {"models": ["reasoner"], "rpm": 10, "tpm": None, "parallel": None,
+                                        "tokens_per_day": None, "tokens_per_month": None}}
+    assert key not in (tmp_path / "litellm/config.yaml").read_text()
+
+
+def test_the_directory_reloads_changed_files_and_ignores_a_broken_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(hook, "RELOAD_EVERY", 0)
+    (tmp_path / "people.json").write_text(json.dumps({"people": {"ann": {"models": ["a"], "rpm": 3}}}))
+    (tmp_path / "people-keys.json").write_text(json.dumps({key_hash("k1"): "ann", key_hash("k2"): "gone"}))
+    d = Directory(str(tmp_path))
+    assert d.who("Bearer k1").name == "ann" and d.who("k1").rpm == 3
+    assert d.who("k2") is None and d.who("") is None and d.who(None) is None and d.who("Bearer ") is None
+    (tmp_path / "people-keys.json").write_text("{half")  # a broken file: the last good one stays
+    assert d.who("k1").name == "ann"
+    (tmp_path / "people-keys.json").write_text(json.dumps({}))
+    assert d.who("k1") is None
+
+
+def test_model_problem_names_the_model_and_the_allowed_ones():
+    p = hook.Person("ann", frozenset({"a", "b"}), None, None, None, None, None)
+    assert model_problem(p, "a") is None
+    assert "'c'" in model_problem(p, "c") and "(a, b)" in model_problem(p, "c")
+    assert model_problem(p._replace(models=None), "c") is None
+
+
+def test_budget_periods_end_at_utc_midnight_and_the_first_of_the_month():
+    import datetime as dt
+
+    spans = periods(dt.datetime(2026, 12, 31, 23, 59, 30, tzinfo=dt.timezone.utc))
+    assert spans["day"] == ("2026-12-31", 31) and spans["month"] == ("2026-12", 31)
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("people: {ann: {models: [reasonr]}}", "people.ann.models.0: 'reasonr' is not a model of this file; did you mean 'reasoner'?"),
+    ("people: {ann: {rpmm: 3}}", "people.ann.rpmm: unknown field 'rpmm'; did you mean 'rpm'?"),
+    ("people: {Ann: {rpm: 3}}", "people.Ann"),
+    ("people: {ann: {rpm: 0}}", "people.ann.rpm"),
+    ("people: {ann: {models: []}}", "people.ann.models"),
+    ("people: {ann: {tpm: yes}}", "people.ann.tpm"),
+])
+def test_people_syntax_errors_name_the_field(problems, text, problem):
+    found = problems(MODELS.split("people:")[0] + MODELS.split("ci-bot:\n")[1] + text + "\n")
+    assert any(problem in p for p in found), found
