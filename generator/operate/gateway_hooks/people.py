@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from typing import Any, NamedTuple
@@ -211,11 +212,12 @@ def _budget_counter() -> Any:
             try:
                 payload = kwargs.get("standard_logging_object") or {}
                 name = (payload.get("metadata") or {}).get("user_api_key_alias")
+                DIRECTORY.refresh()  # LiteLLM loads this module by path: its own copy, not the guard's
                 person = DIRECTORY.people.get(name) if isinstance(name, str) else None
                 if person is not None and budgets(person):
                     await add_tokens(person.name, int(payload.get("total_tokens") or 0))
-            except Exception:  # noqa: BLE001  counting must never break an answer already given
-                pass
+            except Exception as exc:  # noqa: BLE001  counting must never break an answer already given
+                print(f"people: could not count tokens: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     return BudgetCounter()
 
