@@ -132,3 +132,23 @@ def test_the_budget_counter_adds_a_persons_tokens_in_a_copy_loaded_by_path(tmp_p
         payload = {"metadata": {"user_api_key_alias": alias}, "total_tokens": tokens}
         asyncio.run(copy.budget_counter.async_log_success_event({"standard_logging_object": payload}, None, None, None))
     assert added == [("bob", 7)]
+
+
+def test_kubernetes_gets_the_hashes_as_a_secret_of_their_own(write, tmp_path):
+    import yaml
+
+    from generator.cli import main
+
+    models = write(MODELS)
+    assert main(["k8s", "--models", str(models), "--out", str(tmp_path), "-q"]) == 0
+    key = make_key(models, tmp_path, "NAME=ann", "K8S=1").stdout.strip()
+    assert f"PERSON_KEY_ANN={key}" in (tmp_path / "k8s/secrets.env").read_text()
+    assert json.loads((tmp_path / "k8s/people-keys.json").read_text()) == {key_hash(key): "ann"}
+    kustomization = yaml.safe_load((tmp_path / "k8s/kustomization.yaml").read_text())
+    assert {"name": "llm-gateway-people", "files": ["people-keys.json"], "type": "Opaque"} in kustomization["secretGenerator"]
+    gateway = yaml.safe_load_all((tmp_path / "k8s/gateway.yaml").read_text())
+    pod = next(d for d in gateway if d and d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert {"name": "people", "secret": {"secretName": "llm-gateway-people"}} in pod["volumes"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["GATEWAY_PEOPLE_KEYS"] == "/etc/litellm-people/people-keys.json"
+    assert key not in "".join(p.read_text() for p in (tmp_path / "k8s").rglob("*") if p.is_file() and p.name != "secrets.env")

@@ -25,7 +25,8 @@ from .backend import backend_objects, backend_problems, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .monitoring import MONITORING_FILE, monitoring_objects
-from .objects import GATEWAY, KEYS_SECRET, PART_OF
+from ....operate.gateway_hooks.people import KEYS_FILE
+from .objects import GATEWAY, KEYS_SECRET, PART_OF, PEOPLE_SECRET
 from .redis import REDIS_FILE, redis_objects
 
 K8S_DIR = "k8s"
@@ -58,7 +59,9 @@ def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -
         "resources": ["namespace.yaml", "gateway.yaml", *model_files],
         # generated names get a hash of their content: a new key or config rolls the pods that use it
         "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}],
-        "secretGenerator": [{"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"}],
+        "secretGenerator": [{"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"},
+                            # hashes of people's keys (make key K8S=1 / make k8s write it): a new one rolls the gateway
+                            *([{"name": PEOPLE_SECRET, "files": [KEYS_FILE], "type": "Opaque"}] if plan.people else [])],
     }
 
 

@@ -10,10 +10,12 @@ from ....operate.gateway_process import (
     gateway_env,
     redis_env,
 )
+from ....operate.gateway_hooks.people import KEYS_FILE
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (
     GATEWAY,
+    PEOPLE_SECRET,
     container_security,
     http_probe,
     key_ref,
@@ -23,6 +25,7 @@ from .objects import (
     selector,
 )
 
+PEOPLE_DIR = "/etc/litellm-people"  # the people Secret's mount (its file: people-keys.json)
 CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s/gateway/
 SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
 # bench/README.md: one worker's RSS was 323 MB at start and 362 MB at peak over a 10-minute soak
@@ -53,6 +56,12 @@ def deployment(plan: Plan) -> dict:
     if plan.redis:  # the stack's Redis Service (k8s/redis.yaml)
         env += [{"name": k, "value": v} for k, v in redis_env(plan.redis.service, plan.redis.port).items()]
         env.append(key_ref(plan.redis.password_env, plan.redis.password_env))
+    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes: list[dict] = [{"name": "config", "configMap": {"name": CONFIG_MAP}}]
+    if plan.people:  # the hashes of people's keys, from their own Secret (never in the ConfigMap)
+        env.append({"name": "GATEWAY_PEOPLE_KEYS", "value": f"{PEOPLE_DIR}/{KEYS_FILE}"})
+        mounts.append({"name": "people", "mountPath": PEOPLE_DIR, "readOnly": True})
+        volumes.append({"name": "people", "secret": {"secretName": PEOPLE_SECRET}})
     container = {
         "name": "litellm",
         "image": g.image,
@@ -63,7 +72,7 @@ def deployment(plan: Plan) -> dict:
         "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
                   {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
         "env": env,
-        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+        "volumeMounts": mounts,
         "resources": resources(g.workers),
         "startupProbe": http_probe("/health/liveliness", 5, 5, 36),  # up to 3 minutes to import LiteLLM
         "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
@@ -80,8 +89,7 @@ def deployment(plan: Plan) -> dict:
             "template": {
                 "metadata": {"labels": labels("gateway", GATEWAY),
                              **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled))},
-                "spec": {**pod_defaults(), "containers": [container],
-                         "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}]},
+                "spec": {**pod_defaults(), "containers": [container], "volumes": volumes},
             },
         },
     }
