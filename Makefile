@@ -53,8 +53,12 @@ check: venv ## fail if the generated files are stale (k8s/ and clients/ too, whe
 schema: venv ## generator/compile/load/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
 	$(PY) -m generator.compile.schema_docs
 
-clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents
+clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents; NAME=ann: clients/people/ann/ with ann's key
+ifdef NAME
+	@$(PY) -m generator.operate.keys --clients --name "$(NAME)" --models $(MODELS) --out $(OUT) $(if $(LOCAL),--state-dir .cache/local-stack)
+else
 	$(PY) -m generator clients --models $(MODELS) --out $(OUT)
+endif
 
 agents: venv ## install the pinned coding agents (opencode, Claude Code, Codex) into .cache/agents (npm)
 	$(PY) -m tests.integration.agents.install

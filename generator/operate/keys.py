@@ -22,6 +22,7 @@ from pathlib import Path
 from ..compile.load.loader import load_plan
 from ..compile.output import ensure_env_file, read_env_file
 from ..compile.plan import PersonPlan, Plan
+from ..compile.renderers.clients import person_clients
 from ..compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE, ENV_HEADER as K8S_ENV_HEADER, K8S_DIR
 from ..compile.renderers.stack import ENV_FILE, ENV_HEADER
 from ..errors import ConfigError, Problem, print_problems
@@ -90,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--state-dir", type=Path, help="the local stack's state dir (make demo: .cache/local-stack)")
     where.add_argument("--k8s", action="store_true", help="k8s/secrets.env and the hashes for the Kubernetes Secret")
+    ap.add_argument("--clients", action="store_true", help="write clients/people/NAME/ (agents' configs carrying "
+                    "the key, mode 600) instead of printing the key")
     args = ap.parse_args(argv)
     from rich.console import Console
 
@@ -114,6 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     key = person_key(keys_file, person, header, rotate=args.rotate)
     path = write_hashes(plan, keys_file, gateway_dir)
     console.print(f"{person.name}: key in {keys_file} ({person.key_env}); its hash in {path}", soft_wrap=True)
+    if args.clients:
+        try:
+            files = person_clients(plan, person, key)
+        except ConfigError as exc:
+            print_problems(exc, console)
+            return 2
+        for rel, text in files.items():
+            target = args.out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.chmod(tmp, 0o600)  # they carry the key
+            os.replace(tmp, target)
+        console.print(f"wrote {', '.join(files)} (mode 600, git-ignored: they carry {person.name}'s key)", soft_wrap=True)
+        return 0
     print(key)
     return 0
 

@@ -152,3 +152,27 @@ def test_kubernetes_gets_the_hashes_as_a_secret_of_their_own(write, tmp_path):
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["GATEWAY_PEOPLE_KEYS"] == "/etc/litellm-people/people-keys.json"
     assert key not in "".join(p.read_text() for p in (tmp_path / "k8s").rglob("*") if p.is_file() and p.name != "secrets.env")
+
+
+def test_make_clients_name_writes_configs_carrying_the_persons_key_and_never_the_masters(tmp_path):
+    import shutil
+    import tomllib
+
+    models = tmp_path / "models.yml"
+    shutil.copy(ROOT / "examples/cpu-demo/models.yml", models)
+    r = subprocess.run(["make", "-s", "clients", "NAME=ann", f"MODELS={models}", f"OUT={tmp_path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    env = (tmp_path / "compose/.env").read_text()
+    key = next(line.split("=", 1)[1] for line in env.splitlines() if line.startswith("PERSON_KEY_ANN="))
+    folder = tmp_path / "clients/people/ann"
+    files = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+    assert set(files) == {"opencode.json", "claude-code.env", "codex/config.toml", "codex/key.env",
+                          "codex/reasoner.config.toml"}  # ann may use the reasoner only
+    for p in files.values():
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600 and "LITELLM_MASTER_KEY" not in p.read_text()
+    assert json.loads(files["opencode.json"].read_text())["provider"]["llm-gateway"]["options"]["apiKey"] == key
+    assert f"ANTHROPIC_AUTH_TOKEN={key}" in files["claude-code.env"].read_text()
+    codex = tomllib.loads(files["codex/config.toml"].read_text())
+    assert codex["model_providers"]["llm-gateway"]["env_key"] == "PERSON_KEY_ANN" and codex["model"] == "reasoner"
+    assert f"export PERSON_KEY_ANN={key}" in files["codex/key.env"].read_text()
