@@ -2,7 +2,8 @@
 with its own Redis and the gateway's workers share one count): 401 / 403 / 429 semantics, LiteLLM's limiter
 over every worker, changes without restart, and the key never showing up in logs, metrics or bodies.
 
-ann: {models: [reasoner], rpm: 10}; bob: {parallel: 2, tokens_per_day: 1000000} (every model)."""
+ann: {models: [reasoner], rpm: 10}; bob: {parallel: 2, tokens_per_day: 1000000} (every model);
+ci-bot: {models: [tool-caller], tpm: 2000}."""
 
 from __future__ import annotations
 
@@ -133,6 +134,50 @@ def test_rpm_is_counted_once_over_every_gateway_worker(gateway, people):
             assert int(r.headers["retry-after"]) > 0
             assert people["ann"] not in r.text and key_hash(people["ann"]) not in r.text
     assert status(gateway, gateway.key, "reasoner") == 200
+
+
+def test_tpm_stops_a_person_once_the_minutes_tokens_are_used(gateway, people):
+    """ci-bot (tpm 2000): requests one after another are answered until the tokens the backends counted this minute
+    reach the limit, then 429 with Retry-After; counted once over every worker."""
+    fresh_window(gateway, "ci-bot")
+    client = httpx.Client(timeout=120)
+    used, codes = 0, []
+    prompt = "weather " * 150
+    for _ in range(40):
+        r = client.post(f"{gateway.url}/chat/completions", json=chat("tool-caller", prompt, max_tokens=16),
+                        headers={"authorization": f"Bearer {people['ci-bot']}"})
+        codes.append(r.status_code)
+        if r.status_code != 200:
+            break
+        used += r.json()["usage"]["total_tokens"]
+    assert codes[-1] == 429 and set(codes[:-1]) == {200}, codes
+    assert used >= 2000, used  # not refused before the limit was reached
+    assert int(r.headers["retry-after"]) > 0 and people["ci-bot"] not in r.text
+    print(f"tpm 2000: {len(codes) - 1} answered ({used} tokens), then 429")
+
+
+def test_a_used_up_token_budget_is_429_until_the_period_ends(gateway, people):
+    """bob's day (tokens_per_day 1,000,000): with the day's counter at the budget (set in the stack's Redis, as
+    a day of use would leave it) his next request is a 429 whose Retry-After is the rest of the UTC day."""
+    import datetime as dt
+
+    from generator.operate.gateway_hooks.people import budget_key, periods
+
+    day, left = periods(dt.datetime.now(dt.timezone.utc))["day"]
+    key = budget_key("bob", "day", day)
+    r = redis_client(gateway)
+    before = int(r.get(key) or 0)
+    r.set(key, 1_000_000)
+    try:
+        answer = httpx.post(f"{gateway.url}/chat/completions", json=chat("reasoner"),
+                            headers={"authorization": f"Bearer {people['bob']}"}, timeout=60)
+        assert answer.status_code == 429, answer.text
+        assert "per day" in answer.json()["error"]["message"]
+        assert 0 < int(answer.headers["retry-after"]) <= left + 1
+        assert status(gateway, gateway.key, "reasoner") == 200  # the master key has no budget
+    finally:
+        r.set(key, before)
+    assert status(gateway, people["bob"], "reasoner") == 200
 
 
 def test_parallel_requests_over_the_limit_are_429(gateway, people):
