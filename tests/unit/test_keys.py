@@ -176,3 +176,14 @@ def test_make_clients_name_writes_configs_carrying_the_persons_key_and_never_the
     codex = tomllib.loads(files["codex/config.toml"].read_text())
     assert codex["model_providers"]["llm-gateway"]["env_key"] == "PERSON_KEY_ANN" and codex["model"] == "reasoner"
     assert f"export PERSON_KEY_ANN={key}" in files["codex/key.env"].read_text()
+
+
+def test_the_dashboard_has_a_people_row_only_with_people(plan):
+    from generator.compile.renderers.dashboard import dashboard, queries
+
+    with_people = dashboard(plan(MODELS + "metrics: {grafana: {enabled: true}}\n"))
+    rows = [p["title"] for p in with_people["panels"] if p["type"] == "row"]
+    assert "People" in rows
+    assert any("api_key_alias" in expr and "litellm_output_tokens_metric_total" in expr for _, expr in queries(with_people))
+    without = dashboard(plan(MODELS.split("people:")[0] + MODELS.split("ci-bot:\n")[1]))
+    assert "People" not in [p["title"] for p in without["panels"] if p["type"] == "row"]
