@@ -84,6 +84,21 @@ async def respond(send: Send, api: str | None, status: int, message: str, param:
     await send({"type": "http.response.body", "body": body})
 
 
+LIMIT_WINDOW = "60"  # seconds: LiteLLM's rpm/tpm windows are a minute
+
+
+def with_retry_after(send: Send) -> Send:
+    """LiteLLM's limiter answers 429 with Retry-After on chat, but some APIs' error paths (e.g. /v1/messages) drop
+    its headers: a 429 without one gets the window's length, so every API tells a client when to come back."""
+    async def wrapped(message: dict) -> None:
+        if message.get("type") == "http.response.start" and message.get("status") == 429:
+            headers = list(message.get("headers") or [])
+            if not any(k.lower() == b"retry-after" for k, _ in headers):
+                message = {**message, "headers": [*headers, (b"retry-after", LIMIT_WINDOW.encode())]}
+        await send(message)
+    return wrapped
+
+
 class ClientGone(Exception):
     pass
 
@@ -248,7 +263,7 @@ class RequestGuard:
             return await receive()
 
         scope[CHECKED] = True
-        return await self.app(scope, replay, send)
+        return await self.app(scope, replay, with_retry_after(send))
 
     async def check(self, scope: dict, receive: Receive, api: str) -> tuple[Refusal | None, bytes]:
         headers = dict(scope.get("headers") or [])

@@ -114,24 +114,33 @@ def test_a_model_not_theirs_is_403_naming_the_model_and_no_secret(gateway, peopl
     assert [m["id"] for m in listed["data"]] == ["reasoner"]
 
 
-def test_rpm_is_counted_once_over_every_gateway_worker(gateway, people):
-    """20 requests at once from ann (rpm 10), spread over the gateway's workers: exactly 10 answered, 10 are 429
-    with Retry-After; the master key is not limited meanwhile."""
+# one request per API the stack serves, the same person: all count against one rpm
+API_CALLS = (
+    ("/chat/completions", lambda: chat("reasoner")),
+    ("/completions", lambda: {"model": "reasoner", "prompt": "hi", "max_tokens": 4}),
+    ("/responses", lambda: {"model": "reasoner", "input": "hi", "max_output_tokens": 16}),
+    ("/messages", lambda: {"model": "reasoner", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}),
+)
+
+
+def test_rpm_is_counted_once_over_every_gateway_worker_and_every_api(gateway, people):
+    """20 requests at once from ann (rpm 10), spread over the gateway's workers and over chat, completions,
+    responses and messages: exactly 10 answered, 10 are 429 with Retry-After; the master key is not limited."""
     fresh_window(gateway, "ann")
 
     async def burst() -> list[httpx.Response]:
         limits = httpx.Limits(max_connections=20, max_keepalive_connections=0)  # new connections: any worker
         async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-            return await asyncio.gather(*(client.post(f"{gateway.url}/chat/completions", json=chat("reasoner"),
+            return await asyncio.gather(*(client.post(f"{gateway.url}{path}", json=body(),
                                                       headers={"authorization": f"Bearer {people['ann']}"})
-                                          for _ in range(20)))
+                                          for path, body in API_CALLS * 5))
 
     answers = asyncio.run(burst())
     codes = sorted(r.status_code for r in answers)
-    assert codes == [200] * 10 + [429] * 10, codes
+    assert codes == [200] * 10 + [429] * 10, [(r.request.url.path, r.status_code, r.text[:80]) for r in answers]
     for r in answers:
         if r.status_code == 429:
-            assert int(r.headers["retry-after"]) > 0
+            assert int(r.headers.get("retry-after", 0)) > 0, (r.request.url.path, dict(r.headers))
             assert people["ann"] not in r.text and key_hash(people["ann"]) not in r.text
     assert status(gateway, gateway.key, "reasoner") == 200
 
