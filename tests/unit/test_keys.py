@@ -187,3 +187,25 @@ def test_the_dashboard_has_a_people_row_only_with_people(plan):
     assert any("api_key_alias" in expr and "litellm_output_tokens_metric_total" in expr for _, expr in queries(with_people))
     without = dashboard(plan(MODELS.split("people:")[0] + MODELS.split("ci-bot:\n")[1]))
     assert "People" not in [p["title"] for p in without["panels"] if p["type"] == "row"]
+
+
+def test_a_429_without_retry_after_gets_the_limiters_window():
+    import asyncio
+
+    from tests.unit.test_gateway_hooks import load_like_litellm
+
+    guard = load_like_litellm("request_guard")
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def run():
+        wrapped = guard.with_retry_after(send)
+        await wrapped({"type": "http.response.start", "status": 429, "headers": [(b"content-type", b"x")]})
+        await wrapped({"type": "http.response.start", "status": 429, "headers": [(b"Retry-After", b"12")]})
+        await wrapped({"type": "http.response.start", "status": 200, "headers": []})
+
+    asyncio.run(run())
+    assert (b"retry-after", b"60") in sent[0]["headers"]
+    assert sent[1]["headers"] == [(b"Retry-After", b"12")] and sent[2]["headers"] == []
