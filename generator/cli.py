@@ -28,6 +28,7 @@ from .compile.output import (
 from .compile.renderers import TARGETS
 from .compile.summary import print_summary
 from .errors import ConfigError, print_problems
+from .operate.keys import write_hashes
 
 EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
 
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
     env_file, env_header = target.keys_file or (None, None)
     added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header) if env_file else []
+    if env_file and plan.people:  # the hashes of people's keys (make key) for the gateway, for the people still there
+        write_hashes(plan, args.out / env_file, args.out / Path(files_dir(target.name)))
     if not args.quiet:
         print_summary(plan, out, keys_file=env_file or ENV_FILE, url=target.gateway_url(plan) if target.gateway_url else None)
     for warning in target.warnings(plan):
@@ -90,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     if added:
         out.print(f"created {len(added)} new key(s) in {args.out / env_file} (mode 600, git-ignored)")
     return 0
+
+
+def files_dir(target: str) -> str:
+    """Where a target's gateway reads people-keys.json: beside config.yaml (compose, local) or k8s/ (a Secret)."""
+    return "k8s" if target == "k8s" else "litellm"
 
 
 if __name__ == "__main__":

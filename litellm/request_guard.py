@@ -37,7 +37,8 @@ import request_shapes as shapes  # noqa: E402
 # LiteLLM's Azure-style aliases name the model in the path (/openai/deployments/<model>/chat/completions)
 MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")
 CHECKED = "gateway_guard_checked"  # scope key: the middleware judged this request (custom auth need not)
-KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key", b"x-litellm-api-key")
+# LiteLLM's order: x-litellm-api-key wins over Authorization, then Azure's api-key, then Anthropic's x-api-key
+KEY_HEADERS = (b"x-litellm-api-key", b"authorization", b"api-key", b"x-api-key")
 # when the config names no limits (a hand-written config). LiteLLM's own max_request_size_mb is enterprise-only;
 # a 128K-token prompt is well under 1 MiB of text
 DEFAULT_REQUEST_BYTES = 16 * 1024 * 1024
@@ -59,24 +60,44 @@ Receive = Callable[[], Awaitable[dict]]
 
 
 class Refusal(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status, self.message, self.param = status, message, param
+        self.status, self.message, self.param, self.headers = status, message, param, headers or {}
 
 
 def error_body(api: str | None, status: int, message: str, param: str | None) -> bytes:
     if api in ANTHROPIC_APIS:
-        kind = {401: "authentication_error", 413: "request_too_large"}.get(status, "invalid_request_error")
+        kind = {401: "authentication_error", 403: "permission_error", 413: "request_too_large",
+                429: "rate_limit_error"}.get(status, "invalid_request_error")
         return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
-    kind = {401: "auth_error"}.get(status, "invalid_request_error")
+    kind = {401: "auth_error", 403: "permission_error", 429: "rate_limit_error"}.get(status, "invalid_request_error")
     return json.dumps({"error": {"message": message, "type": kind, "param": param, "code": str(status)}}).encode()
 
 
-async def respond(send: Send, api: str | None, status: int, message: str, param: str | None = None) -> None:
+async def respond(send: Send, api: str | None, status: int, message: str, param: str | None = None,
+                  headers: dict[str, str] | None = None) -> None:
     body = error_body(api, status, message, param)
+    extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *extra]})
     await send({"type": "http.response.body", "body": body})
+
+
+LIMIT_WINDOW = "60"  # seconds: LiteLLM's rpm/tpm windows are a minute
+
+
+def with_retry_after(send: Send) -> Send:
+    """LiteLLM's limiter answers 429 with Retry-After on chat, but some APIs' error paths (e.g. /v1/messages) drop
+    its headers: a 429 without one gets the window's length, so every API tells a client when to come back."""
+    async def wrapped(message: dict) -> None:
+        if message.get("type") == "http.response.start" and message.get("status") == 429:
+            headers = list(message.get("headers") or [])
+            if not any(k.lower() == b"retry-after" for k, _ in headers):
+                message = {**message, "headers": [*headers, (b"retry-after", LIMIT_WINDOW.encode())]}
+        await send(message)
+    return wrapped
 
 
 class ClientGone(Exception):
@@ -184,24 +205,55 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
     return limits_problem(body, size, model_limits(body.get("model")))
 
 
-class RequestGuard:
-    """The middleware; `key_is_valid` is the guard's constant-time master key check, `key_problem` its 401 text."""
+Admit = Callable[[str | None, dict], Awaitable["Refusal | None"]]
 
-    def __init__(self, app: Any, key_is_valid: Callable[[str | None], bool], key_problem: str) -> None:
+
+async def _admit_all(key: str | None, body: dict) -> Refusal | None:
+    return None
+
+
+def key_of(headers: dict[bytes, bytes]) -> str | None:
+    """The key LiteLLM will read: the first of KEY_HEADERS the request has."""
+    for h in KEY_HEADERS:
+        if h in headers:
+            return headers[h].decode("latin-1")
+    return None
+
+
+class RequestGuard:
+    """The middleware; `key_is_valid` is the guard's constant-time key check (the master key or a person's),
+    `key_problem` its 401 text, `admit(key, body)` what the key's holder may ask (a person's models and budgets:
+    403/429), answered here, before LiteLLM, whose error path would hand the key to its failure callbacks."""
+
+    def __init__(self, app: Any, key_is_valid: Callable[[str | None], bool], key_problem: str,
+                 admit: Admit = _admit_all) -> None:
         self.app = app
         self.key_is_valid = key_is_valid
         self.key_problem = key_problem
+        self.admit = admit
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
-        api = shapes.api_of(scope.get("path", "")) if scope["type"] == "http" and scope.get("method") == "POST" else None
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        api = shapes.api_of(scope.get("path", "")) if scope.get("method") == "POST" else None
         if api is None:
+            # any other route: a key that is sent and unknown is a 401 here (LiteLLM's own 401 path would pass the
+            # key to its failure callbacks and metrics); no key at all is LiteLLM's to judge (public routes)
+            headers = dict(scope.get("headers") or [])
+            sent = [headers[h].decode("latin-1") for h in KEY_HEADERS if h in headers]
+            if sent and not any(self.key_is_valid(k) for k in sent):
+                try:
+                    await read_body(receive, -1)
+                except ClientGone:
+                    return None
+                return await respond(send, None, 401, self.key_problem)
             return await self.app(scope, receive, send)
         try:
             refusal, body = await self.check(scope, receive, api)
         except ClientGone:
             return None
         if refusal is not None:
-            return await respond(send, api, refusal.status, refusal.message, refusal.param)
+            return await respond(send, api, refusal.status, refusal.message, refusal.param, refusal.headers)
         replayed = False
 
         async def replay() -> dict:
@@ -212,6 +264,7 @@ class RequestGuard:
             return await receive()
 
         scope[CHECKED] = True
+        send = with_retry_after(send)
         if counters.enabled():
             send = counted(send, model_of(scope))
         return await self.app(scope, replay, send)
@@ -243,6 +296,12 @@ class RequestGuard:
             refusal = judge(api, data, size) or litellm_refusal(data, path)
         except Exception:  # noqa: BLE001  never break a request on our own failure: LiteLLM judges it
             return None, body
+        if refusal is None and isinstance(data, dict):
+            try:
+                refusal = await self.admit(key_of(headers), data)
+            except Exception:  # noqa: BLE001  e.g. the stack's Redis is down: never let a person past their limits
+                refusal = Refusal(503, "the gateway cannot check this key's limits right now (its Redis does not "
+                                       "answer); try again shortly", None, {"retry-after": "5"})
         if refusal is None and not named_in_path(path):
             scope["parsed_body"] = (tuple(data.keys()), data)  # where LiteLLM looks before parsing the body itself
         return refusal, body
@@ -273,7 +332,8 @@ def named_in_path(path: str) -> bool:
     return MODEL_IN_PATH.search(path) is not None
 
 
-def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: Any = None) -> None:
+def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: Any = None,
+            admit: Admit = _admit_all) -> None:
     """Put the guard in front of LiteLLM's middlewares (once per process). The proxy app has started when LiteLLM
     loads custom auth (its lifespan loads the config), so the built middleware stack is wrapped in place."""
     if app is None:
@@ -283,6 +343,6 @@ def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: A
         return
     app.gateway_request_guard = True
     if app.middleware_stack is None:  # not started yet: the ordinary way
-        app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem)
+        app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem, admit=admit)
     else:
-        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem)
+        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem, admit)

@@ -44,6 +44,18 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
     return {**BASE_ENV, "LITELLM_LOG": g.log_level.upper(), **admin_env(g.admin_ui), **metrics_env(level=g.metrics)}
 
 
+# Where the gateway finds the stack's Redis (plan.redis): LiteLLM's own variable names; the password's variable is
+# plan.redis.password_env (REDIS_PASSWORD), a secret from the keys file. The config reads all three
+# (renderers/litellm.py: redis_settings).
+REDIS_HOST_ENV = "REDIS_HOST"
+REDIS_PORT_ENV = "REDIS_PORT"
+
+
+def redis_env(host: str, port: int) -> dict[str, str]:
+    """The gateway's Redis address (compose: the `redis` service; local: 127.0.0.1 and the port the runtime took)."""
+    return {REDIS_HOST_ENV: host, REDIS_PORT_ENV: str(port)}
+
+
 START_MODULE = "gateway_start"  # generator/shipped/gateway_hooks/gateway_start.py, shipped beside the hooks
 
 

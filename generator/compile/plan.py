@@ -195,6 +195,44 @@ class MetricsPlan:
 
 
 @dataclass(frozen=True)
+class PersonPlan:
+    """models.yml `people:` one entry: who may use which models, within which limits (None: no limit). The gateway
+    reads these from litellm/people.json; the person's key stays in the keys file, the gateway gets its hash."""
+
+    name: str
+    models: tuple[str, ...] | None = None  # served names (what clients send); None: every model
+    rpm: int | None = None
+    tpm: int | None = None
+    parallel: int | None = None
+    tokens_per_day: int | None = None
+    tokens_per_month: int | None = None
+    description: str = ""
+
+    @property
+    def counted(self) -> bool:
+        """Some limit of this person must be counted across gateway workers and replicas (in Redis)."""
+        return any(v is not None for v in (self.rpm, self.tpm, self.parallel, self.tokens_per_day,
+                                           self.tokens_per_month))
+
+    @property
+    def key_env(self) -> str:
+        """The variable of the keys file that holds this person's key (never given to the gateway)."""
+        return "PERSON_KEY_" + self.name.upper().replace("-", "_")
+
+
+@dataclass(frozen=True)
+class RedisPlan:
+    """The stack's Redis: state the gateway's workers (and replicas) share, e.g. rate-limit counters. In the plan
+    only when the stack needs it (loader.needs_redis). Reached by the gateway through REDIS_HOST / REDIS_PORT /
+    REDIS_PASSWORD (gateway_process.redis_env); never published on the host."""
+
+    image: str  # compose and Kubernetes (gateway.redis_image); the local runtime runs Debian's redis-server
+    port: int = 6379  # in the stack (compose service, Kubernetes Service); the local runtime takes a free port
+    password_env: str = "REDIS_PASSWORD"  # in the keys file, like the other secrets
+    service: str = "redis"  # compose service / Kubernetes Service name (the gateway's REDIS_HOST)
+
+
+@dataclass(frozen=True)
 class Plan:
     source: str  # models.yml path as given; named in every generated header
     source_digest: str  # sha256 of models.yml
@@ -205,6 +243,8 @@ class Plan:
     notes: tuple[str, ...] = field(default=())  # informational lines for the summary (e.g. assumed GPU memory)
     metrics: MetricsPlan = MetricsPlan(enabled=False)
     controller: ControllerPlan | None = None  # set when some model is on demand
+    people: tuple[PersonPlan, ...] = ()  # models.yml order
+    redis: RedisPlan | None = None  # set when the stack needs a Redis (loader.needs_redis)
 
     @property
     def on_demand(self) -> tuple[ModelPlan, ...]:
@@ -228,4 +268,6 @@ class Plan:
     @property
     def secret_envs(self) -> tuple[str, ...]:
         grafana = (self.metrics.grafana.password_env,) if self.grafana else ()
-        return tuple(dict.fromkeys((self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana)))
+        redis = (self.redis.password_env,) if self.redis else ()
+        return tuple(dict.fromkeys((self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana,
+                                    *redis)))

@@ -47,6 +47,7 @@ SECTIONS: dict[str, str] = {
     "Grafana": "metrics.grafana",
     "MetricsK8s": "metrics.k8s",
     "Controller": "on_demand",
+    "Person": "people.<name>",
 }
 ALSO = {"LitellmParams": "defaults.litellm", "OnDemand": "defaults.on_demand", "ModelK8s": "defaults.k8s",
         "Media": "defaults.media", "Limits": "defaults.limits"}

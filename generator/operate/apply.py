@@ -25,6 +25,7 @@ import yaml
 from rich.console import Console
 
 from ..compile.load.loader import load_plan
+from .keys import write_hashes
 from ..compile.output import ENV_FILE, ensure_env_file, read_env_file, remove_orphans, render_files, write_files
 from ..compile.renderers import COMPOSE_FILE
 from ..compile.renderers.compose import ON_DEMAND_PROFILE
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))  # the supervisor's lines after this
     written = write_files(files, args.out) + [f"(removed) {r}" for r in remove_orphans(files, args.out)]
     added = ensure_env_file(env_path, plan.secret_envs, ENV_HEADER)
+    if plan.people:  # people's key hashes for the people still in models.yml: the gateway reads them within seconds
+        write_hashes(plan, env_path, args.out / GATEWAY_DIR)
     out.print(f"wrote {', '.join(written) or 'nothing (files were current)'}", soft_wrap=True)
     if added:
         out.print(f"added key(s) to {env_path}: {', '.join(added)}")

@@ -143,8 +143,9 @@ def config_changes(old_text: str, new_text: str) -> list[str]:
 def gateway_file_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
     """The gateway's folder ({file name: text}), generated headers left out (as its supervisor does)."""
     lines = config_changes(content(old.get("config.yaml", "")), content(new.get("config.yaml", "")))
-    for name in sorted(set(old) | set(new)):
-        if name != "config.yaml" and content(old.get(name, "")) != content(new.get(name, "")):
+    # what the supervisor reloads for (config.yaml, *.py); people.json and people-keys.json are read live
+    for name in sorted(n for n in set(old) | set(new) if n.endswith(".py")):
+        if content(old.get(name, "")) != content(new.get(name, "")):
             lines.append(f"module {name} {'added' if name not in old else 'removed' if name not in new else 'changed'}")
     return lines
 

@@ -236,7 +236,39 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
             "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(model, 0.0) if gm_after else None,
             "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0) if gm_after else None,
         })
-    return {"gateway": gateway, "models": models}
+    return {"gateway": gateway, "models": models, "people": usage(gm_after, gw_after.get("budgets") or {})}
+
+
+def usage(metrics: dict, budgets: dict) -> list[dict]:
+    """One row per person and model (models.yml people:): requests and tokens in/out since the gateway started
+    (LiteLLM's counters, labelled with the person's name), and the token budget used this UTC day / month."""
+    rows = []
+    for person, models in (metrics.get("people") or {}).items():
+        for model, c in models.items():
+            rows.append({"person": person, "model": model, **{k: c.get(k, 0.0) for k in
+                                                              ("requests", "input_tokens", "output_tokens")}})
+    for person, b in budgets.items():
+        rows.append({"person": person, "model": "(budget)", "tokens_today": b.get("day"),
+                     "tokens_this_month": b.get("month"), "limits": b.get("limits")})
+    return rows
+
+
+def render_usage(rep: dict) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False, title="usage per person since the gateway started",
+                  title_justify="left", title_style="bold")
+    table.add_column("person", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    for name in ("requests", "tokens in", "tokens out"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rep.get("people") or []:
+        if r["model"] == "(budget)":
+            limits = r.get("limits") or {}
+            text = ", ".join(f"{r['tokens_today' if p == 'day' else 'tokens_this_month']} of {v} tokens this {p}"
+                             for p, v in limits.items())
+            table.add_row(r["person"], Text("budget (UTC)", style="dim"), "", "", text)
+        else:
+            table.add_row(r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"]))
+    return table
 
 
 def healthy(rep: dict) -> bool:
@@ -278,6 +310,8 @@ def render(rep: dict) -> Group | Text:
     notes = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"] if m["state"] not in ("healthy", "loaded")]
     if g.get("error"):
         notes.insert(0, Text(g["error"], style="red" if g["state"] != "healthy" else "dim"))
+    if rep.get("people"):
+        notes.append(render_usage(rep))
     return Group(head, table, *notes)
 
 
@@ -298,6 +332,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
     mode.add_argument("--json", action="store_true", help="print JSON for scripts")
+    mode.add_argument("--usage", action="store_true", help="only the table per person and model (make usage)")
     return ap.parse_args(argv)
 
 
@@ -334,6 +369,10 @@ def main(argv: list[str] | None = None) -> int:
         rep = report(before if before and "error" not in before else None, after, target)
     if args.json:
         print(json.dumps(rep, indent=1))
+    elif args.usage:
+        Console(highlight=False).print(render_usage(rep) if rep.get("people") else
+                                       Text("no usage by people yet (models.yml people:, make key NAME=...)"))
+        return 0 if rep["gateway"].get("answered", True) else 1
     else:
         view = render(rep)
         Console(highlight=False).print(view, soft_wrap=isinstance(view, Text))  # a one-line answer stays one line

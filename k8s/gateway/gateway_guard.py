@@ -3,7 +3,9 @@
 """The gateway's guard, the first code of ours on every request: LiteLLM's custom auth, and an ASGI middleware
 in front of all of LiteLLM (request_guard.py) that checks every API's request body before LiteLLM reads it.
 
-1. only the master key opens the gateway; a missing or wrong key is a 401;
+1. the master key (the admin's) or a person's key (models.yml `people:`, people.py) opens the gateway; a missing or
+   wrong key is a 401; a person's request for a model not theirs a 403, past a token budget a 429, and their
+   rpm/tpm/parallel limits are LiteLLM's limiter's (the UserAPIKeyAuth this returns carries them);
 2. only the OpenAI inference routes are open; LiteLLM's admin/management routes (keys, users,
    teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
 3. a malformed request on any API (chat, completions, responses, messages, count_tokens, embeddings, rerank) is a 400
@@ -43,6 +45,7 @@ if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: f
 import count_tokens  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
+import people  # noqa: E402
 import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
 
@@ -53,29 +56,64 @@ ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True
 KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
 
 
-def key_is_valid(api_key: str | None) -> bool:
+def is_master(api_key: str | None) -> bool:
     """`api_key` (with or without "Bearer ") is the master key; constant-time."""
     expected = os.environ.get(MASTER_KEY_ENV, "")
-    given = (api_key or "").removeprefix("Bearer ").strip()
+    given = people.bare_key(api_key)
     return bool(expected and given and secrets.compare_digest(given.encode(), expected.encode()))
 
 
+def key_is_valid(api_key: str | None) -> bool:
+    """The master key or a person's (people.py: its hash is in people-keys.json)."""
+    return is_master(api_key) or people.DIRECTORY.who(api_key) is not None
+
+
 async def check_key(api_key: str) -> None:
-    """A 401 unless `api_key` is the master key."""
-    if not key_is_valid(api_key):
+    """A 401 unless `api_key` is the master key (the admin's routes: /gateway/status)."""
+    if not is_master(api_key):
         raise HTTPException(status_code=401, detail=KEY_PROBLEM)
 
 
+async def admit(api_key: str | None, body: dict) -> request_guard.Refusal | None:
+    """What a person may ask (the middleware calls it with the parsed body, before LiteLLM): a model not theirs is a
+    403 naming the model, a used-up token budget a 429 with Retry-After; the master key may ask anything."""
+    person = None if is_master(api_key) else people.DIRECTORY.who(api_key)
+    if person is None:
+        return None
+    model = body.get("model")
+    if (why := people.model_problem(person, model)) is not None:
+        return request_guard.Refusal(403, why, "model")
+    if (over := await people.over_budget(person)) is not None:
+        what, seconds = over
+        return request_guard.Refusal(429, f"{what}; it resets in {seconds} s", None, {"retry-after": str(seconds)})
+    return None
+
+
+def person_auth(person: people.Person) -> UserAPIKeyAuth:
+    """The person as LiteLLM's key object: its limiter counts rpm/tpm/parallel per `api_key` (the person's name,
+    nothing derived from the key), its metrics label requests with `key_alias`, /v1/models lists `models`."""
+    return UserAPIKeyAuth(api_key=people.API_KEY_PREFIX + person.name, key_alias=person.name, user_id=person.name,
+                          models=sorted(person.models) if person.models is not None else [],
+                          rpm_limit=person.rpm, tpm_limit=person.tpm, max_parallel_requests=person.parallel)
+
+
 async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
-    await check_key(api_key)
+    master = is_master(api_key)
+    person = None if master else people.DIRECTORY.who(api_key)
+    if not master and person is None:
+        raise HTTPException(status_code=401, detail=KEY_PROBLEM)
     path = request.url.path
-    if not ADMIN_ROUTES and not path.startswith(OPENAI_PREFIXES):
+    if (person is not None or not ADMIN_ROUTES) and not path.startswith(OPENAI_PREFIXES):
         raise HTTPException(status_code=403, detail=f"{path} is an admin route, off in this gateway (gateway.admin_ui)")
     api = request_shapes.api_of(path) if request.method == "POST" else None
     if api is not None and not request.scope.get(request_guard.CHECKED):  # the middleware did not see it
         data = await _read_request_body(request)  # cached: LiteLLM reuses it
         if (why := request_shapes.problem(api, data)) is not None:
             raise HTTPException(status_code=400, detail=f"invalid request: {why}")
+        if person is not None and isinstance(data, dict) and (refusal := await admit(api_key, data)) is not None:
+            raise HTTPException(status_code=refusal.status, detail=refusal.message, headers=refusal.headers or None)
+    if person is not None:
+        return person_auth(person)
     return UserAPIKeyAuth(api_key="gateway-master-key", user_role=LitellmUserRoles.PROXY_ADMIN, user_id="gateway-admin")
 
 
@@ -106,7 +144,7 @@ def skip_failing_otel_seed() -> bool:
 try:
     count_tokens.install(user_api_key_auth)
     gateway_status.install(check_key)
-    request_guard.install(key_is_valid, KEY_PROBLEM)
+    request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit)
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
 skip_failing_otel_seed()

@@ -40,6 +40,9 @@ WHERE: list[tuple[str, str]] = [
     (r"^make test$", CI + "quick start; make test shares the stack make demo left running"),
     (r"^make demo STOP=1$", RUN),
     (r"^make (regenerate|check|k8s|clients|schema|down)$", RUN),
+    (r"^make usage$", RUN),  # against the demo stack make test left running (its people: bob, ann)
+    (r"^make key( |$)", CI + "make test: tests/unit/test_keys.py runs `make key` on a models.yml with people: "
+                            "(the repo's has none)"),
     (r"^make status( JSON=1)?$", RUN),  # against the demo stack make test left running
     (r"^\.venv/bin/python -m generator\.operate\.runtime (up --models examples/cpu-on-demand/models\.yml|down)$",
      CI + "make test: tests/integration/test_on_demand.py starts this file's stack through the same runtime (idle "

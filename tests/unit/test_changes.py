@@ -163,3 +163,11 @@ def test_command_changes_reads_flags_with_and_without_values():
 def test_the_plan_lines_read_as_the_readme_shows():
     assert str(Change("unchanged", "gamma")) == "unchanged: gamma"
     assert str(Change("recreate", "gamma", ("--max-model-len 8K -> 4K",))) == "recreate gamma: --max-model-len 8K -> 4K"
+
+
+def test_people_files_are_read_live_and_never_ask_for_a_reload():
+    from generator.operate.changes import gateway_file_changes
+
+    old = {"config.yaml": "a: 1\n", "people.json": '{"people": {}}', "people-keys.json": "{}"}
+    new = {"config.yaml": "a: 1\n", "people.json": '{"people": {"ann": {}}}'}
+    assert gateway_file_changes(old, new) == []

@@ -216,8 +216,10 @@ def test_every_key_comes_from_the_generated_secret(repo, repo_docs):
 # --- GPUs --------------------------------------------------------------------------------------
 
 def gpu_limits(docs: list[dict]) -> dict[str, dict]:
+    """Each backend's resource limits (the gateway's and the Redis Deployment left out)."""
     return {name: d["spec"]["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
-            for name, d in by_kind(docs, "Deployment").items() if name != "litellm"}
+            for name, d in by_kind(docs, "Deployment").items()
+            if d["metadata"]["labels"]["app.kubernetes.io/component"] == "backend"}
 
 
 def test_gpus_as_the_file_meant_whole_ones_and_time_slices_for_the_shared_gpu(repo_docs):

@@ -79,7 +79,25 @@ def test_gateway_counters_by_model_errors_are_the_backends_failures_4xx_are_clie
     g = route.gateway_metrics(LITELLM_TEXT)
     assert g == {"requests_total": 8, "requests_by_model": {"reasoner": 6, "tool-caller": 2},
                  "errors_total": 3, "errors_by_model": {"reasoner": 2, "tool-caller": 1},  # the 500s and the timeout
-                 "client_errors_total": 4, "client_errors_by_model": {"reasoner": 1, "tool-caller": 3}}  # 400, 401
+                 "client_errors_total": 4, "client_errors_by_model": {"reasoner": 1, "tool-caller": 3},  # 400, 401
+                 "people": {}}
+
+
+def test_usage_per_person_and_model_comes_from_the_key_alias_label():
+    text = """# TYPE litellm_proxy_total_requests_metric counter
+litellm_proxy_total_requests_metric_total{api_key_alias="ann",hashed_api_key="person:ann",requested_model="reasoner",status_code="200"} 3.0
+litellm_proxy_total_requests_metric_total{api_key_alias="ann",hashed_api_key="person:ann",requested_model="reasoner",status_code="429"} 2.0
+litellm_proxy_total_requests_metric_total{api_key_alias="None",hashed_api_key="gateway-master-key",requested_model="reasoner",status_code="200"} 9.0
+# TYPE litellm_input_tokens_metric counter
+litellm_input_tokens_metric_total{api_key_alias="ann",requested_model="reasoner"} 30.0
+# TYPE litellm_output_tokens_metric counter
+litellm_output_tokens_metric_total{api_key_alias="ann",requested_model="reasoner"} 12.0
+"""
+    g = route.gateway_metrics(text)
+    assert g["people"] == {"ann": {"reasoner": {"requests": 5.0, "input_tokens": 30.0, "output_tokens": 12.0}}}
+    rows = status.usage(g, {"ann": {"day": 42, "month": 42, "limits": {"day": 1000}}})
+    assert rows[0] == {"person": "ann", "model": "reasoner", "requests": 5.0, "input_tokens": 30.0, "output_tokens": 12.0}
+    assert rows[1]["model"] == "(budget)" and rows[1]["tokens_today"] == 42
 
 
 @pytest.mark.parametrize("exception_status,backend", [
@@ -229,7 +247,7 @@ def demo_target() -> status.Target:
 
 def test_report_json_shape_and_rates_from_two_samples(demo_target):
     rep = status.report(_sample(100.0, 1000, 50, 10), _sample(104.0, 1400, 90, 14), demo_target)
-    assert set(rep) == {"gateway", "models"}
+    assert set(rep) == {"gateway", "models", "people"}
     g = rep["gateway"]
     assert g["state"] == "healthy" and g["workers"] == 2 and g["requests_per_s"] == 1.0 and g["interval_s"] == 4.0
     by_name = {m["name"]: m for m in rep["models"]}

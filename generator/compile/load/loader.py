@@ -21,7 +21,9 @@ from ..plan import (
     ModelK8sPlan,
     ModelPlan,
     OnDemandPlan,
+    PersonPlan,
     Plan,
+    RedisPlan,
     RequestLimits,
 )
 from . import fit, model_files, pooling, rules
@@ -38,6 +40,7 @@ from .schema import (
     ModelK8s,
     ModelsFile,
     OnDemand,
+    Person,
 )
 from .sizes import fmt_bytes
 from .vllm_command import Catalog, FlagError, ServeCommand, load_catalog, parse_serve_command
@@ -80,6 +83,10 @@ def _field_hint(path: tuple) -> str:
     parent = path[-3] if len(path) > 2 and isinstance(path[-2], int) else path[-2] if len(path) > 1 else ""
     k8s = {"gateway": GatewayK8s, "metrics": MetricsK8s}.get(str(path[0]), ModelK8s)
     on_demand = Controller if len(path) == 2 else OnDemand  # top-level block, or a model's (or defaults')
+    if path[0] == "people" and len(path) == 3:
+        owner = Person
+        close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
+        return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
     owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
              "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand,
              "media": Media, "limits": Limits}.get(str(parent))
@@ -306,13 +313,51 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                         "Docker-published ports bypass host firewalls")
     metrics, warned = _metrics_plan(file.metrics, models)
     warnings += warned
+    people, found = _people_plan(file, models)
+    if found:
+        raise ConfigError([Problem(src.where(path), ".".join(map(str, path)), msg) for path, msg in found])
     notes = []
     if file.gpu_memory is None and any(m.gpus for m in models):
         notes.append(f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
                      "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml")
     notes += _sleep_notes(models, weights)
+    redis = RedisPlan(image=g.redis_image) if needs_redis(people, models) else None
     return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
-                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics, controller=controller)
+                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics, controller=controller,
+                people=people, redis=redis)
+
+
+def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan]) -> bool:
+    """THE one place that decides whether the stack runs a Redis (local runtime, compose, Kubernetes) and the
+    gateway is pointed at it. A feature that needs state shared by the gateway's workers or replicas adds its
+    condition here (`or ...`); nothing else looks at it. Today: a person with a limit that must be counted."""
+    return any(p.counted for p in people)
+
+
+def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[PersonPlan, ...], list[rules.Finding]]:
+    """models.yml `people:` -> PersonPlans; a model name that is neither a models.yml name nor a served name is a
+    finding with the closest names."""
+    import difflib
+
+    served = {m.name: m.served_name for m in models} | {m.served_name: m.served_name for m in models}
+    people, findings = [], []
+    for name, entry in file.people.items():
+        entry = entry or Person()
+        allowed = None
+        if entry.models is not None:
+            allowed = []
+            for i, model in enumerate(entry.models):
+                if model in served:
+                    allowed.append(served[model])
+                    continue
+                close = difflib.get_close_matches(model, list(served), n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"the models are: {', '.join(sorted(served))}"
+                findings.append((("people", name, "models", i), f"{model!r} is not a model of this file; {hint}"))
+            allowed = tuple(dict.fromkeys(allowed))
+        people.append(PersonPlan(name=name, models=allowed, rpm=entry.rpm, tpm=entry.tpm, parallel=entry.parallel,
+                                 tokens_per_day=entry.tokens_per_day, tokens_per_month=entry.tokens_per_month,
+                                 description=entry.description.strip()))
+    return tuple(people), findings
 
 
 def _on_demand_entry(entry: ModelEntry, file: ModelsFile) -> OnDemand | None:

@@ -38,6 +38,9 @@ AUTOHEAL_IMAGE = "willfarrell/autoheal:1.2.0"  # restarts containers whose healt
 # config also passes Debian bookworm's promtool 2.42 (the tests' local image), so any 2.4x/3.x runs it.
 PROMETHEUS_IMAGE = "prom/prometheus:v3.5.0"
 GRAFANA_IMAGE = "grafana/grafana:12.3.1"  # opt-in dashboard; provisioning format unchanged since Grafana 5
+# The stack's Redis (counters the gateway's workers and replicas share: docs/keys.md), when the stack needs one.
+# Users: the official image (its Debian variant); the tests' compose run: docker/redis, Debian's redis-server package.
+REDIS_IMAGE = "redis:7.4.2-bookworm"
 # NVIDIA's GPU exporter (DCGM 4.5.3, exporter 4.8.2); distroless: no shell, so no healthcheck
 DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
 # volumes every backend gets (the vLLM image keeps Hugging Face and vLLM caches under /root/.cache)
@@ -45,8 +48,8 @@ BACKEND_CACHES = {"hf-cache": "/root/.cache/huggingface", "vllm-cache": "/root/.
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
 RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "metrics", "on_demand", "litellm", "autoheal", "prometheus",
-                  "grafana", "dcgm-exporter", "on-demand"}
-TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics", "on_demand")  # the non-model keys of models.yml
+                  "grafana", "dcgm-exporter", "on-demand", "people", "redis"}
+TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics", "on_demand", "people")  # the non-model keys of models.yml
 
 
 def _size(value: object) -> int:
@@ -485,6 +488,9 @@ class Gateway(_Strict):
     docs/benchmarks.md for what each costs)."""
     autoheal: StrictBool = False
     """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
+    redis_image: str = REDIS_IMAGE
+    """The image of the stack's Redis (compose, Kubernetes), started only when the stack needs one (e.g. `people:`
+    with limits); the local runtime runs Debian's redis-server instead."""
     k8s: GatewayK8s = GatewayK8s()
 
 
@@ -592,6 +598,32 @@ class ModelEntry(_Strict):
     """What one request may ask (n, best_of, tools, logit_bias, request_size); over the defaults' field by field."""
 
 
+Count = Annotated[int, Field(ge=1), NOT_BOOL]
+
+
+class Person(_Strict):
+    """One person (or service) with a key of their own: `make key NAME=<name>` prints it (docs/keys.md). Limits are
+    counted per person across every gateway worker and replica (a Redis the stack starts); over one: 429."""
+
+    models: Annotated[list[str], Field(min_length=1)] | None = None
+    """The models this person may use (models.yml names or served names); absent: every model. Others: 403."""
+    rpm: Count | None = None
+    """Requests per minute, every API together."""
+    tpm: Size | None = None
+    """Tokens per minute (prompt + output, as the backends count them)."""
+    parallel: Count | None = None
+    """Requests in flight at once."""
+    tokens_per_day: Size | None = None
+    """Tokens (prompt + output) per UTC day; past it: 429 until midnight UTC."""
+    tokens_per_month: Size | None = None
+    """Tokens (prompt + output) per UTC calendar month; past it: 429 until the 1st."""
+    description: str = ""
+    """Who this is (shown by `make usage`)."""
+
+
+PersonName = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
+
+
 GPU_MEMORY = _json("memory size (80GiB) or {GPU index: size}", _text(BYTES_TEXT),
                    {"type": "object", "propertyNames": {"pattern": r"^[0-9]+$"}, "additionalProperties": _text(BYTES_TEXT)},
                    {"type": "null"})
@@ -605,4 +637,8 @@ class ModelsFile(_Strict):
     (absent: 16GiB assumed, said in the summary)."""
     metrics: Metrics = Metrics()
     on_demand: Controller = Controller()
+    people: dict[PersonName, Person | None] = {}
+    """Who may use the gateway besides the admin's master key, with which models and limits (docs/keys.md):
+    `ann: {models: [qwen3-8b], rpm: 60}`; `ci-bot:` alone is every model, no limits. Names: lowercase letters,
+    digits and '-'. The keys are not here: `make key NAME=ann`."""
     models: dict[str, ModelEntry]

@@ -23,7 +23,7 @@ import shlex
 import tomli_w
 
 from ...errors import ConfigError, Problem
-from ..plan import ModelPlan, Plan
+from ..plan import ModelPlan, PersonPlan, Plan
 from .target import Target
 from .text import header as _stack_header
 
@@ -71,8 +71,8 @@ def compact_limit(m: ModelPlan) -> int:
     return m.context - m.max_tokens
 
 
-def opencode_config(plan: Plan, models: tuple[ModelPlan, ...]) -> dict:
-    g = plan.gateway
+def opencode_config(plan: Plan, models: tuple[ModelPlan, ...], key_env: str | None = None, key: str | None = None) -> dict:
+    api_key = key or f"{{env:{key_env or plan.gateway.master_key_env}}}"
     return {
         "$schema": "https://opencode.ai/config.json",
         "model": f"{PROVIDER_ID}/{main_model(models).served_name}",
@@ -83,7 +83,7 @@ def opencode_config(plan: Plan, models: tuple[ModelPlan, ...]) -> dict:
             PROVIDER_ID: {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "llm-gateway-stack",
-                "options": {"baseURL": f"{gateway_base(plan)}/v1", "apiKey": f"{{env:{g.master_key_env}}}"},
+                "options": {"baseURL": f"{gateway_base(plan)}/v1", "apiKey": api_key},
                 "models": {
                     m.served_name: {
                         "name": m.served_name,
@@ -110,7 +110,7 @@ def codex_model_keys(m: ModelPlan) -> dict:
     }
 
 
-def codex_config(plan: Plan, models: tuple[ModelPlan, ...]) -> dict:
+def codex_config(plan: Plan, models: tuple[ModelPlan, ...], key_env: str | None = None) -> dict:
     return {
         **codex_model_keys(main_model(models)),
         "check_for_update_on_startup": False,
@@ -120,19 +120,20 @@ def codex_config(plan: Plan, models: tuple[ModelPlan, ...]) -> dict:
             PROVIDER_ID: {
                 "name": "llm-gateway-stack",
                 "base_url": f"{gateway_base(plan)}/v1",
-                "env_key": plan.gateway.master_key_env,
+                "env_key": key_env or plan.gateway.master_key_env,
                 "wire_api": "responses",
             }
         },
     }
 
 
-def claude_env(plan: Plan, models: tuple[ModelPlan, ...]) -> dict[str, str]:
+def claude_env(plan: Plan, models: tuple[ModelPlan, ...], key: str | None = None) -> dict[str, str]:
     main, small = main_model(models), small_model(models)
     used = {main.served_name: main, small.served_name: small}.values()
+    env = plan.gateway.master_key_env
     return {
         "ANTHROPIC_BASE_URL": gateway_base(plan),  # Claude Code appends /v1/messages itself
-        "ANTHROPIC_AUTH_TOKEN": f"${{{plan.gateway.master_key_env}:?set {plan.gateway.master_key_env} to the gateway key}}",
+        "ANTHROPIC_AUTH_TOKEN": shlex.quote(key) if key else f"${{{env}:?set {env} to the gateway key}}",
         "ANTHROPIC_MODEL": main.served_name,
         "ANTHROPIC_DEFAULT_OPUS_MODEL": main.served_name,
         "ANTHROPIC_DEFAULT_SONNET_MODEL": main.served_name,
@@ -192,6 +193,29 @@ def clients_files(plan: Plan) -> dict[str, str]:
     }
     for m in models:  # the models.yml key names the profile: a DNS label, safe as a file name
         files[f"{CODEX_DIR}/{m.entry}.config.toml"] = header(plan) + tomli_w.dumps(codex_model_keys(m))
+    return files
+
+
+def person_clients(plan: Plan, person: PersonPlan, key: str) -> dict[str, str]:
+    """`make clients NAME=ann`: the agents' configs for one person, carrying that person's key (never the master
+    key), offering only the agent-capable models the person may use. Under clients/people/<name>/ (git-ignored,
+    written mode 600: they hold a secret). Codex reads a key only from a variable: codex/key.env sets it."""
+    models = tuple(m for m in agent_models(plan) if person.models is None or m.served_name in person.models)
+    if not models:
+        raise ConfigError([Problem(plan.source, f"people.{person.name}.models", (
+            "none of this person's models takes tools (--enable-auto-tool-choice), which coding agents always send"))])
+    base = f"{CLIENTS_DIR}/people/{person.name}"
+    note = f"# {person.name}'s key is in this file: keep it private (make key NAME={person.name} ROTATE=1 replaces it).\n"
+    claude = "\n".join(f"{k}={v}" if k == "ANTHROPIC_AUTH_TOKEN" else f"{k}={shlex.quote(v)}"
+                       for k, v in claude_env(plan, models, key).items())
+    files = {
+        f"{base}/opencode.json": json.dumps(opencode_config(plan, models, key=key), indent=2) + "\n",
+        f"{base}/codex/config.toml": header(plan) + tomli_w.dumps(codex_config(plan, models, person.key_env)),
+        f"{base}/codex/key.env": header(plan) + note + f"export {person.key_env}={shlex.quote(key)}\n",
+        f"{base}/claude-code.env": header(plan) + note + claude + "\n",
+    }
+    for m in models:
+        files[f"{base}/codex/{m.name}.config.toml"] = header(plan) + tomli_w.dumps(codex_model_keys(m))
     return files
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env
+from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env, redis_env
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
@@ -82,6 +82,8 @@ def gateway_service(plan: Plan) -> dict:
     g = plan.gateway
     env = {g.master_key_env: secret_ref(g.master_key_env), **gateway_env(g)}
     env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
+    if plan.redis:
+        env.update({**redis_env(plan.redis.service, plan.redis.port), plan.redis.password_env: secret_ref(plan.redis.password_env)})
     bind = f"[{g.bind}]" if ":" in g.bind else g.bind
     return {
         "image": g.image,
@@ -103,6 +105,36 @@ def gateway_service(plan: Plan) -> dict:
             "start_period": "60s",
         },
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
+        **_hardening(),
+    }
+
+
+REDIS_DATA = "redis-data"  # named volume: counters that outlive a restart (a person's tokens this day/month)
+
+
+def redis_command(password_env: str, port: int) -> str:
+    """redis-server (PID 1: it gets the stop signal) with its password read from the environment and given as
+    config on stdin (`-`, a here-document): never on a command line, where `ps` on the host would show it.
+    Append-only file in /data; no RDB snapshots."""
+    return (f"exec redis-server - --port {port} --dir /data --appendonly yes --save '' --protected-mode no <<EOF\n"
+            f"requirepass ${password_env}\nEOF\n")
+
+
+def redis_service(plan: Plan) -> dict:
+    """The stack's Redis (plan.redis): on the backend network only, never published; the gateway's workers share
+    their counters there. `sh -c`: the official image's entrypoint and docker/redis (Debian's package) alike."""
+    r = plan.redis
+    return {
+        "image": r.image,
+        "entrypoint": ["sh", "-c", redis_command("$" + r.password_env, r.port)],
+        "environment": {r.password_env: secret_ref(r.password_env)},
+        "volumes": [f"{REDIS_DATA}:/data"],
+        "networks": ["backends"],
+        "healthcheck": {
+            # REDISCLI_AUTH: redis-cli's password variable (no -a on a command line)
+            "test": ["CMD-SHELL", f'REDISCLI_AUTH="$${r.password_env}" redis-cli -p {r.port} ping | grep -q PONG'],
+            "interval": "10s", "timeout": "5s", "retries": 3, "start_period": "10s",
+        },
         **_hardening(),
     }
 
@@ -237,6 +269,10 @@ def compose_problems(plan: Plan) -> list[Problem]:
 def render_compose(plan: Plan) -> dict:
     services = {m.name: model_service(m, plan) for m in plan.models}
     services["litellm"] = gateway_service(plan)
+    if plan.redis:
+        services[plan.redis.service] = redis_service(plan)
+        # the gateway's config names a coordination Redis: LiteLLM fails its start without one
+        services["litellm"]["depends_on"] = {plan.redis.service: {"condition": "service_healthy"}}
     if plan.controller:
         services[CONTROLLER_SERVICE] = controller_service(plan)
     if plan.gateway.autoheal:
@@ -250,7 +286,8 @@ def render_compose(plan: Plan) -> dict:
         "name": "llm-gateway",
         "services": services,
         "networks": networks,
-        "volumes": {v: {} for v in [*BACKEND_CACHES, *_metrics_volumes(plan), *named]},
+        "volumes": {v: {} for v in [*BACKEND_CACHES, *_metrics_volumes(plan), *([REDIS_DATA] if plan.redis else []),
+                                    *named]},
     }
 
 

@@ -117,6 +117,24 @@ def gateway_panels() -> list[Panel]:
     ]
 
 
+def people_panels() -> list[Panel]:
+    """models.yml `people:`: LiteLLM labels its per-key counters with the key's alias, the person's name."""
+    who = 'api_key_alias!="", api_key_alias!="None"'
+    return [
+        Panel("Requests/s per person and model", "litellm_proxy_total_requests_metric by the person's name "
+              "(models.yml people:) and the model asked for; 429s are requests over the person's limits",
+              (Query(f"sum by (api_key_alias, requested_model, status_code) "
+                     f"(rate(litellm_proxy_total_requests_metric_total{{{who}}}[{RATE}]))",
+                     "{{api_key_alias}} {{requested_model}} {{status_code}}"),), "reqps"),
+        Panel("Tokens/s per person (in / out)", "litellm_input_tokens_metric and litellm_output_tokens_metric by "
+              "the person's name and model",
+              (Query(f"sum by (api_key_alias, requested_model) (rate(litellm_input_tokens_metric_total{{{who}}}[{RATE}]))",
+                     "{{api_key_alias}} {{requested_model}} in"),
+               Query(f"sum by (api_key_alias, requested_model) (rate(litellm_output_tokens_metric_total{{{who}}}[{RATE}]))",
+                     "{{api_key_alias}} {{requested_model}} out"))),
+    ]
+
+
 def gpu_panels(plan: Plan) -> list[Panel]:
     shared = ", ".join(f"GPU {g}: {', '.join(m.name for m in ms)}" for g, ms in gpu_users(plan).items())
     return [
@@ -135,6 +153,8 @@ def gpu_panels(plan: Plan) -> list[Panel]:
 
 def rows(plan: Plan) -> list[tuple[str, list[Panel]]]:
     out = [("Models", model_panels()), ("Gateway", gateway_panels())]
+    if plan.people:
+        out.append(("People", people_panels()))
     if plan.metrics.gpu_exporter:
         out.append(("GPUs", gpu_panels(plan)))
     return out

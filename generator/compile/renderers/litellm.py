@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from pathlib import Path
 from typing import Callable
 
-from ..gateway_process import START_MODULE
+from ..gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, START_MODULE
 from ..plan import ModelPlan, Plan
-from .text import header
+from .text import header, json_header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
@@ -17,7 +18,7 @@ AUTH_MODULE = "gateway_guard"
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
-                   "gateway_status", "graceful_shutdown", HOOK_MODULE, "request_counters", "request_guard",
+                   "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
                    "request_shapes", ROUTING_MODULE)
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
 # is the backend's (a 5xx, a refused connection, which hosted_vllm reports as InternalServerError) puts it in
@@ -38,6 +39,25 @@ def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make
     where LiteLLM loads them by path; they find each other through their own folder."""
     return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
             for mod in GATEWAY_MODULES}
+
+
+PEOPLE_FILE = "people.json"  # beside config.yaml; gateway_hooks/people.py reads it again whenever it changes
+
+
+def people_policy(plan: Plan) -> dict:
+    """models.yml `people:` as the gateway reads it: names, models, limits; no key, no hash (those are in
+    people-keys.json, written from the keys file: generator/operate/keys.py)."""
+    return {p.name: {"models": list(p.models) if p.models is not None else None, "rpm": p.rpm, "tpm": p.tpm,
+                     "parallel": p.parallel, "tokens_per_day": p.tokens_per_day, "tokens_per_month": p.tokens_per_month}
+            for p in plan.people}
+
+
+def people_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
+    """{folder/people.json: text} when models.yml has `people:`; nothing otherwise."""
+    if not plan.people:
+        return {}
+    doc = {**json_header(plan, regenerate), "people": people_policy(plan)}
+    return {f"{folder}/{PEOPLE_FILE}": json.dumps(doc, indent=2) + "\n"}
 
 
 def supervisor_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
@@ -124,6 +144,16 @@ def retry_policy(replicas: int) -> dict[str, int]:
             "RateLimitErrorRetries": 0, "ContentPolicyViolationErrorRetries": 0, "NotFoundErrorRetries": 0}
 
 
+def redis_settings(plan: Plan) -> dict[str, str] | None:
+    """The gateway's connection to the stack's Redis as LiteLLM's config reads it (environment references: the
+    address differs per target, the password is a secret); None when the stack has no Redis. The one place the
+    LiteLLM config names Redis: a feature that needs it there (router_settings, a cache) takes it from here."""
+    if plan.redis is None:
+        return None
+    return {"host": f"os.environ/{REDIS_HOST_ENV}", "port": f"os.environ/{REDIS_PORT_ENV}",
+            "password": f"os.environ/{plan.redis.password_env}"}
+
+
 def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base,
                    controller_host: str | None = None) -> dict:
     """`controller_host`: where the gateway reaches the on-demand controller (default: its compose service, or
@@ -147,6 +177,8 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     # light: no callback, the request guard counts requests and errors (request_counters.py)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"] + (["prometheus"] if g.metrics == "full" else [])
+    if any(p.tokens_per_day or p.tokens_per_month for p in plan.people):
+        litellm_settings["callbacks"].append("people.budget_counter")  # counts tokens against their budgets
     router_settings: dict = {
         "routing_strategy": "simple-shuffle",
         "num_retries": 0,
@@ -159,14 +191,19 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         router_settings["disable_cooldowns"] = False  # a dead replica is skipped (lone deployments: allowed_fails)
         counts = {m.served_name: m.replicas for m in plan.models if m.replicas > 1}
         router_settings["model_group_retry_policy"] = {name: retry_policy(n) for name, n in counts.items()}
+    general_settings: dict = {
+        "master_key": f"os.environ/{g.master_key_env}",
+        "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body
+        "disable_spend_logs": True,
+        "disable_error_logs": True,
+    }
+    if (redis := redis_settings(plan)) is not None:
+        # LiteLLM's coordination Redis: its rate limiter (people's limits) counts there, atomically, so every
+        # worker and replica shares one count; explicit, so a Redis that cannot be reached fails the start
+        general_settings["coordination_redis"] = redis
     return {
         "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
         "litellm_settings": litellm_settings,
         "router_settings": router_settings,
-        "general_settings": {
-            "master_key": f"os.environ/{g.master_key_env}",
-            "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body
-            "disable_spend_logs": True,
-            "disable_error_logs": True,
-        },
+        "general_settings": general_settings,
     }

@@ -8,7 +8,7 @@ from ...errors import ConfigError
 from ..plan import Plan
 from .compose import compose_problems, render_compose
 from .dashboard import grafana_files
-from .litellm import gateway_modules, render_litellm, supervisor_file
+from .litellm import gateway_modules, people_file, render_litellm, supervisor_file
 from .metrics import PROMETHEUS_FILE, RULES_FILE, prometheus_config, recording_rules
 from .on_demand import on_demand_files
 from .target import Target
@@ -28,6 +28,7 @@ def stack_files(plan: Plan) -> dict[str, str]:
         COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
         **gateway_modules(plan),
+        **people_file(plan),
         **metrics_files(plan),
         **supervisor_file(plan),
         **on_demand_files(plan),

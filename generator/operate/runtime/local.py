@@ -45,18 +45,21 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ...compile.gateway_process import gateway_args, gateway_env, metrics_env
+from ...compile.gateway_process import gateway_args, gateway_env, metrics_env, redis_env
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
-from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, render_litellm, supervisor_file
+from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, people_file, render_litellm, supervisor_file
 from ...compile.renderers.on_demand import controller_config
 from ...compile.renderers.text import dump_yaml, header
+from ..keys import write_hashes
+from . import redis
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
 CONTROLLER = "on-demand"  # the controller's process name (state.json, logs/on-demand.log)
 CONTROLLER_FILE = "on-demand.json"
+REDIS = "redis"  # the stack's Redis process (state.json, logs/redis.log), when plan.redis
 KEYS_HEADER = "# Keys of the local stack, made by `python -m generator.operate.runtime up`. Never commit."
 
 
@@ -136,6 +139,7 @@ class LocalStack:
     console: Console = field(default_factory=lambda: Console(stderr=True))
     procs: list[Proc] = field(default_factory=list)
     metrics_port: int | None = None  # the gateway's metrics process, chosen when the gateway starts
+    redis_port: int | None = None  # the stack's Redis (plan.redis), chosen when it starts
     # this stack in state.json: stop removes only a state file that records this id (attach adopts the recorded one)
     stack_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -167,12 +171,14 @@ class LocalStack:
         """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
         api_base = api_base or local_api_base
         return {LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
-                **gateway_modules(self.plan), **supervisor_file(self.plan)}
+                **gateway_modules(self.plan), **people_file(self.plan), **supervisor_file(self.plan)}
 
     def write_gateway_config(self, api_base: Callable[[ModelPlan], str] | None = None) -> Path:
         for rel, text in self.gateway_files(api_base).items():
             (self.state_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.state_dir / rel).write_text(text)
+        if self.plan.people:  # the hashes of the keys `make key LOCAL=1` keeps in STATE_DIR/.env
+            write_hashes(self.plan, self.env_path, (self.state_dir / LITELLM_FILE).parent)
         return self.state_dir / LITELLM_FILE
 
     @functools.cached_property  # the plan and paths are fixed per stack: rendered once, not at every spawn
@@ -202,19 +208,23 @@ class LocalStack:
         stack.stack_id = state.get("stack_id") or stack.stack_id
         if metrics_url := state.get("metrics_url"):  # kept when the fault tests restart a backend through us
             stack.metrics_port = int(metrics_url.rsplit(":", 1)[1].split("/")[0])
-        expected = {"gateway", *(m.name for m in stack.always_on), *([CONTROLLER] if plan.controller else [])}
+        stack.redis_port = state.get("redis_port")
+        expected = {"gateway", *(m.name for m in stack.always_on), *([CONTROLLER] if plan.controller else []),
+                    *([REDIS] if plan.redis else [])}
         health = {"gateway": f"{stack.gateway_url}/health/liveliness",
                   **{m.name: f"http://127.0.0.1:{m.port}/health" for m in stack.always_on},
                   **({CONTROLLER: stack.controller_url + "/healthz"} if plan.controller else {})}
         for entry in state.get("procs", []):
             if entry["name"] in expected and started_at(entry["pid"]) == entry.get("started"):
                 stack.procs.append(Proc(entry["name"], entry["cmd"], state_dir / "logs" / f"{entry['name']}.log",
-                                        health[entry["name"]], pid=entry["pid"], started=entry["started"]))
+                                        health.get(entry["name"], ""), pid=entry["pid"], started=entry["started"]))
         if {p.name for p in stack.procs} != expected:
+            return None
+        if plan.redis and not (stack.redis_port and redis.ping(stack.redis_port, stack.keys()[plan.redis.password_env])):
             return None
         try:
             with httpx.Client(timeout=3) as client:
-                if not all(client.get(p.health_url).status_code == 200 for p in stack.procs):
+                if not all(client.get(p.health_url).status_code == 200 for p in stack.procs if p.name != REDIS):
                     return None
         except httpx.HTTPError:
             return None
@@ -289,6 +299,7 @@ class LocalStack:
         state = {"stack_id": self.stack_id, "gateway_url": self.gateway_url,
                  "models": str(Path(self.plan.source).resolve()), "digest": self.digest,
                  "metrics_url": f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None,
+                 "redis_port": self.redis_port,
                  "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
                            for p in self.procs]}
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
@@ -306,6 +317,7 @@ class LocalStack:
         if taken:
             raise StackError("\n".join(taken))
         try:
+            self.start_redis()
             gateway = self.start_gateway(wait=False)
             self.console.print("gateway: starting (it never waits for a backend)")
             controller = [self._controller()] if self.controller_config() else []
@@ -329,11 +341,34 @@ class LocalStack:
         if wait:
             self._wait([proc], timeout)
 
+    def start_redis(self, timeout: float = 30) -> None:
+        """The stack's Redis (plan.redis), before the gateway (whose config names it): a free loopback port, the
+        stack's REDIS_PASSWORD; ready when it answers PING to that password. Nothing without plan.redis."""
+        if self.plan.redis is None:
+            return
+        binary = redis.server_binary()
+        if binary is None:
+            raise StackError(f"this stack needs a Redis (docs/keys.md) and redis-server is not installed: {redis.INSTALL_HINT}")
+        self.redis_port = free_port()
+        password = self.keys()[self.plan.redis.password_env]
+        config = redis.write_config(self.state_dir / REDIS, self.redis_port, password)
+        proc = Proc(REDIS, [binary, str(config)], self.state_dir / "logs" / f"{REDIS}.log", "")
+        self._spawn(proc, {})
+        deadline = time.monotonic() + timeout
+        while not redis.ping(self.redis_port, password):
+            if not proc.alive() or time.monotonic() > deadline:
+                reason = f"exited with code {proc.exit_code}" if not proc.alive() else f"not answering after {timeout:.0f}s"
+                raise StackError(str(Failure(REDIS, reason, proc.exit_code, proc.log, tail(proc.log))))
+            time.sleep(0.1)
+        self.console.print(f"{REDIS}: ready on 127.0.0.1:{self.redis_port}")
+
     def start_gateway(self, api_base: Callable[[ModelPlan], str] | None = None, wait: bool = True) -> Proc:
         if problem := port_problem(self.plan.gateway.port, "gateway"):
             raise StackError(problem)
         proc = self._gateway(self.write_gateway_config(api_base or local_api_base))
         env = {**self.keys(), **self.gateway_env()}
+        if self.plan.redis and self.redis_port:
+            env.update(redis_env("127.0.0.1", self.redis_port))
         if "PROMETHEUS_METRICS_PORT" in env:  # the generated gateway (a bench variant may have none)
             env.update(self.local_metrics_env())
         self._spawn(proc, env)

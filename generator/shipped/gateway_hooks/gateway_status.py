@@ -68,6 +68,9 @@ VLLM_KV = "vllm:kv_cache_usage_perc"  # 0..1 per engine; the fullest engine is r
 VLLM_TTFT = "vllm:time_to_first_token_seconds"
 LITELLM_REQUESTS = "litellm_proxy_total_requests_metric_total"  # label requested_model, status_code
 LITELLM_FAILED = "litellm_proxy_failed_requests_metric_total"  # label requested_model, exception_status
+# per person (models.yml people:): LiteLLM labels these with the key's alias, the person's name (people.py)
+PERSON_COUNTERS = {LITELLM_REQUESTS: "requests", "litellm_input_tokens_metric_total": "input_tokens",
+                   "litellm_output_tokens_metric_total": "output_tokens"}
 
 
 def samples(text: str):
@@ -117,7 +120,13 @@ def gateway_metrics(text: str) -> dict:
     requests: dict[str, float] = {}
     errors: dict[str, float] = {}
     client_errors: dict[str, float] = {}
+    people: dict[str, dict[str, dict[str, float]]] = {}
     for s in samples(text):
+        person = s.labels.get("api_key_alias")
+        if s.name in PERSON_COUNTERS and person and person != "None":
+            row = people.setdefault(person, {}).setdefault(s.labels.get("requested_model") or "",
+                                                           {"requests": 0.0, "input_tokens": 0.0, "output_tokens": 0.0})
+            row[PERSON_COUNTERS[s.name]] += s.value
         if s.name == LITELLM_REQUESTS:
             into = requests
         elif s.name == LITELLM_FAILED:
@@ -129,7 +138,8 @@ def gateway_metrics(text: str) -> dict:
     return {"requests_total": sum(requests.values()), "errors_total": sum(errors.values()),
             "client_errors_total": sum(client_errors.values()),
             "requests_by_model": dict(sorted(requests.items())), "errors_by_model": dict(sorted(errors.items())),
-            "client_errors_by_model": dict(sorted(client_errors.items()))}
+            "client_errors_by_model": dict(sorted(client_errors.items())),
+            "people": {name: dict(sorted(rows.items())) for name, rows in sorted(people.items())}}
 
 
 def state_of(outcome: int | Exception) -> tuple[str, str]:
@@ -213,10 +223,23 @@ async def gateway() -> dict:
             f"{type(resp).__name__}" if isinstance(resp, Exception) else f"HTTP {resp.status_code}")
         return out
     out["metrics"] = gateway_metrics(resp.text)
+    out["budgets"] = await budgets_used()
     return out
 
 
 REPLICA = "gateway_replica"  # model_info of a replicated model's deployment: the replica's name (<model>-<i>)
+
+
+async def budgets_used() -> dict[str, dict[str, int]]:
+    """Tokens each person with a budget used this UTC day and month (people.py counts them in the stack's Redis)."""
+    try:
+        import people
+
+        people.DIRECTORY.refresh()
+        return {p.name: {**await people.used_tokens(p.name), "limits": people.budgets(p)}
+                for p in people.DIRECTORY.people.values() if people.budgets(p)}
+    except Exception:  # noqa: BLE001  no Redis, no people: status still answers
+        return {}
 
 
 async def status() -> dict:

@@ -5,6 +5,7 @@
     k8s/gateway.yaml         LiteLLM Deployment + Service
     k8s/gateway/*            config.yaml (api_base = each model's Service) and the two hook modules
     k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy
+    k8s/redis.yaml           when the stack needs a Redis (plan.redis): Deployment, Service, NetworkPolicy
     k8s/monitoring.yaml      with metrics.k8s.service_monitor: ServiceMonitors (Prometheus Operator) + metrics Service
     k8s/secrets.env          the keys (git-ignored, mode 600, made by the CLI; never in a manifest)
 
@@ -17,14 +18,16 @@ from __future__ import annotations
 from ....errors import ConfigError, Problem
 from ...load.schema import VLLM_IMAGE
 from ...plan import Plan
-from ..litellm import gateway_modules, render_litellm
+from ..litellm import gateway_modules, people_file, render_litellm
 from ..target import Target
 from ..text import dump_yaml, header
 from .backend import backend_objects, backend_problems, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .monitoring import MONITORING_FILE, monitoring_objects
-from .objects import GATEWAY, KEYS_SECRET, PART_OF
+from ....shipped.gateway_hooks.people import KEYS_FILE
+from .objects import GATEWAY, KEYS_SECRET, PART_OF, PEOPLE_SECRET
+from .redis import REDIS_FILE, redis_objects
 
 K8S_DIR = "k8s"
 SECRETS_FILE = "secrets.env"  # read by kustomize's secretGenerator, relative to k8s/
@@ -56,14 +59,16 @@ def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -
         "resources": ["namespace.yaml", "gateway.yaml", *model_files],
         # generated names get a hash of their content: a new key or config rolls the pods that use it
         "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}],
-        "secretGenerator": [{"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"}],
+        "secretGenerator": [{"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"},
+                            # hashes of people's keys (make key K8S=1 / make k8s write it): a new one rolls the gateway
+                            *([{"name": PEOPLE_SECRET, "files": [KEYS_FILE], "type": "Opaque"}] if plan.people else [])],
     }
 
 
 def gateway_config(plan: Plan) -> dict[str, str]:
     """k8s/gateway/: the LiteLLM config with Service DNS names, and the hook modules it imports."""
     return {f"{K8S_DIR}/gateway/config.yaml": _header(plan) + dump_yaml(render_litellm(plan, service_api_base)),
-            **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE)}
+            **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE), **people_file(plan, f"{K8S_DIR}/gateway", REGENERATE)}
 
 
 def on_demand_problems(plan: Plan) -> list[Problem]:
@@ -83,6 +88,8 @@ def k8s_files(plan: Plan) -> dict[str, str]:
     models = {f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, backend_objects(m, plan)) for m in plan.models}
     if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
         models[f"{K8S_DIR}/{MONITORING_FILE}"] = documents(plan, monitoring_objects(plan))
+    if plan.redis:
+        models[f"{K8S_DIR}/{REDIS_FILE}"] = documents(plan, redis_objects(plan))
     root = len(K8S_DIR) + 1
     return {
         f"{K8S_DIR}/kustomization.yaml": _header(plan) + dump_yaml(

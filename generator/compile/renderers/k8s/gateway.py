@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env
+from ....shipped.gateway_hooks.people import KEYS_FILE
+from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env, redis_env
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (
     GATEWAY,
+    PEOPLE_SECRET,
     container_security,
     http_probe,
     key_ref,
@@ -16,6 +18,7 @@ from .objects import (
     selector,
 )
 
+PEOPLE_DIR = "/etc/litellm-people"  # the people Secret's mount (its file: people-keys.json)
 CONFIG_MAP = "litellm-config"  # made by kustomize's configMapGenerator from k8s/gateway/
 SERVICE_TYPES = {"none": "ClusterIP", "loadbalancer": "LoadBalancer", "nodeport": "NodePort"}
 # bench/README.md: one worker's RSS was 323 MB at start and 362 MB at peak over a 10-minute soak
@@ -43,6 +46,15 @@ def deployment(plan: Plan) -> dict:
     env = [key_ref(g.master_key_env, g.master_key_env)]
     env += [key_ref(name, name) for name in dict.fromkeys(m.api_key_env for m in plan.models)]  # one key per model
     env += [{"name": k, "value": v} for k, v in gateway_env(g).items()]
+    if plan.redis:  # the stack's Redis Service (k8s/redis.yaml)
+        env += [{"name": k, "value": v} for k, v in redis_env(plan.redis.service, plan.redis.port).items()]
+        env.append(key_ref(plan.redis.password_env, plan.redis.password_env))
+    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes: list[dict] = [{"name": "config", "configMap": {"name": CONFIG_MAP}}]
+    if plan.people:  # the hashes of people's keys, from their own Secret (never in the ConfigMap)
+        env.append({"name": "GATEWAY_PEOPLE_KEYS", "value": f"{PEOPLE_DIR}/{KEYS_FILE}"})
+        mounts.append({"name": "people", "mountPath": PEOPLE_DIR, "readOnly": True})
+        volumes.append({"name": "people", "secret": {"secretName": PEOPLE_SECRET}})
     container = {
         "name": "litellm",
         "image": g.image,
@@ -53,7 +65,7 @@ def deployment(plan: Plan) -> dict:
         "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
                   {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
         "env": env,
-        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+        "volumeMounts": mounts,
         "resources": resources(g.workers),
         "startupProbe": http_probe("/health/liveliness", 5, 5, 36),  # up to 3 minutes to import LiteLLM
         "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
@@ -70,8 +82,7 @@ def deployment(plan: Plan) -> dict:
             "template": {
                 "metadata": {"labels": labels("gateway", GATEWAY),
                              **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled))},
-                "spec": {**pod_defaults(), "containers": [container],
-                         "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}]},
+                "spec": {**pod_defaults(), "containers": [container], "volumes": volumes},
             },
         },
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 PART_OF = "llm-gateway"
 KEYS_SECRET = "llm-gateway-keys"  # made by kustomize's secretGenerator from k8s/secrets.env
+PEOPLE_SECRET = "llm-gateway-people"  # from k8s/people-keys.json: sha256 of each person's key -> name
 HF_TOKEN_SECRET = "hf-token"  # optional, created by the user for gated models (docs/kubernetes.md)
 GATEWAY = "litellm"  # the gateway's Deployment and Service (a reserved model name, so no clash)
 
@@ -11,7 +12,7 @@ GATEWAY = "litellm"  # the gateway's Deployment and Service (a reserved model na
 def labels(component: str, instance: str) -> dict[str, str]:
     """Recommended labels; `instance` is the model's name in models.yml (or `litellm`)."""
     return {
-        "app.kubernetes.io/name": "litellm" if component == "gateway" else "vllm",
+        "app.kubernetes.io/name": {"gateway": "litellm", "redis": "redis"}.get(component, "vllm"),
         "app.kubernetes.io/instance": instance,
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/part-of": PART_OF,
