@@ -27,7 +27,7 @@ def people(gateway):
     folder = stack.state_dir / "litellm"
     keys = {p.name: person_key(stack.env_path, p, LOCAL_HEADER) for p in gateway.plan.people}
     write_hashes(gateway.plan, stack.env_path, folder)
-    wait_until(lambda: status(gateway, keys["ann"], "reasoner") == 200, RELOAD)
+    wait_until(lambda: status(gateway, keys["bob"], "reasoner") == 200, RELOAD)  # bob: no rpm window opened
     yield keys
 
 
@@ -62,6 +62,7 @@ def fresh_window(gateway, name: str) -> None:
     key = f"{{api_key:{API_KEY_PREFIX}{name}}}:window"
     ttl = r.ttl(key)
     if ttl and ttl > 0:
+        print(f"waiting {ttl + 1}s for {name}'s rate window to end")
         time.sleep(ttl + 1)
 
 
