@@ -209,3 +209,12 @@ def test_a_429_without_retry_after_gets_the_limiters_window():
     asyncio.run(run())
     assert (b"retry-after", b"60") in sent[0]["headers"]
     assert sent[1]["headers"] == [(b"Retry-After", b"12")] and sent[2]["headers"] == []
+
+
+def test_light_metrics_with_people_warn_that_usage_per_person_is_not_counted(plan):
+    light = MODELS.replace("gateway: {port: 4000}", "gateway: {port: 4000, metrics: light}")
+    (warning,) = [w for w in plan(light).warnings if "per person" in w]
+    assert "gateway.metrics: full" in warning and "enforced either way" in warning
+    assert not [w for w in plan(MODELS).warnings if "per person" in w]  # full (the default): nothing to say
+    no_people = light.split("people:")[0] + light.split("ci-bot:\n")[1]
+    assert not [w for w in plan(no_people).warnings if "per person" in w]
