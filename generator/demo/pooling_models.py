@@ -24,11 +24,12 @@ Like the scripted chat models (scripted_model.py), their weights are designed, n
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
+
+from .scripted_model import write_model
 
 # what the integration tests and the docs send (tests/integration/test_pooling.py)
 NEAR = ("The cat sat on the mat", "A kitten slept on a rug")  # one topic: near
@@ -242,18 +243,7 @@ def build(out: Path, kind: str) -> Path:
 
 def build_model(out_dir: Path, kind: str) -> Path:
     """Write the model of `kind` into `out_dir`; idempotent (files whose bytes match are left alone)."""
-    out_dir = Path(out_dir)
-    data = files(kind)
-    for name, content in data.items():
-        path = out_dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_bytes() != content:
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_bytes(content)
-            tmp.replace(path)
-    digest = hashlib.sha256(b"".join(data[n] for n in sorted(data))).hexdigest()
-    (out_dir / "POOLING").write_text(f"{kind} {digest}\n")
-    return out_dir
+    return write_model(Path(out_dir), files(kind), "POOLING", kind)
 
 
 def main(argv: list[str] | None = None) -> None:

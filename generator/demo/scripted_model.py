@@ -243,17 +243,21 @@ def build_model(out_dir: Path, script: str) -> Path:
 
     Idempotent: files whose bytes already match are left untouched.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = _files(script)
+    return write_model(Path(out_dir), _files(script), "SCRIPT", script)
+
+
+def write_model(out_dir: Path, files: dict[str, bytes], marker: str, label: str) -> Path:
+    """Write a model's files into `out_dir`, each only when its bytes differ (via a temp file, so a reader never
+    sees half a file), then `marker`: `label` and the digest of all of them. Shared with pooling_models.py."""
     for name, data in files.items():
         path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_bytes() != data:
             tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.write_bytes(data)
             tmp.replace(path)
     digest = hashlib.sha256(b"".join(files[n] for n in sorted(files))).hexdigest()
-    (out_dir / "SCRIPT").write_text(f"{script} {digest}\n")
+    (out_dir / marker).write_text(f"{label} {digest}\n")
     return out_dir
 
 
