@@ -5,6 +5,18 @@ connection before the guard checked every API (response_format, content parts, t
 
 from __future__ import annotations
 
+HELLO = [{"role": "user", "content": "Say hello."}]
+# a well-formed body per API for the demo models, small enough to cost the backend little (the guard tests and the
+# fuzz test's bounds add one field to it)
+BASE = {
+    "chat": {"messages": HELLO, "max_tokens": 4},
+    "completions": {"prompt": "Say hello.", "max_tokens": 4},
+    "responses": {"input": "Say hello.", "max_output_tokens": 4},
+    "messages": {"messages": HELLO, "max_tokens": 4},
+    "count_tokens": {"messages": HELLO},
+    "embeddings": {"input": "Say hello."},
+}
+
 GOOD = {
     "chat": {"model": "m", "messages": [{"role": "system", "content": "be brief"},
                                         {"role": "user", "content": [{"type": "text", "text": "hi"},

@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from tests.guard_cases import BASE, HELLO
 from tests.integration.fuzz_schemas import APIS, Body
 from tests.integration.helpers import FUZZ_COUNTS
 
@@ -36,7 +37,6 @@ FUZZ_SEED = int(os.environ.get("FUZZ_SEED", 31))
 IN_FLIGHT = 8  # concurrent requests
 ANSWER_TIMEOUT = 30  # seconds: the demo's answers take a few at most; past it, a hang
 REGRESSIONS = Path(__file__).with_name("fuzz_regressions.jsonl")
-HELLO = [{"role": "user", "content": "Say hello."}]
 ALL_CHECKS = list(HealthCheck)
 
 JSON = st.recursive(
@@ -191,14 +191,6 @@ def test_kept_fuzz_failures_stay_fixed(gateway, case):
 
 
 # --- each bound of models.yml `limits:`, on every API -----------------------------------------------------------
-BASE = {
-    "chat": {"messages": HELLO, "max_tokens": 4},
-    "completions": {"prompt": "Say hello.", "max_tokens": 4},
-    "responses": {"input": "Say hello.", "max_output_tokens": 4},
-    "messages": {"messages": HELLO, "max_tokens": 4},
-    "count_tokens": {"messages": HELLO},
-    "embeddings": {"input": "Say hello."},
-}
 TOOL = {  # each API's own tool shape, so that only the count is past the bound
     "responses": lambda i: {"type": "function", "name": f"f{i}", "parameters": {}},
     "messages": lambda i: {"name": f"f{i}", "input_schema": {}},

@@ -9,19 +9,8 @@ import json
 import httpx
 import pytest
 
-from tests.guard_cases import BAD, GOOD
+from tests.guard_cases import BAD, BASE, GOOD, HELLO
 from tests.integration.fuzz_schemas import APIS
-
-HELLO = [{"role": "user", "content": "Say hello."}]
-# a well-formed body per API for the demo models, small enough to cost the backend little
-BASE = {
-    "chat": {"messages": HELLO, "max_tokens": 4},
-    "completions": {"prompt": "Say hello.", "max_tokens": 4},
-    "responses": {"input": "Say hello.", "max_output_tokens": 4},
-    "messages": {"messages": HELLO, "max_tokens": 4},
-    "count_tokens": {"messages": HELLO},
-    "embeddings": {"input": "Say hello."},
-}
 
 
 def post(gateway, path: str, body, **kw) -> httpx.Response:
