@@ -98,13 +98,18 @@ def end_session(sid: int | None, started: float | None, grace: float = 10) -> in
     leader = next((p for p in members if p.pid == sid), None)
     if leader is not None and (started is None or abs((started_at(sid) or 0) - started) > 1):
         return 0  # the pid was reused by a stranger
-    for p in members:
+    _terminate(members, grace)
+    return len(members)
+
+
+def _terminate(procs: list[psutil.Process], grace: float) -> None:
+    """SIGTERM, up to `grace` seconds to end, then SIGKILL for what is left."""
+    for p in procs:
         _signal(p, signal.SIGTERM)
-    _, alive = psutil.wait_procs(members, timeout=grace)
+    _, alive = psutil.wait_procs(procs, timeout=grace)
     for p in alive:
         _signal(p, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=10)
-    return len(members)
 
 
 def stop_recorded(state_dir: Path, grace: float = 15) -> int:
@@ -126,12 +131,7 @@ def stop_recorded(state_dir: Path, grace: float = 15) -> int:
         if started is None or leader is None or abs((started_at(leader.pid) or 0) - started) > 1:
             continue  # not recorded, gone, or the pid now belongs to a process that is not ours
         victims += members
-    for p in victims:
-        _signal(p, signal.SIGTERM)
-    _, alive = psutil.wait_procs(victims, timeout=grace)
-    for p in alive:
-        _signal(p, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=10)
+    _terminate(victims, grace)
     state_file.unlink(missing_ok=True)
     return len({p.pid for p in victims})
 
