@@ -6,14 +6,13 @@ Checks that the benchmark runs and reports; it asserts no timing (figures come f
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-from generator.operate.runtime.local import free_ports
+from generator.operate.runtime.local import consecutive_free_ports, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
@@ -29,22 +28,14 @@ def bench_models_on_free_ports(out: Path) -> Path:
     so three ports in a row; nginx on the two model ports. Never bench/models.yml's fixed 4301/18301: a
     `make bench` (this checkout's or another's) may be running."""
     doc = yaml.safe_load((ROOT / "bench/models.yml").read_text())
-    for _ in range(50):
-        base = free_ports(1)[0]
-        try:
-            for port in (base + 1, base + 2):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        taken = {base, base + 1, base + 2}
-        doc["gateway"]["port"] = base
-        ports = [p for p in free_ports(4) if p not in taken][:2]
-        for name, port in zip(("mock", "mock-stream"), ports):
-            doc[name]["command"] = doc[name]["command"].replace(doc[name]["command"].split("--port ")[1], str(port))
-        out.write_text(yaml.safe_dump(doc, sort_keys=False))
-        return out
-    raise RuntimeError("no three free loopback ports in a row")
+    base = consecutive_free_ports(3)
+    taken = {base, base + 1, base + 2}
+    doc["gateway"]["port"] = base
+    ports = [p for p in free_ports(4) if p not in taken][:2]
+    for name, port in zip(("mock", "mock-stream"), ports):
+        doc[name]["command"] = doc[name]["command"].replace(doc[name]["command"].split("--port ")[1], str(port))
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
 
 
 def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
