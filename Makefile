@@ -37,10 +37,13 @@ regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.ya
 apply: venv ## models.yml -> the running compose stack: print the plan, then change only what changed (DRY_RUN=1: plan only)
 	$(PY) -m generator apply --models $(MODELS) --out $(OUT)$(if $(DRY_RUN), --dry-run)
 
-# LOCAL=1: the stack `make demo` runs (its models.yml unless MODELS is given, its state dir); K8S=1: k8s/secrets.env
+# make key / make clients NAME=...: LOCAL=1: the stack `make demo` runs (its models.yml unless MODELS is given, its
+# state dir); K8S=1 (make key): k8s/secrets.env
+PEOPLE_MODELS = $(if $(LOCAL),$(if $(filter command line environment,$(origin MODELS)),$(MODELS),$(DEMO_MODELS)),$(MODELS))
+
 key: venv ## a person's key (models.yml people:) alone on stdout: NAME=ann (made on first call; ROTATE=1 replaces it, REVOKE=1 removes it; LOCAL=1 the demo stack's, K8S=1)
 	@$(PY) -m generator.operate.keys --name "$(NAME)" --out $(OUT) \
-	  --models $(if $(LOCAL),$(if $(filter command line environment,$(origin MODELS)),$(MODELS),$(DEMO_MODELS)),$(MODELS)) \
+	  --models $(PEOPLE_MODELS) \
 	  $(if $(LOCAL),--state-dir .cache/local-stack) $(if $(K8S),--k8s) $(if $(ROTATE),--rotate) $(if $(REVOKE),--revoke)
 
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
@@ -55,7 +58,7 @@ schema: venv ## generator/compile/load/schema.py -> schema/models.schema.json (e
 
 clients: venv ## models.yml -> clients/ (opencode.json, codex/, claude-code.env) for coding agents; NAME=ann: clients/people/ann/ with ann's key
 ifdef NAME
-	@$(PY) -m generator.operate.keys --clients --name "$(NAME)" --models $(MODELS) --out $(OUT) $(if $(LOCAL),--state-dir .cache/local-stack)
+	@$(PY) -m generator.operate.keys --clients --name "$(NAME)" --models $(PEOPLE_MODELS) --out $(OUT) $(if $(LOCAL),--state-dir .cache/local-stack)
 else
 	$(PY) -m generator clients --models $(MODELS) --out $(OUT)
 endif
