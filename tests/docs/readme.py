@@ -67,7 +67,7 @@ WHERE: list[tuple[str, str]] = [
      CI + "inside make test (tests/integration/test_fuzz_apis.py through the demo stack)"),
     (r"^FUZZ_REQUESTS=\d+ FUZZ_SEED=\d+ \.venv/bin/python -m pytest",
      NOT_HERE + "a longer fuzz run of another seed, for a person; make test runs the 2,000 per API of seed 31"),
-    (r"^make hub-versions$", CI + "its own step after the install phase (.ci/run)"),
+    (r"^make hub-versions$", CI + "beside the quick start, after the install phase (.ci/run)"),
     (r"^make promtool$", CI + "inside make test (a prerequisite of make test and make unit)"),
     (r"^curl -s http://127\.0\.0\.1:4000/v1/rerank ", CI + "make test: tests/integration/test_pooling.py sends this "
      "rerank request (its designed documents) through the gateway of examples/cpu-pooling"),
