@@ -5,10 +5,10 @@ group behind the on-demand controller and the real LiteLLM gateway, started by t
 One stack, one test, in steps, to keep real loads few (each is 40-140 s of CPU here):
   1. A is stopped; two clients ask for it at once (plain + streamed): both wait through its load and succeed;
   2. a stream of A is under way when B is asked for: A drains (its stream runs to the end), unloads, B loads;
-  3. two clients alternate A, B (plain and streamed) at once: every request succeeds;
+  3. two clients alternate B, A (plain and streamed) at once: every request succeeds;
   4. a third model whose start fails (a bad flag in its command line) answers a clear error naming the
-     model and vLLM's own complaint, while B keeps serving;
-  5. B, idle, unloads after its idle_timeout.
+     model and vLLM's own complaint, while A keeps serving;
+  5. A, idle, unloads after its idle_timeout.
 Throughout, a sampler reads the controller's /status every 0.5 s: A and B are never loaded (or loading,
 or draining) at the same time. Load and unload times are printed and written to
 .cache/on-demand-timings.json; they are measurements, not pass/fail conditions.
@@ -174,7 +174,8 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
             assert b.result()
         steps["2: A drained and unloaded, B loaded and answered"] = time.monotonic() - t
 
-        # 3. two clients alternating A, B at once (plain and streamed)
+        # 3. two clients alternating B, A at once (plain and streamed): B is loaded (step 2), so the switch to A
+        #    happens while both clients wait (one real load here: each costs ~30 s of CPU)
         t = time.monotonic()
         barrier = threading.Barrier(2)
 
@@ -186,29 +187,29 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
             return out
 
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            x = pool.submit(client_run, [(plain, A), (streamed, B)])
-            y = pool.submit(client_run, [(streamed, A), (plain, B)])
+            x = pool.submit(client_run, [(plain, B), (streamed, A)])
+            y = pool.submit(client_run, [(streamed, B), (plain, A)])
             assert all(x.result()) and all(y.result())
-        steps["3: A, B alternated by two clients"] = time.monotonic() - t
+        steps["3: B, A alternated by two clients"] = time.monotonic() - t
 
-        # 4. a model that cannot start: a clear error; B keeps serving
+        # 4. a model that cannot start: a clear error; A keeps serving
         t = time.monotonic()
         with pytest.raises(openai.APIStatusError) as err:
             plain(BROKEN)
         message = str(err.value)
         assert "model broken failed to load" in message and "unrecognized arguments: --no-such-flag" in message, message
         assert status()[BROKEN]["state"] == "failed" and "--no-such-flag" in status()[BROKEN]["last_error"]
-        assert plain(B) and status()[B]["state"] == "loaded"
+        assert plain(A) and status()[A]["state"] == "loaded"
         steps["4: broken model failed"] = time.monotonic() - t
 
-        # 5. B unloads once idle for IDLE seconds
+        # 5. A unloads once idle for IDLE seconds
         t = time.monotonic()
         deadline = t + IDLE + 120
-        while status()[B]["state"] != "stopped":
-            assert time.monotonic() < deadline, status()[B]
+        while status()[A]["state"] != "stopped":
+            assert time.monotonic() < deadline, status()[A]
             time.sleep(0.5)
-        steps[f"5: B idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
-        assert not _port_open(ports[B])
+        steps[f"5: A idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
+        assert not _port_open(ports[A]) and not _port_open(ports[B])
         # what a user sees: `make status` (python -m generator.operate.status) on this stack shows the controller's states
         import subprocess
         import sys
