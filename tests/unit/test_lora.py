@@ -152,7 +152,8 @@ def test_a_revision_is_refused_with_the_way_to_pin_one(problems):
 
 @pytest.mark.parametrize("entry, expected", [("{}", "exactly one"), ("{path: /a, repo: org/b}", "exactly one"),
                                               ("{path: /a, litellm: {tempature: 1}}", "did you mean"),
-                                              ("{path: /a, max_tokens: 1}", "unknown field")])
+                                              ("{path: /a, max_tokens: 1}", "valid: path, repo, revision"),
+                                              ("{pth: /a}", "did you mean 'path'?")])
 def test_the_adapter_schema(entry, expected, problems):
     (msg,) = problems(chat(f"    one: {entry}\n"))
     assert expected in msg and "chat.adapters.one" in msg

@@ -88,6 +88,11 @@ def _field_hint(path: tuple) -> str:
         owner = Person
         close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
         return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
+    if len(path) > 3 and path[-3] == "adapters":  # <model>.adapters.<name>.<field>
+        from .schema import Adapter
+
+        close = difflib.get_close_matches(str(path[-1]), list(Adapter.model_fields), n=1)
+        return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(Adapter.model_fields)}"
     owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
              "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand,
              "media": Media, "limits": Limits}.get(str(parent))
