@@ -95,13 +95,9 @@ class AdapterPlan:
     max_tokens: int  # default output budget; < the base's context
     max_tokens_derived: bool
     litellm_params: dict[str, object]  # request defaults, sorted, includes max_tokens
+    local: bool = True  # a directory (models.yml `path:`), not a Hub repo id (`repo:`)
     description: str = ""
     rank_from: str = ""  # where the rank was read (summary), or why it is unknown
-
-    @property
-    def local(self) -> bool:
-        """A directory (not a Hub repo id): Hub ids are `name` or `org/name` and never start with '.', '/' or '~'."""
-        return self.source.startswith(("/", ".", "~")) or self.source.count("/") > 1
 
 
 @dataclass(frozen=True)

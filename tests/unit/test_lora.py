@@ -257,12 +257,12 @@ def test_every_replica_serves_the_same_adapters_and_the_router_spreads_them(dirs
 
 
 def test_kubernetes_mounts_a_local_adapter_like_local_weights(dirs, plan):
-    p = plan(chat(f"    one: {{path: .cache/adapters/one}}\n    hub: {{repo: org/lora}}\n"))
+    p = plan(chat(f"    one: {{path: adapters/one}}\n    hub: {{repo: org/lora}}\n"))  # a path, though Hub-id shaped
     files = render_files(p, ("k8s",))
     dep = next(d for rel, text in files.items() if rel.endswith(".yaml") for d in yaml.safe_load_all(text)
                if d and d.get("kind") == "Deployment" and d["metadata"]["name"] == "chat")
     pod = dep["spec"]["template"]["spec"]
-    path = "/workspace/.cache/adapters/one"
+    path = "/workspace/adapters/one"
     mount = {"name": "cache", "mountPath": path, "subPath": "adapters/one"}
     assert mount in pod["containers"][0]["volumeMounts"] and pod["containers"][0]["workingDir"] == "/workspace"
     (init,) = pod["initContainers"]

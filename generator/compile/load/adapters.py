@@ -161,7 +161,7 @@ def adapter_plans(name: str, adapters: dict[str, Adapter], base_defaults: Litell
             findings += [((name, "adapters", adapter_name, *path[1:]), msg) for path, msg in found]
         rank, rank_from = read_rank(a, volumes)
         plans.append(AdapterPlan(name=adapter_name, source=a.path if a.path is not None else a.repo or "",
-                                 rank=rank, rank_from=rank_from, max_tokens=max_tokens, max_tokens_derived=derived,
+                                 local=a.path is not None, rank=rank, rank_from=rank_from, max_tokens=max_tokens, max_tokens_derived=derived,
                                  litellm_params=dict(sorted({**params, "max_tokens": max_tokens}.items())),
                                  description=a.description.strip()))
     return tuple(plans), findings
