@@ -24,8 +24,9 @@ from pathlib import Path
 
 from ..plan import AdapterPlan, Mount
 from . import model_files
-from .rules import Finding, max_tokens_for
-from .schema import Adapter, LitellmParams
+from .pooling import CHAT, EMBEDDING, Kind
+from .rules import Finding, max_tokens_for, merged_volumes
+from .schema import Adapter, Defaults, LitellmParams, ModelEntry
 from .vllm_command import Catalog, ServeCommand
 
 LORA_FLAGS = ("--enable-lora", "--lora-modules", "--max-loras", "--max-lora-rank")
@@ -165,6 +166,21 @@ def adapter_plans(name: str, adapters: dict[str, Adapter], base_defaults: Litell
                                  litellm_params=dict(sorted({**params, "max_tokens": max_tokens}.items())),
                                  description=a.description.strip()))
     return tuple(plans), findings
+
+
+def served_adapters(name: str, entry: ModelEntry, defaults: Defaults, kind: Kind, cmd: ServeCommand, context: int,
+                    catalog: Catalog) -> tuple[tuple[AdapterPlan, ...], tuple[str, ...], list[Finding], list[str]]:
+    """Model `name`'s adapters: (their plans, the flags to add to its command, refusals, notes)."""
+    if not entry.adapters:
+        return (), (), [], []
+    if kind.kind != CHAT:
+        return (), (), [((name, "adapters"), f"{name} is {'an' if kind.kind == EMBEDDING else 'a'} {kind.kind} model "
+                                             f"({kind.why}): `adapters:` are for chat models (the gateway serves each "
+                                             "as a chat model); remove them")], []
+    plans, findings = adapter_plans(name, entry.adapters, defaults.litellm, entry.litellm, context,
+                                    merged_volumes(defaults.volumes, entry.volumes))
+    flags, found, notes = lora_flags(name, cmd, plans, catalog)
+    return plans, flags, findings + found, notes
 
 
 def name_problems(models: list, adapters: dict[str, tuple[AdapterPlan, ...]]) -> list[Finding]:

@@ -254,18 +254,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         else:  # no output budget, no sampling defaults: a pooling model generates no text
             max_tokens, derived_max, found = 0, False, rules.pooling_fields(name, kind.kind, kind.why, cmd, entry)
         findings += found
-        adapters, lora_args = (), ()
-        if entry.adapters and kind.kind != pooling.CHAT:
-            findings.append(((name, "adapters"), f"{name} is {'an' if kind.kind == pooling.EMBEDDING else 'a'} "
-                                                 f"{kind.kind} model ({kind.why}): `adapters:` are for chat models "
-                                                 "(the gateway serves each as a chat model); remove them"))
-        elif entry.adapters:
-            adapters, found = lora.adapter_plans(name, entry.adapters, file.defaults.litellm, entry.litellm, context,
-                                                 rules.merged_volumes(file.defaults.volumes, entry.volumes))
-            findings += found
-            lora_args, found, noted = lora.lora_flags(name, cmd, adapters, catalog)
-            findings += found
-            lora_notes += noted
+        adapters, lora_args, found, noted = lora.served_adapters(name, entry, file.defaults, kind, cmd, context,
+                                                                 catalog)
+        findings += found
+        lora_notes += noted
         found, warned = rules.tool_flags(name, cmd)
         findings += found
         warnings += warned
