@@ -112,6 +112,7 @@ def lora_flags(name: str, cmd: ServeCommand, adapters: tuple[AdapterPlan, ...], 
     known = [a for a in adapters if a.rank is not None]
     top = max(known, key=lambda a: a.rank) if known else None
     set_rank = cmd.value("--max-lora-rank")
+    chosen: int | None = None  # the rank written, from the adapters whose rank is known
     out: list[str] = [] if cmd.enabled("--enable-lora") else ["--enable-lora"]
     out += ["--lora-modules", *(lora_module(a.name, a.source) for a in adapters)]
     if cmd.value("--max-loras") is None:
@@ -132,13 +133,14 @@ def lora_flags(name: str, cmd: ServeCommand, adapters: tuple[AdapterPlan, ...], 
                              f"--max-lora-rank vLLM {catalog.vllm_version} accepts ({ranks[-1]}); serve an adapter of "
                              f"rank <= {ranks[-1]}"))
         else:
-            out += ["--max-lora-rank", str(fits[0])]
+            chosen = fits[0]
+            out += ["--max-lora-rank", str(chosen)]
     unknown = [a for a in adapters if a.rank is None]
     if unknown and set_rank is None:
         default = catalog.flags["--max-lora-rank"]["default"]
         notes.append(f"{name}: the rank of {', '.join(a.name for a in unknown)} is unknown ("
                      f"{'; '.join(a.rank_from for a in unknown)}): "
-                     + (f"--max-lora-rank {out[-1]} is from the others; " if top is not None and out[-2] == "--max-lora-rank"
+                     + (f"--max-lora-rank {chosen} is from the others; " if chosen is not None
                         else f"vLLM's default --max-lora-rank {default} applies; ")
                      + "an adapter of a higher rank fails to load: set --max-lora-rank in the command")
     return tuple(out), findings, notes
