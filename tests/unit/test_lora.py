@@ -234,6 +234,15 @@ def test_status_lists_the_adapter_under_its_base_with_its_own_counters(dirs, pla
     assert [(r["name"], r["adapter_of"]) for r in rows] == [("chat", None), ("one", "chat")]
     assert rows[1]["state"] == "healthy" and rows[1]["gateway_requests_total"] == 5.0
     assert rows[1]["requests_running"] is None  # the backend's load is the base's row (one vLLM serves both)
+    from rich.console import Console
+
+    from generator.operate.status import render
+
+    console = Console(width=200, record=True)
+    console.print(render(report(None, after, Target("http://gw", "k", p, "", ""))))
+    lines = console.export_text().splitlines()
+    (row,) = [line for line in lines if "└ one" in line]
+    assert "healthy" in row and lines.index(row) == next(i for i, line in enumerate(lines) if line.startswith("chat")) + 1
 
 
 # --- part 4: on-demand, replicas, Kubernetes ---------------------------------------------------------------
