@@ -72,9 +72,10 @@ agents-test: venv venv-vllm demo-models agents ## the three real agents against 
 catalog: venv-vllm ## rebuild generator/compile/load/data/vllm_flags.json from the pinned vLLM's parser
 	$(VLLM_PY) -m generator.compile.load.catalog_build
 
-demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves (and the pooling example's)
+demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves (and the pooling example's, with its LoRA adapter)
 	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
 	$(VLLM_PY) -m generator.demo.pooling_models .cache/demo-models
+	$(VLLM_PY) -m generator.demo.lora_adapter .cache/demo-models/think-less
 
 demo: venv venv-vllm demo-models redis-server ## start the CPU demo stack, send a tool call and a reasoning request
 	@rc=0; $(PY) -m generator.operate.runtime up --models $(DEMO_MODELS) && \

@@ -244,16 +244,27 @@ async def budgets_used() -> dict[str, dict[str, int]]:
         return {}
 
 
+ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
+
+
 async def status() -> dict:
-    """Every deployment of the router, one entry each: a replicated model's replicas one by one, each under its
-    replica's name, with `model` the name clients send."""
+    """Every backend deployment of the router, one entry each: a replicated model's replicas one by one, each under
+    its replica's name, with `model` the name clients send, and `adapters` the names of the LoRA adapters it serves
+    (an adapter's deployment shares its base's backend: it is listed there, not probed again)."""
     rt = gb.router()
     pairs = [(name, dep) for name in (gb.model_names(rt) if rt is not None else []) for dep in gb.deployments(rt, name)]
+    adapters: dict[str, set[str]] = {}
+    for name, dep in pairs:
+        if base := gb.info(dep).get(ADAPTER_OF):
+            adapters.setdefault(str(base), set()).add(name)
+    pairs = [(name, dep) for name, dep in pairs if not gb.info(dep).get(ADAPTER_OF)]
     now = time.time()
     gw, *models = await asyncio.gather(gateway(), *(backend(str(gb.info(dep).get(REPLICA) or name), dep)
                                                     for name, dep in pairs))
     for (name, _), entry in zip(pairs, models):
         entry["model"] = name
+        if name in adapters:
+            entry["adapters"] = sorted(adapters[name])
     return {"time": now, "gateway": gw, "models": models}
 
 

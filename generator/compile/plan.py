@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,22 @@ class ControllerPlan:
 
 
 @dataclass(frozen=True)
+class AdapterPlan:
+    """A LoRA adapter of a chat model (models.yml `adapters:`): a gateway model of its own name, served by its base
+    model's backend(s) (vLLM --lora-modules), with the base's context, clamp, parsers and limits."""
+
+    name: str  # what clients send as "model"; vLLM's LoRA name
+    source: str  # what vLLM loads: the directory as the backend sees it, or a Hugging Face repo id
+    rank: int | None  # the largest rank of its adapter_config.json (r, rank_pattern); None: not at hand
+    max_tokens: int  # default output budget; < the base's context
+    max_tokens_derived: bool
+    litellm_params: dict[str, object]  # request defaults, sorted, includes max_tokens
+    local: bool = True  # a directory (models.yml `path:`), not a Hub repo id (`repo:`)
+    description: str = ""
+    rank_from: str = ""  # where the rank was read (summary), or why it is unknown
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     """One backend: a model of models.yml, or one replica of a model with `replicas: N` > 1 (then `name` is
     <model>-<i> and `replica_of` the model; every replica has its own GPUs and port, and the same served name,
@@ -127,6 +143,7 @@ class ModelPlan:
     # model_info.mode); decided by the command and the model's config, and how (kind_from, for the summary)
     kind: str = "chat"
     kind_from: str = ""
+    adapters: tuple[AdapterPlan, ...] = ()  # LoRA adapters this backend serves besides the model (chat only)
 
     @property
     def pooling(self) -> bool:
@@ -141,6 +158,13 @@ class ModelPlan:
     def entry(self) -> str:
         """The models.yml key this backend comes from (where its errors point)."""
         return self.replica_of or self.name
+
+    def as_adapter(self, a: AdapterPlan) -> "ModelPlan":
+        """What a client sees of adapter `a`: this model under the adapter's name, with its defaults, output budget
+        and description (for client configs; never a backend of its own)."""
+        return replace(self, name=a.name, served_name=a.name, replica_of="", replica=0, replicas=1,
+                       max_tokens=a.max_tokens, max_tokens_derived=a.max_tokens_derived,
+                       litellm_params=a.litellm_params, description=a.description, adapters=())
 
 
 @dataclass(frozen=True)
@@ -255,6 +279,12 @@ class Plan:
         """One backend per name clients send (a replicated model's first replica): client configs, /v1/models."""
         return tuple({m.served_name: m for m in reversed(self.models)}[name]
                      for name in dict.fromkeys(m.served_name for m in self.models))
+
+    @property
+    def client_models(self) -> tuple[ModelPlan, ...]:
+        """Every model name clients send, one ModelPlan each: `served`, each followed by its LoRA adapters
+        (ModelPlan.as_adapter): client configs."""
+        return tuple(x for m in self.served for x in (m, *(m.as_adapter(a) for a in m.adapters)))
 
     @property
     def replicated(self) -> tuple[str, ...]:

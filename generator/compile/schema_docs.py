@@ -38,6 +38,7 @@ SECTIONS: dict[str, str] = {
     "OnDemand": "<model>.on_demand",
     "Media": "<model>.media",
     "Limits": "<model>.limits",
+    "Adapter": "<model>.adapters.<name>",
     "ModelK8s": "<model>.k8s",
     "Toleration": "<model>.k8s.tolerations[]",
     "Defaults": "defaults",

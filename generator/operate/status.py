@@ -214,6 +214,10 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
     names = [n for n, _, _ in planned] + sorted(set(found) - {n for n, _, _ in planned})
     gpus = {n: g for n, g, _ in planned}
     served = {n: s for n, _, s in planned} | {n: e.get("model") or n for n, e in found.items() if n not in gpus}
+    # LoRA adapters: under the backend(s) that serve them (the plan's, else what the gateway reports)
+    adapters = {n: [a.name for a in m.adapters] for m in target.plan.models
+                for n in [m.name if m.replicas > 1 else m.served_name]} if target.plan else {}
+    adapters |= {n: e.get("adapters") or [] for n, e in found.items() if n not in adapters}
     models = []
     for name in names:
         cur, old = found.get(name), previous.get(name)
@@ -221,6 +225,7 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
         reachable = "error" not in after
         models.append({
             "name": name,
+            "adapter_of": None,  # a LoRA adapter's row: the backend row it is served by
             "state": cur["state"] if cur else ("down" if reachable else "unknown"),
             "reason": cur["reason"] if cur else ("not in the gateway's config" if reachable else "the gateway did not answer"),
             "gpus": list(gpus[name]) if name in gpus else None,
@@ -236,7 +241,18 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
             "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(model, 0.0) if gm_after else None,
             "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0) if gm_after else None,
         })
+        models += [adapter_row(models[-1], adapter, gm_after) for adapter in adapters.get(name, [])]
     return {"gateway": gateway, "models": models, "people": usage(gm_after, gw_after.get("budgets") or {})}
+
+
+def adapter_row(base: dict, adapter: str, gm: dict) -> dict:
+    """A LoRA adapter's row: its base backend's state (the same vLLM serves it; the backend's load, tokens and KV
+    cache are the base's row, shared), the gateway's counters under the adapter's own name."""
+    by = lambda field: (gm.get(field) or {}).get(adapter, 0.0) if gm else None  # noqa: E731
+    return {**{k: None for k in base}, "name": adapter, "adapter_of": base["name"], "model": adapter,
+            "state": base["state"], "reason": base["reason"], "gpus": base["gpus"],
+            "gateway_requests_total": by("requests_by_model"), "gateway_errors_total": by("errors_by_model"),
+            "gateway_client_errors_total": by("client_errors_by_model")}
 
 
 def usage(metrics: dict, budgets: dict) -> list[dict]:
@@ -300,14 +316,15 @@ def render(rep: dict) -> Group | Text:
         table.add_column(name, justify="right", no_wrap=True)
     for m in rep["models"]:
         table.add_row(
-            m["name"], Text(m["state"], STATE_STYLE.get(m["state"], "red")),
+            f"└ {m['name']}" if m.get("adapter_of") else m["name"], Text(m["state"], STATE_STYLE.get(m["state"], "red")),
             "-" if m["gpus"] is None else (",".join(map(str, m["gpus"])) or "none"),
             _num(m["requests_running"]), _num(m["requests_waiting"]),
             "-" if m["kv_cache_usage"] is None else f"{100 * m['kv_cache_usage']:.1f}%",
             _num(m["prompt_tokens_per_s"], "{:.1f}"), _num(m["generation_tokens_per_s"], "{:.1f}"),
             "-" if m["ttft_p50_s"] is None else f"{1000 * m['ttft_p50_s']:.0f} ms",
             _num(m["gateway_errors_total"]))
-    notes = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"] if m["state"] not in ("healthy", "loaded")]
+    notes = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"]
+             if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")]
     if g.get("error"):
         notes.insert(0, Text(g["error"], style="red" if g["state"] != "healthy" else "dim"))
     if rep.get("people"):

@@ -1,11 +1,15 @@
-"""Embeddings and rerank through the real gateway: examples/cpu-pooling/models.yml (the designed tiny embedder and
-reranker of generator/demo/pooling_models.py, served by real vLLM CPU processes), started once for this module on
-free ports. The OpenAI SDK for embeddings; rerank (Cohere/Jina shape) with plain HTTP at /rerank and /v1/rerank."""
+"""Embeddings, rerank and a LoRA adapter through the real gateway: examples/cpu-pooling/models.yml (the designed tiny
+embedder and reranker of generator/demo/pooling_models.py, the scripted reasoner with its think-less adapter of
+generator/demo/lora_adapter.py, served by real vLLM CPU processes), started once for this module on free ports.
+The OpenAI SDK for embeddings and chat; rerank (Cohere/Jina shape) with plain HTTP at /rerank and /v1/rerank."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -14,10 +18,13 @@ import openai
 import pytest
 
 from generator.compile.load.loader import load_plan
+from generator.demo import lora_adapter
 from generator.demo import pooling_models as designed
+from generator.demo.script import ANSWER_TEXT, REASONING_TEXT
 from generator.operate.runtime.local import LocalStack
 
 from .conftest import ROOT, on_free_ports
+from .helpers import clamp_note
 
 EXAMPLE = ROOT / "examples/cpu-pooling/models.yml"
 
@@ -121,5 +128,61 @@ def test_rerank_top_n_and_a_malformed_request(stack):
     assert r.status_code == 401
 
 
-def test_models_lists_both(client):
-    assert {"embedder", "reranker"} <= {m.id for m in client.models.list()}
+def test_models_lists_every_model_and_the_adapter(client):
+    assert {"embedder", "reranker", "reasoner", lora_adapter.NAME} <= {m.id for m in client.models.list()}
+
+
+# --- the LoRA adapter -------------------------------------------------------------------------------
+WEATHER = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def test_the_adapter_answers_by_its_name_and_the_base_by_its_own(client):
+    base = client.chat.completions.create(model="reasoner", messages=WEATHER).choices[0].message
+    assert base.content.strip() == ANSWER_TEXT and REASONING_TEXT in (base.reasoning_content or "")
+    adapted = client.chat.completions.create(model=lora_adapter.NAME, messages=WEATHER)
+    assert adapted.model == lora_adapter.NAME
+    message = adapted.choices[0].message
+    assert message.content.strip() == ANSWER_TEXT and not getattr(message, "reasoning_content", None)
+
+
+def test_the_adapter_streams_its_answer(client):
+    chunks = client.chat.completions.create(model=lora_adapter.NAME, messages=WEATHER, stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.strip() == ANSWER_TEXT
+
+
+def test_the_adapter_gets_its_own_defaults_and_the_bases_clamp(stack, client):
+    plan = {m.served_name: m for m in stack.plan.models}["reasoner"]
+    adapter = plan.adapters[0]
+    assert adapter.max_tokens == 128 and plan.max_tokens == 256  # examples/cpu-pooling: its own budget
+    raw = client.chat.completions.with_raw_response.create(model=lora_adapter.NAME, messages=WEATHER,
+                                                           max_tokens=plan.context * 2)
+    asked, given = clamp_note(raw.headers)
+    prompt = raw.parse().usage.prompt_tokens
+    assert (asked, given) == (plan.context * 2, plan.context - prompt)
+    assert raw.parse().choices[0].message.content.strip() == ANSWER_TEXT
+
+
+def test_a_prompt_over_the_bases_context_is_a_400_for_the_adapter(stack, client):
+    context = {m.served_name: m for m in stack.plan.models}["reasoner"].context
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(model=lora_adapter.NAME, max_tokens=8,
+                                       messages=[{"role": "user", "content": "sunny weather " * context}])
+    assert str(context) in str(err.value)
+
+
+def test_status_shows_the_adapter_under_its_base(stack):
+    env = {**os.environ, "GATEWAY_URL": stack.gateway_url + "/v1", "GATEWAY_KEY": stack.master_key}
+    out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
+                          "--models", stack.plan.source], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    rows = json.loads(out.stdout)["models"]
+    names = [r["name"] for r in rows]
+    assert names.index(lora_adapter.NAME) == names.index("reasoner") + 1, names
+    row = rows[names.index(lora_adapter.NAME)]
+    assert row["adapter_of"] == "reasoner" and row["state"] == "healthy", row
+    assert row["gateway_requests_total"] >= 1  # this module's requests by the adapter's name
+    assert len([r for r in rows if r["name"] == "reasoner"]) == 1  # one backend, probed once
+    text = subprocess.run([sys.executable, "-m", "generator.operate.status", "--interval", "0",
+                           "--models", stack.plan.source], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**env, "COLUMNS": "200"}).stdout
+    assert f"└ {lora_adapter.NAME}" in text, text

@@ -171,3 +171,18 @@ def test_people_files_are_read_live_and_never_ask_for_a_reload():
     old = {"config.yaml": "a: 1\n", "people.json": '{"people": {}}', "people-keys.json": "{}"}
     new = {"config.yaml": "a: 1\n", "people.json": '{"people": {"ann": {}}}'}
     assert gateway_file_changes(old, new) == []
+
+
+def test_adding_an_adapter_recreates_its_base_and_reloads_the_gateway_without_a_cut(tmp_path):
+    """An adapter is a flag of its base's command (--lora-modules): its backend restarts, as for any flag; the
+    gateway routes the new name after a rolling reload (its key is the base's: the gateway's env is unchanged)."""
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "adapter_config.json").write_text('{"r": 8}')
+    with_adapter = BASE.replace("--tool-call-parser hermes\n", "--tool-call-parser hermes\n"
+                                f"  adapters:\n    sql: {{path: {tmp_path / 'sql'}}}\n")
+    plan = changes(tmp_path, with_adapter)
+    assert actions(plan) == {"alpha": "unchanged", "beta": "unchanged", "gamma": "recreate", "gateway": "reload"}
+    assert any("--lora-modules" in line for line in plan["gamma"].details), plan["gamma"].details
+    assert "sql routed" in plan["gateway"].details and plan["gateway"].cut == ""
+    removed = changes(tmp_path, BASE, old_text=with_adapter)
+    assert actions(removed)["gamma"] == "recreate" and "sql no longer routed" in removed["gateway"].details

@@ -280,7 +280,7 @@ def test_cpu_models_ask_for_no_gpu_and_wait_for_their_local_weights(tmp_path):
     assert vllm["workingDir"] == "/workspace" and vllm["args"][0] == ".cache/demo-models/reasoner"
     assert {"name": "cache", "mountPath": weights, "subPath": "weights"} in vllm["volumeMounts"]
     assert init["volumeMounts"] == [{"name": "cache", "mountPath": weights, "subPath": "weights"}]
-    assert init["command"][-1] == weights and "config.json" in init["command"][2]
+    assert init["command"][-1] == f"{weights}/config.json" and "until [ -f" in init["command"][2]
     warnings = " ".join(k8s_warnings(load_plan(path)))
     assert "local path .cache/demo-models/reasoner" in warnings and "CUDA build" in warnings
 

@@ -214,3 +214,16 @@ def test_no_request_fails_when_a_replica_is_dead_and_a_lone_model_is_never_coole
     # the lone model's dead backend: its own error every time, never "no deployments available" (a cooldown)
     assert len(lone) == 8 and not any("No deployments available" in str(e) or isinstance(e, litellm.RateLimitError)
                                       for e in lone), [str(e)[:200] for e in lone]
+
+
+def test_embeddings_and_rerank_requests_spread_over_the_replicas():
+    """A replicated pooling model (issue 29 part 4): a batch of embeddings or a rerank body has no conversation, so
+    every live replica stays eligible and the router's shuffle spreads them; one text (`input` a string, read like a
+    Responses API input) picks a replica by its hash, so different texts spread too; a failed replica is skipped."""
+    two = deps("emb-1", "emb-2")
+    for body in ({"input": ["a text", "another"]}, {"query": "q", "documents": ["d1", "d2"], "top_n": 1}):
+        assert picked(rr.choose(two, body)) == ["emb-1", "emb-2"]
+        failed = {**body, "metadata": {"previous_models": [{"deployment_id": "id-emb-1"}]}}
+        assert picked(rr.choose(two, failed)) == ["emb-2"]
+    seen = Counter(picked(rr.choose(two, {"input": f"text {i}"}))[0] for i in range(100))
+    assert set(seen) == {"emb-1", "emb-2"}

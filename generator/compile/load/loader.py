@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from ...errors import ConfigError, Problem
 from ..plan import (
+    AdapterPlan,
     ControllerPlan,
     GatewayK8sPlan,
     GatewayPlan,
@@ -26,7 +27,7 @@ from ..plan import (
     RedisPlan,
     RequestLimits,
 )
-from . import fit, model_files, pooling, rules
+from . import adapters as lora, fit, model_files, pooling, rules
 from .media import media_env, media_flags, media_warnings
 from .schema import (
     GPU_LISTS,
@@ -87,6 +88,11 @@ def _field_hint(path: tuple) -> str:
         owner = Person
         close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
         return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
+    if len(path) > 3 and path[-3] == "adapters":  # <model>.adapters.<name>.<field>
+        from .schema import Adapter
+
+        close = difflib.get_close_matches(str(path[-1]), list(Adapter.model_fields), n=1)
+        return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(Adapter.model_fields)}"
     owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
              "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand,
              "media": Media, "limits": Limits}.get(str(parent))
@@ -126,11 +132,12 @@ def _parse(src: Source) -> ModelsFile:
 
 def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile, port: int,
                 context: int, max_tokens: int, derived: bool, backend: str, gpus: tuple[int, ...],
-                replica: int, kind: pooling.Kind) -> ModelPlan:
+                replica: int, kind: pooling.Kind, adapters: tuple[AdapterPlan, ...] = (),
+                lora_args: tuple[str, ...] = ()) -> ModelPlan:
     """The plan of one backend of model `name`: the model itself, or its replica number `replica` (1..N) named
     `backend`, on `gpus` and `port`."""
     served = cmd.value("--served-model-name") or name
-    flag_args = list(cmd.args)
+    flag_args = [*cmd.args, *lora_args]
     if cmd.last("--served-model-name") is None:
         flag_args += ["--served-model-name", served]
     if cmd.last("--port") is None:
@@ -167,6 +174,7 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         replica_of=name if entry.replicas > 1 else "",
         replica=replica if entry.replicas > 1 else 0,
         replicas=entry.replicas,
+        adapters=adapters,
     )
 
 
@@ -198,6 +206,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     commands: dict[str, ServeCommand] = {}
     flag_problems: list[Problem] = []
     weights: dict[str, int | None] = {}  # bytes of each model's weights, when the fit check could read them
+    lora_notes: list[str] = []  # adapters whose rank is unknown
     findings += rules.volume_problems("defaults", file.defaults.volumes)
     for name, entry in file.models.items():
         findings += rules.volume_problems(name, entry.volumes)
@@ -245,6 +254,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         else:  # no output budget, no sampling defaults: a pooling model generates no text
             max_tokens, derived_max, found = 0, False, rules.pooling_fields(name, kind.kind, kind.why, cmd, entry)
         findings += found
+        adapters, lora_args, found, noted = lora.served_adapters(name, entry, file.defaults, kind, cmd, context,
+                                                                 catalog)
+        findings += found
+        lora_notes += noted
         found, warned = rules.tool_flags(name, cmd)
         findings += found
         warnings += warned
@@ -260,7 +273,8 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                     auto_port += 1
                 port, auto_port = auto_port, auto_port + 1
             fractions[backend] = fraction
-            plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max, backend, gpus, i, kind)
+            plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max, backend, gpus, i, kind,
+                               adapters, lora_args)
             plan, found = _with_on_demand(plan, entry, cmd, file)
             findings += found
             verdict = _fit(plan, cmd, meta, fraction, file.gpu_memory)
@@ -280,6 +294,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")
     findings += rules.unique(models)
+    findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
     # a replica waits for what its model waits for; naming a replicated model waits for all its replicas
     explicit = {backend: [b for other in file.models[owner[backend]].start_after for b in names.get(other, [other])]
@@ -325,6 +340,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         notes.append(f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
                      "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml")
     notes += _sleep_notes(models, weights)
+    notes += lora_notes
     redis = RedisPlan(image=g.redis_image) if needs_redis(people, models) else None
     return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
                 gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics, controller=controller,
@@ -343,7 +359,8 @@ def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[Perso
     finding with the closest names."""
     import difflib
 
-    served = {m.name: m.served_name for m in models} | {m.served_name: m.served_name for m in models}
+    served = ({m.name: m.served_name for m in models} | {m.served_name: m.served_name for m in models}
+              | {a.name: a.name for m in models for a in m.adapters})
     people, findings = [], []
     for name, entry in file.people.items():
         entry = entry or Person()

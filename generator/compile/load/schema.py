@@ -560,6 +560,40 @@ class Metrics(_Strict):
         return self
 
 
+ADAPTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # what clients send as "model"; no '=' or ',' (vLLM's name=path form)
+
+
+class Adapter(_Strict):
+    """A LoRA adapter of this model (vLLM `--lora-modules`): a gateway model of its own name, served by the base
+    model's backend with the base's context, max_tokens clamp, tool and reasoning parsers (docs/embeddings-rerank-lora.md).
+    Give `path` or `repo`."""
+
+    path: str | None = None
+    """The adapter's directory (adapter_config.json + weights) as the backend sees it: a local path for the local
+    stack, a path inside the container (mount it with `volumes:`, like the weights) under compose."""
+    repo: str | None = None
+    """A Hugging Face repo id (org/name) vLLM downloads at start (its default branch: vLLM 0.32 takes no revision for
+    an adapter)."""
+    revision: str | None = None
+    """Refused: vLLM 0.32 downloads an adapter repo's default branch only. To pin one, download it
+    (`hf download org/name --revision X --local-dir DIR`) and give `path: DIR`."""
+    description: str = ""
+    """Shown to clients (clients/README.md) and in the summary."""
+    litellm: LitellmParams = LitellmParams()
+    """This adapter's request defaults, over its base model's `litellm:` (which is over defaults.litellm), field by
+    field; max_tokens must stay below the base's context."""
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.path is None) == (self.repo is None):
+            raise ValueError("give the adapter's `path:` (a directory) or its `repo:` (a Hugging Face repo id), "
+                             "exactly one")
+        return self
+
+
+AdapterName = Annotated[str, Field(pattern=ADAPTER_NAME)]
+
+
 class ModelEntry(_Strict):
     """One self-hosted model. Its name becomes the compose service, the backend's host name and (unless
     --served-model-name says otherwise) the model name clients send."""
@@ -596,6 +630,10 @@ class ModelEntry(_Strict):
     """Media URLs this backend may fetch; unset: the defaults' (none unless set there)."""
     limits: Limits = Limits()
     """What one request may ask (n, best_of, tools, logit_bias, request_size); over the defaults' field by field."""
+    adapters: dict[AdapterName, Adapter] = {}
+    """LoRA adapters served by this chat model's backend, each a model of its own name at the gateway:
+    `{think-less: {path: /models/think-less}}`. The generator writes vLLM's --enable-lora, --lora-modules,
+    --max-loras and --max-lora-rank (docs/embeddings-rerank-lora.md)."""
 
 
 Count = Annotated[int, Field(ge=1), NOT_BOOL]

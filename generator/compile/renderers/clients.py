@@ -45,7 +45,7 @@ def header(plan: Plan, comment: str = "#") -> str:
 
 def agent_models(plan: Plan) -> tuple[ModelPlan, ...]:
     """Models an agent can use: every agent request carries tools with tool_choice auto."""
-    return tuple(m for m in plan.served if m.auto_tool_choice)
+    return tuple(m for m in plan.client_models if m.auto_tool_choice)
 
 
 def main_model(models: tuple[ModelPlan, ...]) -> ModelPlan:
@@ -162,7 +162,7 @@ def _readme(plan: Plan, models: tuple[ModelPlan, ...]) -> str:
     rows = "\n".join(
         f"| `{m.served_name}` | `--profile {m.entry}` | {m.context} | {m.max_tokens} | {compact_limit(m)} | "
         f"{'yes' if m.reasoning_parser else 'no'} |" for m in models)
-    skipped = [m.served_name for m in plan.served if not m.auto_tool_choice]
+    skipped = [m.served_name for m in plan.client_models if not m.auto_tool_choice]
     note = (f"\nNot offered to agents (no `--enable-auto-tool-choice`; agents always send tools): "
             f"{', '.join(f'`{n}`' for n in skipped)}.\n") if skipped else ""
     return (header(plan)

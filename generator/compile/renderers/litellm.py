@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, START_MODULE
-from ..plan import ModelPlan, Plan
+from ..plan import AdapterPlan, ModelPlan, Plan
 from .text import header, json_header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
@@ -136,6 +137,27 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
 
 
+ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
+
+
+def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
+    """A LoRA adapter as a model of its own name: the base's backend (api_base, key, timeouts), context, parsers,
+    limits and replica (hosted_vllm/<adapter> is vLLM's LoRA name), its own request defaults and output budget.
+    `ADAPTER_OF` tells status it shares its base's backend (not probed twice) and lists it under the base."""
+    p = base["litellm_params"]
+    params = {"model": f"hosted_vllm/{a.name}", "api_base": p["api_base"], "api_key": p["api_key"],
+              **a.litellm_params, "timeout": p["timeout"], "stream_timeout": p["stream_timeout"]}
+    info = {**copy.deepcopy(base["model_info"]), "max_output_tokens": a.max_tokens, ADAPTER_OF: m.served_name}
+    return {"model_name": a.name, "litellm_params": params, "model_info": info}
+
+
+def model_entries(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
+                  ) -> list[dict]:
+    """One backend's deployments: the model, then each of its LoRA adapters."""
+    base = model_entry(m, plan, api_base, controller_host)
+    return [base, *(adapter_entry(base, m, a) for a in m.adapters)]
+
+
 def retry_policy(replicas: int) -> dict[str, int]:
     """Retries of one request on a replicated model: another replica for the backend's failures, none else."""
     return {"InternalServerErrorRetries": replicas, "ServiceUnavailableErrorRetries": replicas,
@@ -189,7 +211,8 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     if plan.replicated:
         litellm_settings["callbacks"].append(f"{ROUTING_MODULE}.routing_instance")
         router_settings["disable_cooldowns"] = False  # a dead replica is skipped (lone deployments: allowed_fails)
-        counts = {m.served_name: m.replicas for m in plan.models if m.replicas > 1}
+        counts = {name: m.replicas for m in plan.models if m.replicas > 1
+                  for name in (m.served_name, *(a.name for a in m.adapters))}
         router_settings["model_group_retry_policy"] = {name: retry_policy(n) for name, n in counts.items()}
     general_settings: dict = {
         "master_key": f"os.environ/{g.master_key_env}",
@@ -202,7 +225,7 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
         # worker and replica shares one count; explicit, so a Redis that cannot be reached fails the start
         general_settings["coordination_redis"] = redis
     return {
-        "model_list": [model_entry(m, plan, api_base, controller_host) for m in plan.models],
+        "model_list": [e for m in plan.models for e in model_entries(m, plan, api_base, controller_host)],
         "litellm_settings": litellm_settings,
         "router_settings": router_settings,
         "general_settings": general_settings,

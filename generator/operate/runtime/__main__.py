@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if running:
         console.print(f"already running from {args.models}, healthy: reusing it (stop it with `make down`)", soft_wrap=True)
         console.print(f"gateway ready at {running.gateway_url}/v1 serving "
-                      f"{', '.join(m.served_name for m in plan.served)}; key: {plan.gateway.master_key_env} in "
+                      f"{', '.join(m.served_name for m in plan.client_models)}; key: {plan.gateway.master_key_env} in "
                       f"{running.env_path}", soft_wrap=True)
         return 0
     if stopped := stop_recorded(args.state_dir):  # a previous `up` in this state dir (other file, or not healthy)

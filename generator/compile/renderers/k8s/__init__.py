@@ -21,7 +21,7 @@ from ...plan import Plan
 from ..litellm import gateway_modules, people_file, render_litellm
 from ..target import Target
 from ..text import dump_yaml, header
-from .backend import backend_objects, backend_problems, local_weights
+from .backend import backend_objects, backend_problems, local_adapters, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .monitoring import MONITORING_FILE, monitoring_objects
@@ -113,6 +113,10 @@ def k8s_warnings(plan: Plan) -> list[str]:
         if weights := local_weights(m):
             warnings.append(f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
                             f"until the files are copied to {weights} on its volume (docs/kubernetes.md, local weights)")
+        if adapters := local_adapters(m):
+            warnings.append(f"{m.name}: serves the local LoRA adapter(s) {', '.join(adapters)}, which pods do not have; "
+                            f"its pod waits until they are copied to {', '.join(adapters.values())} on its volume "
+                            "(docs/kubernetes.md, local weights)")
         if m.volumes:
             warnings.append(f"{m.name}: volumes: ({', '.join(map(str, m.volumes))}) are compose mounts and are not "
                             "rendered here; in Kubernetes the weights live on the model's PVC (docs/kubernetes.md, local weights)")

@@ -39,6 +39,11 @@ def local_weights(m: ModelPlan) -> str | None:
     return None
 
 
+def local_adapters(m: ModelPlan) -> dict[str, str]:
+    """Where each LoRA adapter given as a directory lives in the pod: {adapter name: path}, like local weights."""
+    return {a.name: posixpath.normpath(posixpath.join(WORKDIR, a.source)) for a in m.adapters if a.local}
+
+
 def backend_problems(plan: Plan) -> list[Problem]:
     problems = []
     for m in plan.models:
@@ -48,6 +53,10 @@ def backend_problems(plan: Plan) -> list[Problem]:
         if m.model.startswith("~"):
             problems.append(Problem(plan.source, f"{m.name}.command",
                                     f"{m.model}: `~` means a different home in a pod; use an absolute path"))
+        for a in m.adapters:
+            if a.source.startswith("~"):
+                problems.append(Problem(plan.source, f"{m.entry}.adapters.{a.name}.path",
+                                        f"{a.source}: `~` means a different home in a pod; use an absolute path"))
     return problems
 
 
@@ -71,6 +80,8 @@ def _volumes(m: ModelPlan) -> tuple[list[dict], list[dict]]:
     ]
     if weights := local_weights(m):
         mounts.append({"name": "cache", "mountPath": weights, "subPath": "weights"})
+    for name, path in local_adapters(m).items():  # on the same PVC, copied in like the weights
+        mounts.append({"name": "cache", "mountPath": path, "subPath": f"adapters/{name}"})
     volumes = [
         {"name": "cache", "persistentVolumeClaim": {"claimName": cache_claim(m)}},
         {"name": "shm", "emptyDir": {"medium": "Memory"}},
@@ -78,15 +89,20 @@ def _volumes(m: ModelPlan) -> tuple[list[dict], list[dict]]:
     return mounts, volumes
 
 
-def _wait_for_weights(m: ModelPlan, weights: str) -> dict:
-    """Init container that holds the pod until the weights are copied in (docs/kubernetes.md, local weights)."""
-    script = ('until [ -f "$1/config.json" ]; do echo "waiting for the model files in $1 '
-              '(copy them in: docs/kubernetes.md, local weights)"; sleep 10; done')
+def _wait_for_weights(m: ModelPlan, weights: str | None) -> dict:
+    """Init container that holds the pod until the weights (config.json) and the local LoRA adapters
+    (adapter_config.json) are copied in (docs/kubernetes.md, local weights)."""
+    wanted = ([f"{weights}/config.json"] if weights else []) + [f"{p}/adapter_config.json"
+                                                                  for p in local_adapters(m).values()]
+    script = ('for f in "$@"; do until [ -f "$f" ]; do echo "waiting for $f '
+              '(copy the files in: docs/kubernetes.md, local weights)"; sleep 10; done; done')
+    mounts = ([{"name": "cache", "mountPath": weights, "subPath": "weights"}] if weights else []) + [
+        {"name": "cache", "mountPath": path, "subPath": f"adapters/{name}"} for name, path in local_adapters(m).items()]
     return {
         "name": "wait-for-weights",
         "image": m.image,
-        "command": ["sh", "-c", script, "sh", weights],
-        "volumeMounts": [{"name": "cache", "mountPath": weights, "subPath": "weights"}],
+        "command": ["sh", "-c", script, "sh", *wanted],
+        "volumeMounts": mounts,
         "securityContext": container_security(),
     }
 
@@ -126,7 +142,8 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
     if resources:
         container["resources"] = resources
     pod: dict = {**pod_defaults(), "containers": [container], "volumes": volumes}
-    if weights := local_weights(m):
+    weights = local_weights(m)
+    if weights or local_adapters(m):
         container["workingDir"] = WORKDIR
         pod["initContainers"] = [_wait_for_weights(m, weights)]
     if m.k8s.node_selector:
