@@ -282,9 +282,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     findings += rules.unique(models)
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
     # a replica waits for what its model waits for; naming a replicated model waits for all its replicas
-    explicit = {backend: [b for other in file.models[owner[backend]].start_after for b in names.get(other, [other])]
-                for backend in owner}
-    after, found = rules.start_order(models, explicit, [b for backends in names.values() for b in backends])
+    after, found = rules.start_order(models, {name: list(e.start_after) for name, e in file.models.items()}, names)
     findings += found
     findings += rules.metrics_ports(file.metrics, file.gateway.port)
     controller = None
