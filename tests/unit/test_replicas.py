@@ -20,7 +20,7 @@ def test_the_gpu_list_is_split_in_order_by_tensor_parallel_size(plan):
         ("m1-1", (0, 1), 1, "m1"), ("m1-2", (2, 3), 2, "m1")]
     assert {m.served_name for m in p.models} == {"m1"} and [m.name for m in p.served] == ["m1-1"]
     assert {m.api_key_env for m in p.models} == {"VLLM_API_KEY_M1"}  # one key per model
-    assert p.secret_envs == ("LITELLM_MASTER_KEY", "VLLM_API_KEY_M1")
+    assert p.secret_envs == ("LITELLM_MASTER_KEY", "VLLM_API_KEY_M1", "REDIS_PASSWORD")  # the placement's Redis
     assert p.replicated == ("m1",)
 
 

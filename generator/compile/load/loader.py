@@ -332,8 +332,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
 def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan]) -> bool:
     """THE one place that decides whether the stack runs a Redis (local runtime, compose, Kubernetes) and the
     gateway is pointed at it. A feature that needs state shared by the gateway's workers or replicas adds its
-    condition here (`or ...`); nothing else looks at it. Today: a person with a limit that must be counted."""
-    return any(p.counted for p in people)
+    condition here (`or ...`); nothing else looks at it. Today: a person with a limit that must be counted; a model
+    with replicas (where a new conversation goes, by the requests in flight on each replica: replica_routing.py)."""
+    return any(p.counted for p in people) or any(m.replicas > 1 for m in models)
 
 
 def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[PersonPlan, ...], list[rules.Finding]]:
