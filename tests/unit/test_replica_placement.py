@@ -82,13 +82,13 @@ def test_a_new_conversation_goes_to_the_least_loaded_replica_and_its_turns_follo
         for i in range(5):  # every new conversation: the idle replica, and its next turns stay there
             turn1 = request(f"new-{i}")
             assert await place(p, ["m-1", "m-2"], turn1) == other
-            await p.release(other, turn1["litellm_call_id"])
+            await p.release("m", other, turn1["litellm_call_id"])
             turn2 = request(f"new-{i}")
             assert await place(p, ["m-1", "m-2"], turn2) == other
-            await p.release(other, turn2["litellm_call_id"])
+            await p.release("m", other, turn2["litellm_call_id"])
         assert await p.loads(["m-1", "m-2"]) == {first[0]: 3, other: 0}
         for r in busy:
-            await p.release(first[0], r["litellm_call_id"])
+            await p.release("m", first[0], r["litellm_call_id"])
         assert await p.loads(["m-1", "m-2"]) == {first[0]: 0, other: 0}
     asyncio.run(main())
 
@@ -116,7 +116,7 @@ def test_idle_replicas_tie_and_the_hash_breaks_the_tie(redis_port, redis_db):
             req = request(f"s{i}")
             chosen = await place(p, ["m-1", "m-2"], req)
             assert [chosen] == picked(rr.choose(deps("m-1", "m-2"), req))
-            await p.release(chosen, req["litellm_call_id"])
+            await p.release("m", chosen, req["litellm_call_id"])
             seen[chosen] += 1
         assert min(seen.values()) >= 8
     asyncio.run(main())
@@ -154,6 +154,23 @@ def test_a_retry_counts_once_on_the_replica_it_moved_to(redis_port, redis_db):
         req["metadata"]["previous_models"] = [{"deployment_id": f"id-{first}"}]
         retried = await place(p, ["m-1", "m-2"], req)
         assert retried != first and await p.loads(["m-1", "m-2"]) == {first: 0, retried: 1}
+    asyncio.run(main())
+
+
+def test_a_count_left_on_a_replica_in_cooldown_goes_with_the_retry_or_the_release(redis_port, redis_db):
+    """The router leaves a replica in cooldown out of what it offers: a retry elsewhere (or the request's end)
+    still drops the request's count there, so the replica is not seen busy when it is back."""
+    async def main():
+        p = placement(redis_port)
+        req = request("conv", "call-1")
+        first = await place(p, ["m-1", "m-2"], req)
+        (other,) = {"m-1", "m-2"} - {first}
+        assert await place(p, [other], req, live=[other]) == other  # first in cooldown: not even offered
+        assert await p.loads(["m-1", "m-2"]) == {first: 0, other: 1}
+        req2 = request("conv2", "call-2")
+        assert await place(p, ["m-1", "m-2"], req2)
+        await p.release("m", other, "call-2")  # the event names one replica: every replica drops it
+        assert sum((await p.loads(["m-1", "m-2"])).values()) == 1
     asyncio.run(main())
 
 
