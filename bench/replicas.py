@@ -13,8 +13,11 @@ the next conversation of one seeded list when its last one ends, so at any momen
   Redis; model_info gateway_placement: hash);
 - least-loaded: the generated config (a new conversation goes to the replica with the fewest requests in flight).
 
-Reported per arm: requests per replica, the replicas' own in-flight gauges (vllm:num_requests_running +
-waiting) sampled every 0.2 s: their mean per replica and the mean difference between the two, TTFT p50/p95.
+Reported per arm: requests per replica; each replica's requests in flight averaged over the arm's time and the
+average gap between the busiest and the idlest replica, from the client's own requests (sent, answered, and the
+replica the gateway names in its x-litellm-model-id header); TTFT p50/p95. The JSON also holds the replicas' own
+gauges (vllm:num_requests_running + waiting) sampled every 0.2 s (on a CPU host most of a request's time is
+spent in the gateway, so they see little of it).
 
 The arms are model groups of one gateway config (the generated one plus two groups the benchmark adds), so they
 share the gateway, its workers and the backends; each arm's conversations have text of their own, so no arm
@@ -68,15 +71,18 @@ class BenchStack(LocalStack):
         config = yaml.safe_load(path.read_text())
         name = self.model.served_name
         replicas = [e for e in config["model_list"] if e["model_name"] == name]
+        for e in replicas:  # ids that name the replica: the gateway's x-litellm-model-id header tells the client
+            e["model_info"] = {**e["model_info"], "id": f"{name}@{e['model_info']['gateway_replica']}"}
         extra = []
         for arm, entries in (("one-replica", replicas[:1]), ("shuffle", replicas)):
             for e in entries:
                 info = {k: v for k, v in e["model_info"].items()
                         if k not in ("gateway_replica", "allowed_fails_policy", "cooldown_time")}
+                info["id"] = f"{name}--{arm}@{e['model_info']['gateway_replica']}"
                 extra.append({**e, "model_name": f"{name}--{arm}", "model_info": info})
         for e in replicas:
-            extra.append({**e, "model_name": f"{name}--hashed", "model_info": {**e["model_info"],
-                                                                               "gateway_placement": "hash"}})
+            extra.append({**e, "model_name": f"{name}--hashed", "model_info": {
+                **e["model_info"], "gateway_placement": "hash", "id": f"{name}--hashed@{e['model_info']['gateway_replica']}"}})
         config["model_list"] += extra
         policy = (config.get("router_settings") or {}).get("model_group_retry_policy") or {}
         if name in policy:
@@ -127,8 +133,9 @@ def gauges(stack: BenchStack) -> dict[str, float]:
 
 
 def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_words: int, turn_words: int,
-                 max_tokens: int) -> list[float]:
-    """One conversation, turn after turn, streamed; the time to first token of each turn."""
+                 max_tokens: int) -> list[dict]:
+    """One conversation, turn after turn, streamed; per turn: the time to first token, when it was sent and
+    answered (monotonic clock) and the replica that served it (the gateway's x-litellm-model-id header)."""
     rng = random.Random(seed)
     messages = [{"role": "system", "content": "You are a coding agent. " + words(rng, lead_words)},
                 {"role": "user", "content": words(rng, turn_words)}]
@@ -141,6 +148,7 @@ def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_wor
             body = {"model": model, "messages": messages, "stream": True, "max_tokens": max_tokens}
             with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
                 r.raise_for_status()
+                replica = r.headers.get("x-litellm-model-id", "").rpartition("@")[2]
                 for line in r.iter_lines():
                     if not line.startswith("data: ") or line == "data: [DONE]":
                         continue
@@ -149,7 +157,8 @@ def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_wor
                     if first is None and (delta.get("content") or delta.get("reasoning_content")):
                         first = time.monotonic() - start
                     text += delta.get("content") or ""
-            ttft.append(first if first is not None else time.monotonic() - start)
+            ttft.append({"ttft": first if first is not None else time.monotonic() - start, "start": start,
+                         "end": time.monotonic(), "replica": replica})
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": words(rng, turn_words)}]
     return ttft
 
@@ -168,11 +177,31 @@ def run_arm(stack: BenchStack, arm: str, args: argparse.Namespace, seed: int) ->
     grew = {r: {k: after[r][k] - before[r][k] for k in after[r]} for r in after}
     queries = sum(g["queries"] for g in grew.values())
     hits = sum(g["hits"] for g in grew.values())
-    flat = [t for conv in ttfts for t in conv]
-    later = [t for conv in ttfts for t in conv[1:]]  # turns 2..: the ones a cache can help
+    flat = [t["ttft"] for conv in ttfts for t in conv]
+    later = [t["ttft"] for conv in ttfts for t in conv[1:]]  # turns 2..: the ones a cache can help
     return {"arm": arm, "hit_rate": hits / queries if queries else 0.0, "hits": hits, "queries": queries,
             "ttft_p50_s": statistics.median(flat), "ttft_p50_later_turns_s": statistics.median(later) if later else None,
             "requests_per_replica": {r: g["requests"] for r, g in grew.items()}, "seconds": seconds}
+
+
+def in_flight(records: list[dict], names: list[str]) -> tuple[dict[str, float], float]:
+    """From the client's requests (sent, answered, replica): each replica's requests in flight, averaged over the
+    arm's time, and the average gap between the busiest and the idlest replica."""
+    events = sorted([(r["start"], 1, r["replica"]) for r in records] + [(r["end"], -1, r["replica"]) for r in records])
+    if not events:
+        return dict.fromkeys(names, 0.0), 0.0
+    now = dict.fromkeys(names, 0)
+    area = dict.fromkeys(names, 0.0)
+    gap, last = 0.0, events[0][0]
+    for t, step, replica in events:
+        width = t - last
+        for n in names:
+            area[n] += now[n] * width
+        gap += (max(now.values()) - min(now.values())) * width
+        now[replica] = now.get(replica, 0) + step
+        last = t
+    total = (events[-1][0] - events[0][0]) or 1.0
+    return {n: area[n] / total for n in names}, gap / total
 
 
 def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, seed: int) -> dict:
@@ -187,7 +216,7 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
     todo: queue.Queue = queue.Queue()
     for i, turns in enumerate(lengths):
         todo.put((i, turns))
-    ttfts: list[float] = []
+    records: list[dict] = []
     samples: list[dict[str, float]] = []
     done = threading.Event()
 
@@ -197,8 +226,8 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
                 i, turns = todo.get_nowait()
             except queue.Empty:
                 return
-            ttfts.extend(conversation(stack.gateway_url, stack.master_key, model, seed + i, turns,
-                                      args.placement_lead_words, args.placement_turn_words, args.max_tokens))
+            records.extend(conversation(stack.gateway_url, stack.master_key, model, seed + i, turns,
+                                        args.placement_lead_words, args.placement_turn_words, args.max_tokens))
 
     def sample() -> None:
         while not done.wait(0.2):
@@ -220,10 +249,12 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
     mean = {r: statistics.fmean(s[r] for s in samples) if samples else 0.0 for r in names}
     gap = statistics.fmean(max(s.values()) - min(s.values()) for s in samples) if samples else 0.0
     queries = sum(g["queries"] for g in grew.values())
-    ordered = sorted(ttfts)
+    ordered = sorted(r["ttft"] for r in records)
+    concurrency, spread = in_flight(records, names)
     return {"arm": arm, "conversations": len(lengths), "turns": sum(lengths),
-            "requests_per_replica": {r: grew[r]["requests"] for r in names}, "in_flight_mean": mean,
-            "in_flight_gap_mean": gap, "samples": len(samples),
+            "requests_per_replica": {r: grew[r]["requests"] for r in names}, "vllm_in_flight_mean": mean,
+            "vllm_in_flight_gap_mean": gap, "samples": len(samples), "in_flight_mean": concurrency,
+            "in_flight_gap_mean": spread,
             "hit_rate": sum(g["hits"] for g in grew.values()) / queries if queries else 0.0,
             "ttft_p50_s": statistics.median(ordered), "ttft_p95_s": ordered[int(0.95 * (len(ordered) - 1))],
             "seconds": seconds}
@@ -294,7 +325,7 @@ def print_tables(console: Console, stack: BenchStack, args: argparse.Namespace, 
         table = Table(title=f"placement of new conversations, {placed[0]['conversations']} conversations of "
                             f"uneven lengths ({placed[0]['turns']} turns), {args.clients} at once",
                       title_justify="left")
-        for col in ("arm", "requests per replica", "in flight, mean per replica", "in-flight gap, mean",
+        for col in ("arm", "requests per replica", "in flight, mean per replica", "busiest - idlest, mean",
                     "hit rate", "TTFT p50", "TTFT p95", "seconds"):
             table.add_column(col)
         for r in placed:

@@ -272,4 +272,4 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     for i in range(12):
         conversation(c, f"After the restart {i} {uuid.uuid4()}", turns=1)
     grew = {name: after - before[name] for name, after in served(stack).items()}
-    assert grew["plain-1"] > 0 and grew["plain-2"] > 0, grew
+    assert grew["plain-1"] > 0 and grew["plain-2"] > 0, (grew, in_flight_counts(stack))
