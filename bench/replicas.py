@@ -39,6 +39,7 @@ import os
 import random
 import statistics
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -56,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ROOT / "examples/cpu-replicas/models.yml"
 ARMS = ("one-replica", "shuffle", "routed")
 PLACEMENT_ARMS = ("hashed", "least-loaded")
+RUN = uuid.uuid4().hex[:8]
 LENGTHS = (1, 1, 1, 2, 2, 3, 6, 12)  # turns of a conversation in the placement arms, drawn with a fixed seed
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
@@ -137,7 +139,8 @@ def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_wor
     """One conversation, turn after turn, streamed; per turn: the time to first token, when it was sent and
     answered (monotonic clock) and the replica that served it (the gateway's x-litellm-model-id header)."""
     rng = random.Random(seed)
-    messages = [{"role": "system", "content": "You are a coding agent. " + words(rng, lead_words)},
+    # RUN: text of this run's own, so no claim or cached prefix of an earlier run (the state dir is reused) applies
+    messages = [{"role": "system", "content": f"You are a coding agent ({RUN}). " + words(rng, lead_words)},
                 {"role": "user", "content": words(rng, turn_words)}]
     ttft = []
     with httpx.Client(timeout=600, headers={"Authorization": f"Bearer {key}"}) as client:
@@ -182,6 +185,20 @@ def run_arm(stack: BenchStack, arm: str, args: argparse.Namespace, seed: int) ->
     return {"arm": arm, "hit_rate": hits / queries if queries else 0.0, "hits": hits, "queries": queries,
             "ttft_p50_s": statistics.median(flat), "ttft_p50_later_turns_s": statistics.median(later) if later else None,
             "requests_per_replica": {r: g["requests"] for r, g in grew.items()}, "seconds": seconds}
+
+
+def gateway_counts(stack: BenchStack) -> dict[str, int]:
+    """The gateway's own count of requests in flight per replica (the placement's, in the stack's Redis)."""
+    import redis
+
+    if not stack.redis_port:
+        return {}
+    db = redis.Redis(port=stack.redis_port, password=stack.keys()["REDIS_PASSWORD"], socket_timeout=5)
+    try:
+        return {m.name: int(db.zcard(f"gateway:replicas:inflight:{m.name}")) for m in stack.plan.models
+                if m.served_name == stack.model.served_name}
+    finally:
+        db.close()
 
 
 def in_flight(records: list[dict], names: list[str]) -> tuple[dict[str, float], float]:
@@ -232,6 +249,9 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
     def sample() -> None:
         while not done.wait(0.2):
             samples.append(gauges(stack))
+            placed_now.append(gateway_counts(stack))
+
+    placed_now: list[dict[str, int]] = []
 
     before = counters(stack)
     started = time.monotonic()
@@ -251,10 +271,12 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
     queries = sum(g["queries"] for g in grew.values())
     ordered = sorted(r["ttft"] for r in records)
     concurrency, spread = in_flight(records, names)
+    by_header = {n: sum(r["replica"] == n for r in records) for n in names}
+    gateway_mean = {n: statistics.fmean(p.get(n, 0) for p in placed_now) if placed_now else 0.0 for n in names}
     return {"arm": arm, "conversations": len(lengths), "turns": sum(lengths),
             "requests_per_replica": {r: grew[r]["requests"] for r in names}, "vllm_in_flight_mean": mean,
             "vllm_in_flight_gap_mean": gap, "samples": len(samples), "in_flight_mean": concurrency,
-            "in_flight_gap_mean": spread,
+            "in_flight_gap_mean": spread, "requests_by_header": by_header, "gateway_count_mean": gateway_mean,
             "hit_rate": sum(g["hits"] for g in grew.values()) / queries if queries else 0.0,
             "ttft_p50_s": statistics.median(ordered), "ttft_p95_s": ordered[int(0.95 * (len(ordered) - 1))],
             "seconds": seconds}
