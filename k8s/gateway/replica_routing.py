@@ -153,8 +153,8 @@ def candidates(deployments: list, request: Mapping) -> tuple[list, list] | None:
     """(the replicas the router offers, the live ones among them: not failed for this request), or None when
     this is not a choice among a replicated model's replicas."""
     named = [d for d in deployments if isinstance(d, Mapping) and replica_of(d)]
-    if len(named) != len(deployments) or len(named) < 2:
-        return None
+    if not named or len(named) != len(deployments):
+        return None  # (one replica offered, the others in cooldown: still placed, so its count and claim hold)
     failed = failed_attempts(request)
     return named, [d for d in named if deployment_id(d) not in failed] or named
 
@@ -245,6 +245,16 @@ class Placement:
         self._client: Any = None
         self._script: Any = None
         self._down_until = 0.0
+        # every replica of each model this process has seen offered: a request's count is dropped from all of
+        # them (the router leaves a replica in cooldown out of its offer, and a request that failed there may have
+        # been retried without LiteLLM logging that attempt's failure)
+        self.known: dict[str, set[str]] = {}
+
+    def replicas(self, model: str, offered: list[str]) -> list[str]:
+        """`offered` and the other replicas of `model` this process has seen offered before."""
+        known = self.known.setdefault(model, set())
+        known.update(offered)
+        return sorted(known)
 
     def _redis(self) -> Any:
         if time.monotonic() < self._down_until:
@@ -277,13 +287,16 @@ class Placement:
             return None
         return name.decode() if isinstance(name, bytes) else name
 
-    async def release(self, replica: str, member: str) -> None:
-        """The request no longer counts in flight on `replica`."""
+    async def release(self, model: str, replica: str, member: str) -> None:
+        """The request no longer counts in flight on `replica` (nor on any other replica of `model`)."""
         client = self._redis()
         if client is None or not member:
             return
         try:
-            await client.zrem(inflight_key(replica), member)
+            async with client.pipeline(transaction=False) as pipe:
+                for name in self.replicas(model, [replica]):
+                    pipe.zrem(inflight_key(name), member)
+                await pipe.execute()
         except Exception as exc:  # noqa: BLE001 - its deadline ends it anyway
             self._failed("release", exc)
 
@@ -311,21 +324,23 @@ async def route(placement: Placement, deployments: list, request: Mapping | None
         return choose(deployments, request, messages)
     key = conversation_key(request, messages)
     member = request_id(request)
-    names = [replica_of(d) for d in named]
-    order = preference(key or member or uuid.uuid4().hex, names)  # no conversation: ties go anywhere
     model = str(named[0].get("model_name") or "")
+    names = placement.replicas(model, [replica_of(d) for d in named])  # with those in cooldown: not live
+    order = preference(key or member or uuid.uuid4().hex, names)  # no conversation: ties go anywhere
     chosen = await placement.place(model, key, order, {replica_of(d) for d in live}, member, hold_seconds())
     if chosen is None:
         return choose(deployments, request, messages)
     return [d for d in live if replica_of(d) == chosen] or live
 
 
-def _finished(kwargs: Mapping) -> tuple[str, str] | None:
-    """(replica, call id) of a finished attempt on a replica, from LiteLLM's success/failure event."""
+def _finished(kwargs: Mapping) -> tuple[str, str, str] | None:
+    """(model, replica, call id) of a finished attempt on a replica, from LiteLLM's success/failure event."""
     params = kwargs.get("litellm_params")
     replica = replica_of(params) if isinstance(params, Mapping) else None
     member = kwargs.get("litellm_call_id")
-    return (replica, str(member)) if replica and member else None
+    metadata = params.get("metadata") if isinstance(params, Mapping) else None
+    model = (metadata or {}).get("model_group") if isinstance(metadata, Mapping) else None
+    return (str(model or ""), replica, str(member)) if replica and member else None
 
 
 class ReplicaRouting(CustomLogger):
