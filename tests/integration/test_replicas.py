@@ -1,8 +1,9 @@
 """Two real vLLM CPU replicas of one model behind the real gateway with 2 workers (examples/cpu-replicas):
 both get traffic, every turn of a conversation lands on one replica (read from the replicas' own vLLM counters,
-not from the gateway), new conversations go to the replica that is not busy, and a replica killed with SIGKILL
+not from the gateway), new conversations go to the replica that is not busy, a replica killed with SIGKILL
 under load costs no request that had not started streaming, shows as down in the gateway's status within 15 s,
-and gets traffic again once it is back, with no gateway restart.
+and gets traffic again once it is back, with no gateway restart; and with the stack's Redis killed no request
+fails and conversations still stay on one replica.
 
 Starts its own small stack (2 backends + the stack's Redis + gateway, on free ports; ~60-90 s on this machine),
 next to the session's.
@@ -273,3 +274,19 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
         conversation(c, f"After the restart {i} {uuid.uuid4()}", turns=1)
     grew = {name: after - before[name] for name, after in served(stack).items()}
     assert grew["plain-1"] > 0 and grew["plain-2"] > 0, (grew, in_flight_counts(stack))
+
+
+def test_with_redis_gone_no_request_fails_and_each_conversation_still_stays_on_one_replica(stack):
+    """Last in this file: the stack's Redis is killed (SIGKILL) and stays down. Every request is answered, routed
+    by the stateless hash, so each conversation's turns still land on one replica."""
+    stack.kill("redis")
+    c = client(stack, timeout=120)
+    landed = []
+    started = time.monotonic()
+    for i in range(6):
+        before = served(stack)
+        conversation(c, f"Without Redis {i} {uuid.uuid4()}", 3)
+        grew = {name: served(stack)[name] - before[name] for name in REPLICAS}
+        assert sorted(grew.values()) == [0, 3], grew
+        landed.append(max(grew, key=grew.get))
+    print(f"\nRedis down: 6 conversations x 3 turns in {time.monotonic() - started:.1f}s, on {landed}")
