@@ -30,6 +30,9 @@ import time
 from typing import Any, NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
+    sys.path.insert(0, HERE)
+import stack_redis  # noqa: E402
 PEOPLE_FILE = "people.json"
 KEYS_FILE = "people-keys.json"
 RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
@@ -154,11 +157,8 @@ _redis: Any = None
 def redis_client() -> Any:
     """The stack's Redis (REDIS_HOST / REDIS_PORT / REDIS_PASSWORD, as LiteLLM's coordination Redis), or None."""
     global _redis
-    if _redis is None and os.environ.get("REDIS_HOST"):
-        import redis.asyncio as aioredis
-
-        _redis = aioredis.Redis(host=os.environ["REDIS_HOST"], port=int(os.environ.get("REDIS_PORT") or 6379),
-                                password=os.environ.get("REDIS_PASSWORD") or None, socket_timeout=2)
+    if _redis is None:
+        _redis = stack_redis.client(timeout=2)
     return _redis
 
 

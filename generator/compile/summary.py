@@ -26,8 +26,14 @@ def _starts(m) -> str:
     return ("after " + ", ".join(m.start_after)) if m.start_after else "at once"
 
 
+def title(plan: Plan) -> str:
+    """"2 model(s)", or with replicas "3 model(s) (4 backends)": a model's replicas are one model for its users."""
+    models = len({m.entry for m in plan.models})
+    return f"{models} model(s)" + (f" ({len(plan.models)} backends)" if len(plan.models) != models else "")
+
+
 def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env", url: str | None = None) -> None:
-    table = Table(title=f"{len(plan.models)} model(s) from {plan.source}", title_justify="left")
+    table = Table(title=f"{title(plan)} from {plan.source}", title_justify="left")
     for col in ("model", "served as", "GPUs", "starts", "context", "max_tokens", "tool parser", "reasoning parser"):
         table.add_column(col)
     for m in plan.models:

@@ -1,10 +1,12 @@
 """Two real vLLM CPU replicas of one model behind the real gateway with 2 workers (examples/cpu-replicas):
 both get traffic, every turn of a conversation lands on one replica (read from the replicas' own vLLM counters,
-not from the gateway), and a replica killed with SIGKILL under load costs no request that had not started
-streaming, shows as down in the gateway's status within 15 s, and gets traffic again once it is back, with no
-gateway restart.
+not from the gateway), new conversations go to the replica that is not busy, a replica killed with SIGKILL
+under load costs no request that had not started streaming, shows as down in the gateway's status within 15 s,
+and gets traffic again once it is back, with no gateway restart; and with the stack's Redis killed no request
+fails and conversations still stay on one replica.
 
-Starts its own small stack (2 backends + gateway, on free ports; ~60-90 s on this machine), next to the session's.
+Starts its own small stack (2 backends + the stack's Redis + gateway, on free ports; ~60-90 s on this machine),
+next to the session's.
 """
 
 from __future__ import annotations
@@ -148,6 +150,60 @@ def test_every_turn_of_a_conversation_lands_on_one_replica_and_both_get_traffic(
     assert set(landed) == set(REPLICAS), landed  # 10 conversations: both replicas served some
 
 
+def in_flight_counts(stack: LocalStack) -> dict[str, int]:
+    """The gateway's own count of requests in flight per replica, in the stack's Redis (replica_routing.py)."""
+    import redis
+
+    db = redis.Redis(port=stack.redis_port, password=stack.keys()["REDIS_PASSWORD"], socket_timeout=5)
+    try:
+        return {name: db.zcard(f"gateway:replicas:inflight:{name}") for name in REPLICAS}
+    finally:
+        db.close()
+
+
+def test_new_conversations_go_to_the_replica_that_is_not_busy_and_stay_there(stack):
+    """4 long requests of one session keep one replica busy; meanwhile 4 new conversations of 3 turns each all
+    land on the other one (both read from the replicas' own vLLM counters), whichever of the 2 gateway workers
+    takes each request; afterwards the gateway counts nothing in flight."""
+    c = client(stack, timeout=300)
+    busy_count, new_count, turns = 6, 4, 3  # 6 in flight: below the overload margin (8), so they stay together
+    session = str(uuid.uuid4())
+    before = served(stack)
+
+    def long_request(i: int) -> None:  # ~28K tokens, unique: a long CPU prefill, no prefix-cache hit
+        c.chat.completions.create(model="plain", max_tokens=64, extra_headers={"x-session-id": session},
+                                  messages=[{"role": "user", "content": f"Long {i} {uuid.uuid4()} " + "padding " * 7000}])
+
+    with concurrent.futures.ThreadPoolExecutor(busy_count) as pool:
+        started = time.monotonic()
+        futures = [pool.submit(long_request, i) for i in range(busy_count)]
+        deadline = time.monotonic() + 60
+        while max((loads := {n: running(stack, n) for n in REPLICAS}).values()) < 2 \
+                and time.monotonic() < deadline and not any(f.done() for f in futures):
+            time.sleep(0.1)
+        for f in futures:
+            if f.done():
+                f.result()  # a long request that failed: its error
+        busy = max(loads, key=loads.get)
+        (idle,) = set(REPLICAS) - {busy}
+        for i in range(new_count):
+            conversation(c, f"New conversation {i} {uuid.uuid4()}", turns)
+        still_busy = running(stack, busy)
+        new_done = time.monotonic() - started
+        for f in futures:
+            f.result()
+    grew = {name: served(stack)[name] - before[name] for name in REPLICAS}
+    print(f"\nbusy replica {busy} ({loads}); {new_count} new conversations done after {new_done:.1f}s with "
+          f"{still_busy:.0f} request(s) still on {busy}; the long ones after {time.monotonic() - started:.1f}s; {grew}")
+    assert loads[idle] == 0, loads  # one session: all on one replica
+    assert still_busy > 0, "the busy replica finished before the new conversations: the test proved nothing"
+    assert grew == {busy: busy_count, idle: new_count * turns}, grew
+    deadline = time.monotonic() + 30
+    while any(in_flight_counts(stack).values()) and time.monotonic() < deadline:
+        time.sleep(0.2)  # LiteLLM logs a success just after the answer
+    assert in_flight_counts(stack) == {"plain-1": 0, "plain-2": 0}
+
+
 def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     c = client(stack, timeout=120)
     results: list[tuple[str, object]] = []
@@ -217,4 +273,20 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     for i in range(12):
         conversation(c, f"After the restart {i} {uuid.uuid4()}", turns=1)
     grew = {name: after - before[name] for name, after in served(stack).items()}
-    assert grew["plain-1"] > 0 and grew["plain-2"] > 0, grew
+    assert grew["plain-1"] > 0 and grew["plain-2"] > 0, (grew, in_flight_counts(stack))
+
+
+def test_with_redis_gone_no_request_fails_and_each_conversation_still_stays_on_one_replica(stack):
+    """Last in this file: the stack's Redis is killed (SIGKILL) and stays down. Every request is answered, routed
+    by the stateless hash, so each conversation's turns still land on one replica."""
+    stack.kill("redis")
+    c = client(stack, timeout=120)
+    landed = []
+    started = time.monotonic()
+    for i in range(6):
+        before = served(stack)
+        conversation(c, f"Without Redis {i} {uuid.uuid4()}", 3)
+        grew = {name: served(stack)[name] - before[name] for name in REPLICAS}
+        assert sorted(grew.values()) == [0, 3], grew
+        landed.append(max(grew, key=grew.get))
+    print(f"\nRedis down: 6 conversations x 3 turns in {time.monotonic() - started:.1f}s, on {landed}")

@@ -110,3 +110,9 @@ def test_the_local_runtime_runs_a_private_redis_and_stops_it(plan, tmp_path):
     finally:
         stack.stop()
     assert not redis.ping(port, password)
+
+
+def test_a_model_with_replicas_brings_the_redis_its_placement_shares(plan):
+    """Where a new conversation goes is decided in Redis (replica_routing.py); one replica needs none."""
+    assert plan(MODEL.replace("  gpus: []", "  gpus: []\n  replicas: 2")).redis is not None
+    assert plan(MODEL.replace("  gpus: []", "  gpus: []\n  replicas: 1")).redis is None

@@ -20,7 +20,7 @@ def test_the_gpu_list_is_split_in_order_by_tensor_parallel_size(plan):
         ("m1-1", (0, 1), 1, "m1"), ("m1-2", (2, 3), 2, "m1")]
     assert {m.served_name for m in p.models} == {"m1"} and [m.name for m in p.served] == ["m1-1"]
     assert {m.api_key_env for m in p.models} == {"VLLM_API_KEY_M1"}  # one key per model
-    assert p.secret_envs == ("LITELLM_MASTER_KEY", "VLLM_API_KEY_M1")
+    assert p.secret_envs == ("LITELLM_MASTER_KEY", "VLLM_API_KEY_M1", "REDIS_PASSWORD")  # the placement's Redis
     assert p.replicated == ("m1",)
 
 
@@ -113,3 +113,37 @@ def test_replicas_is_a_count_from_1_to_64(problems, value):
 def test_one_replica_is_the_model_itself(plan):
     (m,) = plan(model(gpus="[0]", command="vllm serve org/m --max-model-len 8K", replicas=1)).models
     assert (m.name, m.replica, m.replica_of, m.replicas) == ("m1", 0, "", 1)
+
+
+def cpu(name: str, extra: str = "", replicas: int | None = None) -> str:
+    return model("vllm serve org/m --max-model-len 8K", gpus="[]", replicas=replicas, name=name, extra=extra)
+
+
+def test_a_start_after_error_points_at_its_own_entry_after_a_replicated_model(problems):
+    """start_after: [a, nope] with a replicated `a`: the error is entry 1 (not 2: a's replicas are one entry)."""
+    (msg,) = problems(cpu("a", replicas=2) + cpu("b", "  start_after: [a, nope]\n"))
+    assert "b.start_after.1: unknown model 'nope'; models: a, b" in msg
+    (msg,) = problems(cpu("a", replicas=3) + cpu("b", "  start_after: [a, b]\n"))
+    assert "b.start_after.1: b cannot wait for itself" in msg
+
+
+def test_a_replicated_model_waiting_for_itself_is_one_clear_error(problems):
+    (msg,) = problems(cpu("a", "  start_after: [a]\n", replicas=2))
+    assert "a.start_after.0: a cannot wait for itself" in msg
+
+
+def test_a_cycle_through_a_replicated_model_names_models(problems):
+    (msg,) = problems(cpu("a", "  start_after: [b]\n", replicas=2) + cpu("b", "  start_after: [a]\n"))
+    assert "start order has a cycle" in msg and ("a -> b -> a" in msg or "b -> a -> b" in msg) and "a-1" not in msg
+
+
+def test_a_replica_name_in_start_after_names_its_model(problems):
+    (msg,) = problems(cpu("a", replicas=2) + cpu("b", "  start_after: [a-2]\n"))
+    assert "b.start_after.0: unknown model 'a-2'; a-2 is a replica of a; write 'a'" in msg
+
+
+def test_the_summary_title_counts_models_and_says_how_many_backends(plan):
+    from generator.compile.summary import title
+
+    assert title(plan(cpu("a", replicas=3) + cpu("b") + cpu("c"))) == "3 model(s) (5 backends)"
+    assert title(plan(cpu("a") + cpu("b"))) == "2 model(s)"

@@ -297,9 +297,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
     # a replica waits for what its model waits for; naming a replicated model waits for all its replicas
-    explicit = {backend: [b for other in file.models[owner[backend]].start_after for b in names.get(other, [other])]
-                for backend in owner}
-    after, found = rules.start_order(models, explicit, [b for backends in names.values() for b in backends])
+    after, found = rules.start_order(models, {name: list(e.start_after) for name, e in file.models.items()}, names)
     findings += found
     findings += rules.metrics_ports(file.metrics, file.gateway.port)
     controller = None
@@ -350,8 +348,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
 def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan]) -> bool:
     """THE one place that decides whether the stack runs a Redis (local runtime, compose, Kubernetes) and the
     gateway is pointed at it. A feature that needs state shared by the gateway's workers or replicas adds its
-    condition here (`or ...`); nothing else looks at it. Today: a person with a limit that must be counted."""
-    return any(p.counted for p in people)
+    condition here (`or ...`); nothing else looks at it. Today: a person with a limit that must be counted; a model
+    with replicas (where a new conversation goes, by the requests in flight on each replica: replica_routing.py)."""
+    return any(p.counted for p in people) or any(m.replicas > 1 for m in models)
 
 
 def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[PersonPlan, ...], list[rules.Finding]]:

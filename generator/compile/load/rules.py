@@ -328,17 +328,23 @@ def _smallest_failing(groups: list[list[ModelPlan]], check) -> list[Finding]:
     return findings
 
 
-def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], all_names: list[str]
+def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backends: dict[str, list[str]]
                 ) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
-    """Who must be healthy before each model starts: the previous model (file order) on every GPU it
+    """Who must be healthy before each backend starts: the previous backend (file order) on every GPU it
     shares (vLLM instances profiling memory at the same time break each other), plus `start_after:`.
+
+    `explicit`: each models.yml name's `start_after` as written (models.yml names); `backends`: each models.yml
+    name's backends in file order (its replicas, or itself). Entries are checked against models.yml names, so a
+    finding points at the entry's own index and names models; naming a replicated model waits for every replica,
+    and a replica waits for what its model waits for.
 
     On-demand models are not started with the stack, so no always-on model waits for one: on each GPU the
     always-on models come first; `unload: sleep` models (compose starts them, the controller puts them to sleep)
     follow them; `unload: stop` models take no part (the controller starts them when a request comes)."""
-    order = {n: i for i, n in enumerate(all_names)}
+    order = {b: i for i, b in enumerate(b for names in backends.values() for b in names)}
+    owner = {b: name for name, names in backends.items() for b in names}
     deps: dict[str, set[str]] = {m.name: set() for m in models}
-    on_demand = {m.name: m.on_demand for m in models if m.on_demand}
+    on_demand = {m.entry for m in models if m.on_demand}
     last_on: dict[int, str] = {}
     chained = [m for m in models if not m.on_demand] + [m for m in models if m.on_demand and m.on_demand.unload == "sleep"]
     for m in chained:
@@ -347,29 +353,37 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], all_nam
                 deps[m.name].add(last_on[gpu])
             last_on[gpu] = m.name
     findings = []
-    for m in models:
-        if m.name in on_demand and explicit.get(m.name):
-            findings.append(((m.name, "start_after"),
-                             f"{m.name} is on demand: the controller loads it when a request asks for it, after the "
+    for name, wanted in explicit.items():
+        if name in on_demand and wanted:
+            findings.append(((name, "start_after"),
+                             f"{name} is on demand: the controller loads it when a request asks for it, after the "
                              "always-on models, so it has no start order; remove start_after"))
             continue
-        for i, other in enumerate(explicit.get(m.name, [])):
-            where = (m.name, "start_after", i)
-            if other == m.name:
-                findings.append((where, f"{m.name} cannot wait for itself; remove it from start_after"))
-            elif other not in order:
-                close = difflib.get_close_matches(other, all_names, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"models: {', '.join(all_names)}"
+        mine = [b for b in backends.get(name, ()) if b in deps]
+        for i, other in enumerate(wanted):
+            where = (name, "start_after", i)
+            if other == name:
+                findings.append((where, f"{name} cannot wait for itself; remove it from start_after"))
+            elif other not in backends:
+                if other in owner:
+                    hint = (f"{other} is a replica of {owner[other]}; write {owner[other]!r} "
+                            f"(start_after waits for every replica)")
+                elif close := difflib.get_close_matches(other, list(backends), n=1):
+                    hint = f"did you mean {close[0]!r}?"
+                else:
+                    hint = f"models: {', '.join(backends)}"
                 findings.append((where, f"unknown model {other!r}; {hint}"))
             elif other in on_demand:
-                findings.append((where, f"{other} is on demand: it is not started with the stack, so {m.name} "
+                findings.append((where, f"{other} is on demand: it is not started with the stack, so {name} "
                                         f"would wait for it; remove it from start_after (or make {other} always on)"))
-            elif other in deps:
-                deps[m.name].add(other)
+            else:
+                for backend in mine:
+                    deps[backend].update(b for b in backends[other] if b in deps)
     try:
         tuple(graphlib.TopologicalSorter(deps).static_order())
     except graphlib.CycleError as exc:
-        cycle = exc.args[1]
+        cycle = [owner.get(b, b) for b in exc.args[1]]
+        cycle = [n for i, n in enumerate(cycle) if i == 0 or n != cycle[i - 1]]  # a model's replicas: one step
         findings.append(((cycle[0], "start_after"),
                          f"start order has a cycle: {' -> '.join(cycle)} (each waits for the next to be healthy, "
                          "so none would ever start); remove one of these start_after entries"))

@@ -489,8 +489,8 @@ class Gateway(_Strict):
     autoheal: StrictBool = False
     """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
     redis_image: str = REDIS_IMAGE
-    """The image of the stack's Redis (compose, Kubernetes), started only when the stack needs one (e.g. `people:`
-    with limits); the local runtime runs Debian's redis-server instead."""
+    """The image of the stack's Redis (compose, Kubernetes), started only when the stack needs one (`people:` with
+    limits, a model with `replicas` > 1); the local runtime runs Debian's redis-server instead."""
     k8s: GatewayK8s = GatewayK8s()
 
 
