@@ -93,6 +93,12 @@ def _promtool_run(promtool: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60)
 
 
+def _rules_test(promtool: str, tmp_path, test: dict) -> subprocess.CompletedProcess:
+    """`promtool test rules` on `test` (a rules unit-test document), written to tmp_path/test.yml."""
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    return _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+
+
 # --- validation ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, where, message", [
@@ -259,13 +265,11 @@ def test_the_rules_split_errors_as_make_status_does(promtool, models, tmp_path):
              "exp_samples": [{"labels": f'{{__name__="{CLIENT_ERRORS}",requested_model="m"}}',
                               "value": len(STATUSES) - backend}]}]}]}
     assert 0 < backend < len(STATUSES)
-    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
-    run = _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+    run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
     # control: counting a 404 as the backends' fails
     test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = backend + 1
-    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
-    assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
+    assert _rules_test(promtool, tmp_path, test).returncode != 0
 
 
 def test_an_unloaded_on_demand_model_reads_stopped_and_only_a_real_failure_alerts(promtool, tmp_path):
@@ -290,13 +294,11 @@ def test_an_unloaded_on_demand_model_reads_stopped_and_only_a_real_failure_alert
             {"exp_labels": {"severity": "critical", "model": "broken"},
              "exp_annotations": {"summary": "broken: its backend is down (Prometheus cannot scrape it, and it is not "
                                             "an on-demand model the controller stopped)"}}]}]}]}
-    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
-    run = _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+    run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
     # control: the stopped model read as down fails
     test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = 0
-    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
-    assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
+    assert _rules_test(promtool, tmp_path, test).returncode != 0
 
 
 @pytest.mark.parametrize("code", [str(c) for c in range(100, 600)] + [f"{c}.0" for c in (400, 404, 408, 429, 500)])
@@ -349,13 +351,11 @@ def test_each_gpu_is_mapped_to_the_models_sharing_it(promtool, gpu_files, tmp_pa
             ],
         }],
     }
-    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
-    run = _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml"))
+    run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
     # control: a wrong expectation fails
     test["tests"][0]["promql_expr_test"][1]["exp_samples"][1]["value"] = 1.0
-    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
-    assert _promtool_run(promtool, "test", "rules", str(tmp_path / "test.yml")).returncode != 0
+    assert _rules_test(promtool, tmp_path, test).returncode != 0
 
 
 def test_every_dashboard_query_is_valid_promql(promtool, models, tmp_path):
