@@ -59,20 +59,11 @@ def _host_dirs(path: str, volumes: tuple[Mount, ...]) -> list[Path]:
     return found
 
 
-def _hub_dir(repo: str) -> Path | None:
-    """The repo's snapshot in the Hugging Face cache that holds an adapter_config.json (refs/main, else newest)."""
-    cache = model_files.hf_cache_dir() / ("models--" + repo.replace("/", "--"))
-    ref = cache / "refs" / "main"
-    if ref.is_file() and (cache / "snapshots" / ref.read_text().strip() / CONFIG).is_file():
-        return cache / "snapshots" / ref.read_text().strip()
-    snaps = sorted((p for p in (cache / "snapshots").glob("*") if (p / CONFIG).is_file()), key=lambda p: p.stat().st_mtime)
-    return snaps[-1] if snaps else None
-
-
 def read_rank(adapter: Adapter, volumes: tuple[Mount, ...]) -> tuple[int | None, str]:
     """(rank, where it was read) or (None, why not)."""
     if adapter.repo is not None:
-        dirs = [d] if model_files.is_repo_id(adapter.repo) and (d := _hub_dir(adapter.repo)) else []
+        found = model_files.cached_snapshot(adapter.repo, None, CONFIG) if model_files.is_repo_id(adapter.repo) else None
+        dirs = [found] if found else []
         nowhere = f"no {CONFIG} of {adapter.repo} in the Hugging Face cache ({model_files.hf_cache_dir()})"
     else:
         dirs = _host_dirs(adapter.path or "", volumes)

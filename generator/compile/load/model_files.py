@@ -128,15 +128,19 @@ def find_model_dir(model: str, revision: str | None = None, cache: Path | None =
     local = Path(model).expanduser()
     if (local / "config.json").is_file():
         return local
-    if not is_repo_id(model):
-        return None
-    repo = (cache or hf_cache_dir()) / ("models--" + model.replace("/", "--"))
+    return cached_snapshot(model, revision, "config.json", cache) if is_repo_id(model) else None
+
+
+def cached_snapshot(repo_id: str, revision: str | None, marker: str, cache: Path | None = None) -> Path | None:
+    """The repo's snapshot in the HF cache that holds `marker` (a file name): the revision's (refs/<revision or
+    main>), else, with no revision asked, the newest snapshot holding it."""
+    repo = (cache or hf_cache_dir()) / ("models--" + repo_id.replace("/", "--"))
     ref = repo / "refs" / (revision or "main")
     rev = ref.read_text().strip() if ref.is_file() else revision
-    if rev and (repo / "snapshots" / rev / "config.json").is_file():
+    if rev and (repo / "snapshots" / rev / marker).is_file():
         return repo / "snapshots" / rev
-    if revision is None:  # no refs/main (e.g. copied caches): the newest snapshot with a config
-        snaps = sorted((p for p in (repo / "snapshots").glob("*") if (p / "config.json").is_file()),
+    if revision is None:  # no refs/main (e.g. copied caches): the newest snapshot with the marker
+        snaps = sorted((p for p in (repo / "snapshots").glob("*") if (p / marker).is_file()),
                        key=lambda p: p.stat().st_mtime)
         return snaps[-1] if snaps else None
     return None
