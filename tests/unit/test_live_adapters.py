@@ -198,3 +198,23 @@ def test_the_live_record_is_read_leniently(tmp_path):
     assert read_live(tmp_path / "r.json") == {"gamma": "h"}
     (tmp_path / "bad.json").write_text("[")
     assert read_live(tmp_path / "bad.json") == {}
+
+
+# --- the local runtime: a LocalStack's backends compared without starting anything -----------------------
+def test_the_local_runtime_finds_the_adapter_only_change_and_refuses_others(tmp_path):
+    from generator.compile.load.loader import load_plan
+    from generator.operate.runtime.adapters import live_updates
+    from generator.operate.runtime.local import LocalStack, StackError
+
+    def plan(text: str, name: str):
+        (tmp_path / name).write_text(text)
+        return load_plan(tmp_path / name)
+    old = plan(with_adapters(tmp_path, {"sql": 8}), "old.yml")
+    stack = LocalStack(old, tmp_path / "state", "/usr/bin/python3")
+    assert live_updates(stack, plan(with_adapters(tmp_path, {"sql": 8}), "same.yml")) == {}
+    ups = live_updates(stack, plan(with_adapters(tmp_path, {"sql": 8, "docs": 8}), "new.yml"))
+    assert ups == {"gamma": live.LiveUpdate(load=(("docs", str(tmp_path / "docs")),), later=("--max-loras 1 -> 2",))}
+    with pytest.raises(StackError, match="gamma: its backend changes beyond its adapters"):
+        live_updates(stack, plan(with_adapters(tmp_path, {"sql": 8, "big": 16}), "rank.yml"))
+    with pytest.raises(StackError, match="models added or removed"):
+        live_updates(stack, plan(with_adapters(tmp_path, {"sql": 8}).split("gamma:")[0], "fewer.yml"))
