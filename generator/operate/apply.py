@@ -2,9 +2,16 @@
 
 validate -> render -> compare with what runs (the applied files, and each container's compose
 config-hash and image against what the new file gives) -> print the plan -> (--dry-run stops here)
+-> load the adapters added to running backends (vLLM's runtime routes, no restart: live_adapters.py)
 -> write the files and keys -> `docker compose up -d --remove-orphans --wait` (compose recreates
 exactly the services whose definition changed, in depends_on order, and removes the containers of
-removed models) -> wait for the gateway's supervisor to report the reload of its new files.
+removed models; a backend updated live is left out: its container keeps its command until its next
+restart) -> wait for the gateway's supervisor to report the reload of its new files -> unload the
+adapters removed from running backends.
+
+A backend updated live has a container whose compose config-hash is not its file's: LIVE_RECORD keeps that
+hash, so the next apply knows the container runs the applied file's definition (and leaves it alone when that
+is unchanged) instead of recreating it.
 
 Exit codes: 0 applied (or nothing to do), 1 something did not come up (named, with its last log lines;
 the rest keeps serving), 2 bad models.yml (nothing changed).
@@ -32,9 +39,11 @@ from ..compile.renderers.compose import ON_DEMAND_PROFILE
 from ..compile.renderers.stack import ENV_HEADER
 from ..errors import ConfigError, print_problems
 from ..shipped.gateway_hooks.gateway_supervisor import digest as gateway_digest
-from .changes import GATEWAY, Change, plan_changes
+from .changes import GATEWAY, REDEFINED, Change, flags, plan_changes
+from .live_adapters import IN_CONTAINER, LiveUpdateError, Post, call, load_calls, parse_printed, unload_calls
 
 GATEWAY_DIR = "litellm"
+LIVE_RECORD = "compose/.live-adapters.json"  # service -> config-hash of its container whose adapters were updated live
 
 
 def run(cmd: list[str], stdin: str | None = None, timeout: float = 120, check: bool = True) -> str:
@@ -77,15 +86,24 @@ def image_id(image: str) -> str | None:
     return out or None
 
 
-def compose_recreates(new_doc: dict, hashes: dict[str, str], containers: dict[str, dict]) -> dict[str, str]:
-    """Services compose will recreate: config-hash or image differs from the running container's."""
+def config_hash(container: dict) -> str | None:
+    return container["Config"]["Labels"].get("com.docker.compose.config-hash")
+
+
+def compose_recreates(new_doc: dict, hashes: dict[str, str], containers: dict[str, dict],
+                      old_doc: dict | None = None, live: dict[str, str] | None = None) -> dict[str, str]:
+    """Services compose will recreate: config-hash or image differs from the running container's. A container
+    whose adapters were updated live (`live`: service -> its config-hash then) runs old_doc's definition: it is
+    kept when that is the new file's."""
     out = {}
+    old_services = (old_doc or {}).get("services") or {}
     for name, service in (new_doc.get("services") or {}).items():
         c = containers.get(name)
         if c is None:
             continue
-        if c["Config"]["Labels"].get("com.docker.compose.config-hash") != hashes.get(name):
-            out[name] = "its container was made from another definition"
+        if config_hash(c) != hashes.get(name):
+            if not ((live or {}).get(name) == config_hash(c) and old_services.get(name) == service):
+                out[name] = REDEFINED
         elif (img := image_id(service["image"])) and img != c["Image"]:
             out[name] = f"image {service['image']} was rebuilt"
     return out
@@ -112,6 +130,40 @@ def wait_reload(container: str, digest: str, since: str, timeout: float, console
         time.sleep(1)
     console.print(f"[red]gateway: no reload of {digest} reported within {timeout:.0f}s[/]")
     return False
+
+
+def read_live(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def exec_post(compose_path: Path, service: str, port: str) -> Post:
+    """post() into a backend container (compose publishes no backend port): its python3 calls 127.0.0.1 with the
+    container's own key."""
+    def post(route: str, body: dict) -> tuple[int, str]:
+        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "exec", "-T", service, "python3", "-c",
+                               IN_CONTAINER, port, route, json.dumps(body)], capture_output=True, text=True,
+                              timeout=660)
+        return parse_printed(proc.stdout) if proc.stdout.strip() else (0, proc.stderr.strip()[-500:])
+    return post
+
+
+def live_calls(changes: list[Change], new_doc: dict, compose_path: Path, which, out: Console) -> bool:
+    """The load (which=load_calls) or unload calls of every live adapter change; False (printed) on a failure."""
+    for c in changes:
+        if c.action != "adapters" or c.live is None or not (steps := which(c.live)):
+            continue
+        port = flags(new_doc["services"][c.service].get("command") or [])[1].get("--port") or "8000"
+        try:
+            for line in call(exec_post(compose_path, c.service, port), steps, c.service):
+                out.print(f"  {line}", markup=False, soft_wrap=True)
+        except LiveUpdateError as exc:
+            out.print(f"[red]failed: {c.service}[/] {exc}", soft_wrap=True)
+            return False
+    return True
 
 
 def failed_services(project: str, expected: list[str]) -> list[str]:
@@ -151,14 +203,24 @@ def main(argv: list[str] | None = None) -> int:
     env_path = args.out / ENV_FILE
     keys = read_env_file(env_path) if env_path.exists() else {}
     missing = {n: "not-yet-created" for n in plan.secret_envs if not keys.get(n)}  # dry run: no key written
+    live_path = args.out / LIVE_RECORD
+    live = read_live(live_path)
     try:
         containers = project_containers(project)
         hashes = new_hashes(files[COMPOSE_FILE], compose_path.parent.absolute(), missing)
-        recreate = compose_recreates(new_doc, hashes, containers)
+        recreate = compose_recreates(new_doc, hashes, containers, old_doc, live)
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         err.print(f"[red]error:[/] cannot read the running stack: {exc}", soft_wrap=True)
         return 1
+    running = {n for n, c in containers.items() if (c.get("State") or {}).get("Status") == "running"}
     changes = plan_changes(old_doc, new_doc, old_gateway, new_gateway, set(containers), recreate)
+    # a stopped container (an on-demand backend) has no runtime routes: it is recreated (it serves nothing now)
+    changes = [Change("recreate", c.service, c.details, waits_for=c.waits_for)
+               if c.action == "adapters" and c.service not in running else c for c in changes]
+    # containers compose must leave alone: updated live now, or earlier and still running the applied definition
+    keep = sorted({c.service for c in changes if c.action == "adapters"}
+                  | {c.service for c in changes if c.action == "unchanged" and c.service in live
+                     and config_hash(containers[c.service]) == live[c.service]})
     kept = sorted(k for k in keys if k.startswith("VLLM_API_KEY_") and k not in plan.secret_envs)
     out.print(f"project {project}: {args.models} against {len(containers)} running container(s)")
     print_plan(changes, out)
@@ -175,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         out.print("nothing to do: the stack runs this file")
         return 0
 
+    if any(c.action == "adapters" for c in changes):  # before the gateway routes the new names
+        out.print("loading adapters into running backends (vLLM's /v1/load_lora_adapter) ...")
+        if not live_calls(changes, new_doc, compose_path, load_calls, out):
+            err.print("[red]nothing else was changed[/]: fix the adapter (or restart its base with "
+                      "`docker compose up -d --force-recreate <model>`) and run make apply again", soft_wrap=True)
+            return 1
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))  # the supervisor's lines after this
     written = write_files(files, args.out) + [f"(removed) {r}" for r in remove_orphans(files, args.out)]
     added = ensure_env_file(env_path, plan.secret_envs, ENV_HEADER)
@@ -184,9 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     if added:
         out.print(f"added key(s) to {env_path}: {', '.join(added)}")
     if any(c.action in ("add", "recreate", "remove") for c in changes):
-        out.print("docker compose up -d --remove-orphans --wait (only the services above change) ...")
+        # the backends kept live are left out (--no-deps: nor pulled in as a dependency): compose would recreate them
+        only = ["--no-deps", *(s for s in new_doc["services"] if s not in keep and s not in profiled)] if keep else []
+        out.print("docker compose up -d --remove-orphans --wait (only the services above change"
+                  + (f"; {', '.join(keep)} keep their containers" if keep else "") + ") ...", soft_wrap=True)
         proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "up", "-d", "--remove-orphans", "--wait",
-                               "--wait-timeout", str(args.timeout)], text=True, capture_output=True)
+                               "--wait-timeout", str(args.timeout), *only], text=True, capture_output=True)
         lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
         for line in lines:
             if re.search(r"Recreat|Creat|Remov|Start|Stop|Error|error|fail", line):
@@ -212,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
         gw = project_containers(project).get(GATEWAY)
         if gw is None or not wait_reload(gw["Id"], gateway_digest(args.out / GATEWAY_DIR), since, 600, out):
             return 1
+    if any(c.action == "adapters" for c in changes):  # the gateway no longer routes the removed names
+        if not live_calls(changes, new_doc, compose_path, unload_calls, out):
+            return 1
+    record = {s: h for s in keep if (h := config_hash(containers[s]))}
+    if record or live_path.exists():
+        live_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     out.print(f"applied in {time.monotonic() - t0:.0f}s")
     return 0
 

@@ -9,6 +9,10 @@ the ones just rendered, and which services have a container. No Docker here (app
 - the gateway is recreated when its service changed (port, image, workers, environment: keys of added
   or removed models), which cuts requests in flight, and the plan says so; when only its files changed
   (config.yaml, hook modules) it is reloaded by its supervisor: rolling, no cut, with >= 2 workers;
+- a backend whose definition differs only in its LoRA adapter list (and its runtime adapter routes are on) is
+  updated live: its adapters are loaded / unloaded through vLLM's runtime routes, no restart, no cut
+  (live_adapters.py); its container keeps the command it was made with until its next restart, which then loads
+  the adapters of the new command;
 - services in the new file without a container are added; containers whose service is gone are removed.
 """
 
@@ -20,17 +24,20 @@ from dataclasses import dataclass
 import yaml
 
 from ..shipped.gateway_hooks.gateway_supervisor import content
+from .live_adapters import LiveUpdate, live_update
 
 GATEWAY = "litellm"  # the gateway's compose service
+REDEFINED = "its container was made from another definition"  # apply.py: its config-hash differs from the new file's
 
 
 @dataclass(frozen=True)
 class Change:
-    action: str  # add | recreate | reload | remove | unchanged
+    action: str  # add | recreate | adapters (live, no restart) | reload | remove | unchanged
     service: str
     details: tuple[str, ...] = ()  # what changed, one short line each
     cut: str = ""  # why requests in flight through it are cut ("" = they are not)
     waits_for: tuple[str, ...] = ()  # services that must be healthy before it starts (depends_on)
+    live: LiveUpdate | None = None  # action adapters: the runtime calls
 
     def __str__(self) -> str:
         head = f"{self.action} {self.service}" if self.action != "unchanged" else f"unchanged: {self.service}"
@@ -191,9 +198,13 @@ def plan_changes(old_doc: dict, new_doc: dict, old_files: dict[str, str], new_fi
         details = service_changes(old, new)
         changed = (name in recreate) if recreate is not None else bool(details)
         if changed and not details:
-            details = [recreate[name] or "its container was made from another definition"]
+            details = [recreate[name] or REDEFINED]
         files = gateway_file_changes(old_files, new_files) if name == GATEWAY else []
-        if changed:
+        live = live_update(old, new) if changed and name != GATEWAY and (
+            recreate is None or (recreate[name] or REDEFINED) == REDEFINED) else None
+        if live is not None:
+            changes.append(Change("adapters", name, tuple(live.lines(name)), live=live))
+        elif changed:
             cut = gateway_cut(old, new) if name == GATEWAY else ""
             changes.append(Change("recreate", name, tuple(details + files), cut, waits))
         elif files:

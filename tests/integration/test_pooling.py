@@ -8,19 +8,24 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
 import numpy as np
 import openai
 import pytest
+import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.demo import lora_adapter
 from generator.demo import pooling_models as designed
 from generator.demo.script import ANSWER_TEXT, REASONING_TEXT
+from generator.operate.runtime.adapters import apply_adapters
 from generator.operate.runtime.local import LocalStack
 
 from .conftest import ROOT, on_free_ports
@@ -186,3 +191,60 @@ def test_status_shows_the_adapter_under_its_base(stack):
                            "--models", stack.plan.source], capture_output=True, text=True, timeout=120, cwd=ROOT,
                           env={**env, "COLUMNS": "200"}).stdout
     assert f"└ {lora_adapter.NAME}" in text, text
+
+
+# --- adding and removing an adapter on the running stack (last: it changes the stack's plan, then restores it) ---
+def _traffic(client: openai.OpenAI, models: list[str], stop: threading.Event, done: list, failed: list) -> None:
+    while not stop.is_set():
+        for model in models:
+            try:
+                r = client.chat.completions.create(model=model, messages=WEATHER, max_tokens=64)
+                assert r.choices[0].message.content.strip() == ANSWER_TEXT, r
+                done.append(model)
+            except Exception as exc:  # noqa: BLE001 - every failure is the finding
+                failed.append(f"{model}: {type(exc).__name__}: {exc}")
+
+
+def test_an_adapter_added_and_removed_by_apply_loses_no_request_and_restarts_nothing(stack, client, tmp_path):
+    """A second adapter (a copy of think-less under another name) goes in through vLLM's runtime route and a rolling
+    gateway reload while requests to the base and the first adapter flow; then out again. No request fails, no
+    process restarts, the new name answers as its adapter does."""
+    source = Path(stack.plan.source)
+    doc = yaml.safe_load(source.read_text())
+    extra = "think-less-too"
+    first = {m.served_name: m for m in stack.plan.models}["reasoner"].adapters[0].source
+    shutil.copytree(ROOT / first, tmp_path / extra)  # its own directory (the demo build needs safetensors)
+    doc["reasoner"]["adapters"][extra] = {"path": str(tmp_path / extra)}
+    added = tmp_path / "models.yml"
+    added.write_text(yaml.safe_dump(doc, sort_keys=False))
+    pids = {p.name: p.pid for p in stack.procs}
+    stop, done, failed = threading.Event(), [], []
+    threads = [threading.Thread(target=_traffic, args=(client, m, stop, done, failed))
+               for m in (["reasoner"], [lora_adapter.NAME])]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1)
+        t0 = time.monotonic()
+        lines = apply_adapters(stack, load_plan(added))
+        took_add = time.monotonic() - t0
+        message = client.chat.completions.create(model=extra, messages=WEATHER).choices[0].message
+        t0 = time.monotonic()
+        removed = apply_adapters(stack, load_plan(source))
+        took_remove = time.monotonic() - t0
+        time.sleep(1)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    print(f"apply: add {took_add:.1f}s, remove {took_remove:.1f}s; {len(done)} requests during it")
+    assert failed == [], failed[:5]
+    assert len(done) >= 4, done
+    assert f"loaded adapter {extra} into reasoner (no restart)" in lines, lines
+    assert "reasoner: --max-loras 1 -> 2 at its next restart" in lines, lines
+    assert message.content.strip() == ANSWER_TEXT and not getattr(message, "reasoning_content", None)
+    assert f"unloaded adapter {extra} from reasoner (no restart)" in removed, removed
+    assert {p.name: p.pid for p in stack.procs} == pids  # nothing restarted
+    assert extra not in {m.id for m in client.models.list()}
+    with pytest.raises(openai.APIStatusError):
+        client.chat.completions.create(model=extra, messages=WEATHER)

@@ -174,8 +174,9 @@ def test_people_files_are_read_live_and_never_ask_for_a_reload():
 
 
 def test_adding_an_adapter_recreates_its_base_and_reloads_the_gateway_without_a_cut(tmp_path):
-    """An adapter is a flag of its base's command (--lora-modules): its backend restarts, as for any flag; the
-    gateway routes the new name after a rolling reload (its key is the base's: the gateway's env is unchanged)."""
+    """A first adapter turns LoRA on (--enable-lora, the runtime adapter routes): its backend restarts, as for any
+    flag; the gateway routes the new name after a rolling reload (its key is the base's: the gateway's env is
+    unchanged). Later adapters are loaded without a restart: test_live_adapters.py."""
     (tmp_path / "sql").mkdir()
     (tmp_path / "sql" / "adapter_config.json").write_text('{"r": 8}')
     with_adapter = BASE.replace("--tool-call-parser hermes\n", "--tool-call-parser hermes\n"

@@ -294,3 +294,18 @@ def test_golden_files_of_a_stack_with_adapters(tmp_path, monkeypatch):
     files = render_files(load_plan("models.yml"), ("stack", "k8s", "clients"))
     assert_golden({f"lora/{rel}": text for rel, text in files.items()
                    if rel.endswith((".yml", ".yaml", ".json", ".toml", ".md", ".env")) and "/gateway_" not in rel})
+
+
+def test_more_than_one_api_server_is_refused_with_adapters(dirs, problems):
+    """vLLM refuses VLLM_ALLOW_RUNTIME_LORA_UPDATING with api_server_count > 1 (vllm/entrypoints/cli/serve.py)."""
+    (msg,) = problems(chat(f"    one: {{path: {dirs['one']}}}\n", "--api-server-count 2"))
+    assert "chat.command" in msg and "--api-server-count 2" in msg and "remove --api-server-count" in msg
+
+
+def test_a_backend_with_adapters_has_the_runtime_adapter_routes_on_unless_models_yml_turns_them_off(dirs, plan):
+    on = plan(chat(f"    one: {{path: {dirs['one']}}}\n"))
+    assert on.models[0].env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    off = plan(chat(f"    one: {{path: {dirs['one']}}}\n", extra="  env: {VLLM_ALLOW_RUNTIME_LORA_UPDATING: '0'}\n"))
+    assert off.models[0].env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "0"
+    without = plan(chat("", extra="").replace("  adapters:\n", ""))
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in without.models[0].env

@@ -29,6 +29,9 @@ from .rules import Finding, max_tokens_for, merged_volumes
 from .schema import Adapter, Defaults, LitellmParams, ModelEntry
 from .vllm_command import Catalog, ServeCommand
 
+# vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter (vllm/entrypoints/serve/lora/api_router.py attach_router:
+# absent unless this is on); `make apply` adds and removes adapters through them without a restart
+RUNTIME_ENV = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
 LORA_FLAGS = ("--enable-lora", "--lora-modules", "--max-loras", "--max-lora-rank")
 CONFIG = "adapter_config.json"
 
@@ -99,6 +102,11 @@ def lora_flags(name: str, cmd: ServeCommand, adapters: tuple[AdapterPlan, ...], 
         findings.append(((name, "command"), "--lora-modules in the command and `adapters:` both list adapters: "
                                             "keep them in `adapters:` only (each becomes a gateway model) and "
                                             "remove --lora-modules"))
+    servers = cmd.value("--api-server-count")
+    if servers is not None and servers.isdigit() and int(servers) > 1:
+        findings.append(((name, "command"), f"--api-server-count {servers} with `adapters:`: vLLM refuses runtime "
+                                            "adapter loading (which `make apply` uses to add an adapter without a "
+                                            "restart) with more than one API server; remove --api-server-count"))
     ranks = allowed_ranks(catalog)
     known = [a for a in adapters if a.rank is not None]
     top = max(known, key=lambda a: a.rank) if known else None

@@ -153,7 +153,9 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         flag_args=tuple(flag_args),
         description=entry.description.strip(),
         image=entry.image or file.defaults.image,
-        env=media_env(domains, dict(sorted({**file.defaults.env, **entry.env}.items()))),
+        # adapters: vLLM's runtime adapter routes on, for `make apply` (models.yml's env may turn them off)
+        env=media_env(domains, dict(sorted({**(lora.RUNTIME_ENV if adapters else {}), **file.defaults.env,
+                                            **entry.env}.items()))),
         gpus=gpus,
         port=port,
         context=context,
