@@ -13,7 +13,10 @@ embeddings), in this order:
 5. a field that picks where or how LiteLLM sends the request (`api_base`, `mock_response`, ...) and
    LiteLLM's own request-body check (its list of banned fields): 400 with LiteLLM's reason;
 6. the requested model's `limits:` (model_info.gateway_limits in the rendered config): 400 naming the field
-   and the bound (`n`, `best_of`, `tools`, `logit_bias`), 413 for a body over its `request_size`.
+   and the bound (`n`, `best_of`, `tools`, `logit_bias`), 413 for a body over its `request_size`;
+7. a prompt's logprobs (`prompt_logprobs`, or `echo` with completions' `logprobs` / chat's `top_logprobs`) asked
+   of a model whose backend cannot compute them (model_info.gateway_no_prompt_logprobs: LoRA on a CPU backend,
+   where vLLM 0.32 stops its engine over them): 400 naming the field.
 
 A request that passes goes on unchanged: the body is replayed to LiteLLM and its parsed form left where LiteLLM
 looks first (scope["parsed_body"]), so it is not parsed twice. Errors use each API's own shape (Anthropic's for
@@ -192,6 +195,29 @@ def litellm_refusal(body: dict, path: str) -> Refusal | None:
     return None
 
 
+NO_PROMPT_LOGPROBS = "gateway_no_prompt_logprobs"  # model_info (renderers/litellm.py)
+ECHOED = {"completions": "logprobs", "chat": "top_logprobs"}  # with `echo`, vLLM computes the prompt's logprobs too
+
+
+def prompt_logprobs_problem(api: str, body: dict) -> Refusal | None:
+    """A 400 when the request asks vLLM for its prompt's logprobs (vLLM's to_sampling_params: `prompt_logprobs`, or
+    `echo` with the API's logprobs field) and the model's backend cannot compute them."""
+    field = "prompt_logprobs" if body.get("prompt_logprobs") is not None else \
+        ECHOED[api] if api in ECHOED and body.get("echo") and body.get(ECHOED[api]) is not None else None
+    model = body.get("model")
+    if field is None or not isinstance(model, str):
+        return None
+    import gateway_backends as gb
+
+    rt = gb.router()
+    if rt is None or not any(gb.info(d).get(NO_PROMPT_LOGPROBS) for d in gb.deployments(rt, model)):
+        return None
+    asked = "`prompt_logprobs`" if field == "prompt_logprobs" else f"`echo` with `{field}`"
+    return Refusal(400, f"invalid request: {asked} asks for the prompt's logprobs, which {model} does not serve: its "
+                        "backend runs LoRA adapters on CPU, where vLLM 0.32 stops its engine computing them "
+                        "(docs/limits.md); ask for the answer's logprobs only", field)
+
+
 def judge(api: str, body: object, size: int) -> Refusal | None:
     """Everything the guard says about a parsed body (steps 3-6), or None when it goes on."""
     if not isinstance(body, dict):
@@ -202,7 +228,7 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
         if name in body:
             return Refusal(400, f"invalid request: `{name}` is not taken from a request: the gateway's config "
                                 "decides where and how each model is served", name)
-    return limits_problem(body, size, model_limits(body.get("model")))
+    return limits_problem(body, size, model_limits(body.get("model"))) or prompt_logprobs_problem(api, body)
 
 
 Admit = Callable[[str | None, dict], Awaitable["Refusal | None"]]

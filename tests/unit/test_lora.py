@@ -16,7 +16,7 @@ from generator.compile.load.loader import load_plan
 from generator.compile.load.vllm_command import load_catalog
 from generator.compile.output import render_files
 from generator.compile.renderers.clients import agent_models
-from generator.compile.renderers.litellm import ADAPTER_OF, local_api_base, render_litellm
+from generator.compile.renderers.litellm import ADAPTER_OF, NO_PROMPT_LOGPROBS, local_api_base, render_litellm
 from generator.operate.status import Target, report
 from tests.unit.golden import assert_golden
 
@@ -309,3 +309,15 @@ def test_a_backend_with_adapters_has_the_runtime_adapter_routes_on_unless_models
     assert off.models[0].env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "0"
     without = plan(chat("", extra="").replace("  adapters:\n", ""))
     assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in without.models[0].env
+
+
+def test_every_model_of_a_cpu_backend_with_adapters_refuses_a_prompts_logprobs(dirs, plan):
+    """vLLM 0.32's CPU LoRA kernels stop the engine computing them: the guard reads this flag (docs/limits.md)."""
+    one = f"    one: {{path: {dirs['one']}}}\n"
+    cpu = {e["model_name"]: e["model_info"] for e in render_litellm(plan(chat(one)))["model_list"]}
+    assert cpu["chat"][NO_PROMPT_LOGPROBS] is True and cpu["one"][NO_PROMPT_LOGPROBS] is True
+    gpu = {e["model_name"]: e["model_info"]
+           for e in render_litellm(plan(chat(one).replace("gpus: []", "gpus: [0]")))["model_list"]}
+    assert NO_PROMPT_LOGPROBS not in gpu["chat"] and NO_PROMPT_LOGPROBS not in gpu["one"]
+    plain = render_litellm(plan(chat("").replace("  adapters:\n", "")))["model_list"][0]["model_info"]
+    assert NO_PROMPT_LOGPROBS not in plain

@@ -22,6 +22,8 @@ class FakeRouter:
         {"model_name": "m", "litellm_params": {"model": "hosted_vllm/m"}, "model_info": {"gateway_limits": LIMITS}},
         {"model_name": "big", "litellm_params": {"model": "hosted_vllm/big"},
          "model_info": {"gateway_limits": {**LIMITS, "request_bytes": 65536}}},
+        {"model_name": "lora-cpu", "litellm_params": {"model": "hosted_vllm/lora-cpu"},
+         "model_info": {"gateway_limits": LIMITS, "gateway_no_prompt_logprobs": True}},
     ]
 
     def get_model_list(self, model_name):
@@ -154,6 +156,24 @@ def test_past_a_models_bound_a_400_names_the_field_and_the_bound(guard, path, ch
     assert status == 400 and message in text, text
     ok = {k: (v[:2] if isinstance(v, list) else {"1": 1} if isinstance(v, dict) else 1) for k, v in change.items()}
     assert guard(path, {"model": "m", **base, **ok})[0] == 200  # at or under the bound: on to LiteLLM
+
+
+@pytest.mark.parametrize("path,change,field", [
+    ("/v1/completions", {"echo": True, "logprobs": 0}, "logprobs"),
+    ("/v1/completions", {"prompt_logprobs": 1}, "prompt_logprobs"),
+    ("/v1/chat/completions", {"echo": True, "logprobs": True, "top_logprobs": 2}, "top_logprobs"),
+    ("/v1/chat/completions", {"prompt_logprobs": 0}, "prompt_logprobs"),
+])
+def test_a_prompts_logprobs_of_a_model_whose_backend_cannot_compute_them_is_a_400(guard, path, change, field):
+    """vLLM 0.32 stops the engine of a CPU backend with LoRA over them (found by the fuzz test on the compose stack)."""
+    base = {"/v1/chat/completions": {"messages": HELLO}, "/v1/completions": {"prompt": "hi"}}[path]
+    status, answer, _ = guard(path, {"model": "lora-cpu", **base, **change})
+    text = answer["error"]["message"]
+    assert status == 400 and answer["error"]["param"] == field and "lora-cpu does not serve" in text, answer
+    assert "LoRA adapters on CPU" in text and "docs/limits.md" in text
+    assert guard(path, {"model": "m", **base, **change})[0] == 200  # another model's backend computes them
+    answer_only = {k: v for k, v in change.items() if k not in ("echo", "prompt_logprobs")}  # the answer's logprobs
+    assert guard(path, {"model": "lora-cpu", **base, **answer_only})[0] == 200
 
 
 def test_a_body_over_the_models_size_is_a_413_and_over_every_models_is_not_kept(guard):

@@ -127,6 +127,10 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         }
     # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
     info["gateway_limits"] = dataclasses.asdict(m.limits)
+    if m.adapters and not m.gpus:
+        # vLLM 0.32's CPU LoRA kernels stop the engine computing a prompt's logprobs (punica_cpu.add_lora_logits
+        # sizes its indices for the sampled rows): the guard refuses them for every model of such a backend
+        info[NO_PROMPT_LOGPROBS] = True
     if m.replicas > 1:  # replica_routing.py picks among these; status shows each by this name
         info.update({"gateway_replica": m.name, "allowed_fails_policy": dict(REPLICA_ALLOWED_FAILS),
                      "cooldown_time": REPLICA_COOLDOWN})
@@ -137,6 +141,7 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
 
 
+NO_PROMPT_LOGPROBS = "gateway_no_prompt_logprobs"  # model_info: the backend cannot compute a prompt's logprobs (guard: 400)
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
 
 
