@@ -25,6 +25,13 @@ fi
 TMP=$(mktemp -d)
 cleanup() {
   local code=$?
+  if [ -f "$TMP/compose/docker-compose.yml" ] && [ $code != 0 ]; then  # every container's whole log, before down
+    mkdir -p .cache/compose-test-logs && rm -f .cache/compose-test-logs/*.log
+    for svc in $(docker compose -f "$TMP/compose/docker-compose.yml" --profile on-demand ps -a --services 2>/dev/null); do
+      docker compose -f "$TMP/compose/docker-compose.yml" logs --no-color --timestamps "$svc" >".cache/compose-test-logs/$svc.log" 2>&1
+    done
+    echo "compose-test: FAILED: each container's log is in .cache/compose-test-logs/"
+  fi
   if [ -f "$TMP/compose/docker-compose.yml" ]; then
     echo "compose-test: docker compose down -v"
     # --profile on-demand: the on-demand backends too (a plain down leaves a profile's containers behind)
