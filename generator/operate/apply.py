@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         out.print("nothing to do: the stack runs this file")
         return 0
 
-    if any(c.action == "adapters" for c in changes):  # before the gateway routes the new names
+    if any(c.action == "adapters" and c.live and load_calls(c.live) for c in changes):  # before the gateway routes them
         out.print("loading adapters into running backends (vLLM's /v1/load_lora_adapter) ...")
         if not live_calls(changes, new_doc, compose_path, load_calls, out):
             err.print("[red]nothing else was changed[/]: fix the adapter (or restart its base with "
@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         # the backends kept live are left out (--no-deps: nor pulled in as a dependency): compose would recreate them
         only = ["--no-deps", *(s for s in new_doc["services"] if s not in keep and s not in profiled)] if keep else []
         out.print("docker compose up -d --remove-orphans --wait (only the services above change"
-                  + (f"; {', '.join(keep)} keep their containers" if keep else "") + ") ...", soft_wrap=True)
+                  + (f"; {', '.join(keep)} {'keeps its container' if len(keep) == 1 else 'keep their containers'}"
+                     if keep else "") + ") ...", soft_wrap=True)
         proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "up", "-d", "--remove-orphans", "--wait",
                                "--wait-timeout", str(args.timeout), *only], text=True, capture_output=True)
         lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]

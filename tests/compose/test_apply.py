@@ -1,17 +1,21 @@
 """`make apply` on the running compose stack (docker/compose-test.sh runs this file last: it changes the stack).
 
 In order, each step applying a changed copy of the example to the stack the earlier steps left:
-1. a litellm default only: no container recreated, the gateway reloads (rolling, 2 workers) while a stream
-   and plain requests run: every one is answered, the streams that started before the reload end with
-   [DONE], and the clamp header shows the new default;
+1. a litellm default and a second LoRA adapter of the reasoner: no container recreated, the adapter is loaded
+   into the running reasoner (vLLM's runtime route, through `docker compose exec`) and the gateway reloads
+   (rolling, 2 workers) while a stream, plain requests (a new connection each) and requests to the first adapter
+   (one keep-alive connection) run: every one is answered, the streams that started before the reload end with
+   [DONE], the new adapter answers as its copy does, and the clamp header shows the new default;
 2. in one apply, one model's flag changed and the other model renamed: the first container is recreated,
    the renamed model's old container removed and a new one added (served and listed), the gateway
    recreated, and every other container (Prometheus) keeps its id. One apply, so the two backend loads
-   overlap instead of running one after the other (CI time);
+   overlap instead of running one after the other (CI time); the recreated reasoner serves both adapters;
 3. the renamed model made on demand (`on_demand: {idle: 20s}`, `docker_socket: true`): the on-demand
    controller is added; through the real Docker engine it stops the model's container (idle), starts it
    again when a request asks for the model (the request waits through the load and gets its tool call),
    and stops it once more when idle; the gateway's status shows each state; the always-on model keeps serving.
+   The same apply removes the second adapter: unloaded from the running reasoner, whose container compose
+   leaves alone (`up --no-deps` of the others).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -29,10 +34,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from generator.demo import lora_adapter
+from generator.demo.script import ANSWER_TEXT
+
 from .stack import container_of, docker
 
 EXAMPLE = Path(os.environ.get("GATEWAY_MODELS", "examples/cpu-compose/models.yml"))
 UNIT = "The quick brown fox jumps over the lazy dog near the river bank. "
+EXTRA = "think-less-too"  # a copy of the reasoner's adapter (lora_adapter.NAME): step 1 adds it live, step 3 removes it
 TIMES: dict[str, float] = {}  # what each apply took, printed at the end (docs/changing-a-running-stack.md)
 
 
@@ -42,7 +51,12 @@ def stack(deployed, tmp_path_factory):
             deployed.doc["services"]["litellm"]["command"][deployed.doc["services"]["litellm"]["command"].index("--num_workers") + 1] == "1":
         pytest.skip("the example's gateway runs one worker: a reload would cut (set gateway.workers: 2)")
     folder = tmp_path_factory.mktemp("apply")
-    yield deployed, folder
+    models = Path(os.environ["DEMO_MODELS_DIR"])  # mounted at /models in the backends
+    shutil.copytree(models / lora_adapter.NAME, models / EXTRA, dirs_exist_ok=True)
+    try:
+        yield deployed, folder
+    finally:
+        shutil.rmtree(models / EXTRA, ignore_errors=True)
     print("\napply times: " + ", ".join(f"{k} {v:.0f}s" for k, v in TIMES.items()))
 
 
@@ -92,8 +106,9 @@ def stream(deployed, model: str, **extra) -> tuple[float, float, bool]:
 class Load:
     """Streams and plain requests in loops until stopped; every outcome recorded (an exception counts as failed)."""
 
-    def __init__(self, deployed, model: str):
+    def __init__(self, deployed, model: str, keep_alive_model: str | None = None):
         self.deployed, self.model, self.stop = deployed, model, threading.Event()
+        self.keep_alive_model, self.kept = keep_alive_model, []
         self.streams: list[tuple[float, float, bool]] = []
         tokenizer = json.loads(Path(os.environ["DEMO_MODELS_DIR"], "reasoner", "tokenizer.json").read_text())
         self.no_end = {str(t["id"]): -100 for t in tokenizer["added_tokens"] if t["content"] in ("<|im_end|>", "<|endoftext|>")}
@@ -103,6 +118,8 @@ class Load:
         # enough that the new workers' import is not starved (two streams kept both cores busy: 272 s reloads)
         self.threads = [threading.Thread(target=self._streams, daemon=True),
                         threading.Thread(target=self._plain, daemon=True)]
+        if keep_alive_model:  # one client, one connection reused: a worker stopping must not close it under a request
+            self.threads.append(threading.Thread(target=self._keep_alive, daemon=True))
 
     def _streams(self):
         while not self.stop.is_set():
@@ -120,6 +137,17 @@ class Load:
             except Exception as exc:  # noqa: BLE001
                 self.errors.append(f"request: {type(exc).__name__}: {exc}")
             time.sleep(0.3)
+
+    def _keep_alive(self):
+        with httpx.Client(base_url=self.deployed.url, headers=headers(self.deployed), timeout=120) as client:
+            while not self.stop.is_set():
+                try:
+                    r = client.post("/chat/completions", json={"model": self.keep_alive_model, "max_tokens": 16,
+                                                               "messages": [{"role": "user", "content": "Hi."}]})
+                    self.kept.append(r.status_code)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors.append(f"keep-alive request: {type(exc).__name__}: {exc}")
+                time.sleep(0.2)
 
     def __enter__(self):
         for t in self.threads:
@@ -156,17 +184,25 @@ def test_a_litellm_default_reloads_the_gateway_without_losing_a_request(stack):
     text = EXAMPLE.read_text()
     assert text.count("litellm: {max_tokens: 256}") == 2
     new = text.replace("litellm: {max_tokens: 256}", "litellm: {max_tokens: 100}", 2)  # both models
+    first = re.search(rf"^    {lora_adapter.NAME}:\n      path: /models/{lora_adapter.NAME}\b.*\n", new, flags=re.M)
+    assert first, "the example's reasoner has no adapter"
+    new = new[:first.start()] + f"    {EXTRA}:\n      path: /models/{EXTRA}\n" + new[first.start():]
     plan = apply(deployed, folder, "max-tokens-dry-run", new, dry_run=True)
-    assert "reload gateway: reasoner max_tokens 256 -> 100" in plan and "unchanged: reasoner" in plan
+    assert "reload gateway: reasoner max_tokens 256 -> 100" in plan and "unchanged: tool-caller" in plan
+    assert f"load adapter {EXTRA} into reasoner (no restart)" in plan, plan
     assert ids() == before  # a dry run changes nothing
     reasoner = deployed.served_name("reasoner")
     t0 = time.time()
-    with Load(deployed, reasoner) as load:
+    with Load(deployed, reasoner, keep_alive_model=lora_adapter.NAME) as load:
         time.sleep(3)  # streams in flight before the change
         out = apply(deployed, folder, "litellm default", new)
         time.sleep(2)
     assert "reload gateway" in out and "recreate" not in out
-    assert ids() == before, "a container was recreated for a gateway-only change"
+    assert f"loaded adapter {EXTRA} into reasoner (no restart)" in out, out
+    assert ids() == before, "a container was recreated for a gateway-only change and an adapter"
+    assert load.kept and set(load.kept) == {200}, f"keep-alive requests to {lora_adapter.NAME}: {load.kept}"
+    message = chat(deployed, EXTRA, "What is the weather in Paris?", max_tokens=64).json()["choices"][0]["message"]
+    assert message["content"].strip() == ANSWER_TEXT and not message.get("reasoning_content"), message
     lines = supervisor_lines(t0)
     hup = [t for t, text in lines if "rolling restart" in text]
     done = [t for t, text in lines if "reloaded" in text]
@@ -209,7 +245,8 @@ def test_a_flag_and_a_rename_recreate_only_those_models(stack):
     r = chat(deployed, deployed.served_name("reasoner"), max_tokens=16)
     assert r.status_code == 200, r.text
     listed = {m["id"] for m in httpx.get(f"{deployed.url}/models", headers=headers(deployed), timeout=30).json()["data"]}
-    assert listed == {deployed.served_name("reasoner"), deployed.served_name("caller-b")}
+    assert listed == {deployed.served_name("reasoner"), deployed.served_name("caller-b"), lora_adapter.NAME, EXTRA}
+    assert chat(deployed, EXTRA, max_tokens=16).status_code == 200  # the recreated reasoner loads both adapters
     r = chat(deployed, deployed.served_name("caller-b"), "What is the weather in Paris? Use the tool.", max_tokens=64,
              tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {
                  "type": "object", "properties": {"city": {"type": "string"}}}}}])
@@ -245,9 +282,16 @@ def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through
     new = re.sub(r"^(caller-b:\n)", r"\1  on_demand: {idle: 20s}\n", new, flags=re.M)
     new = re.sub(r"^  start_after: \[reasoner\].*\n", "", new, flags=re.M)  # on demand: no start order (a rule)
     assert "on_demand: {idle: 20s}" in new and "docker_socket: true" in new
+    extra = f"    {EXTRA}:\n      path: /models/{EXTRA}\n"
+    assert new.count(extra) == 1
+    new = new.replace(extra, "")  # the second adapter goes: unloaded live, the reasoner's container kept
+    before = ids()
     out = apply(deployed, folder, "on demand", new)
     assert "add on-demand" in out, out
+    assert f"unloaded adapter {EXTRA} from reasoner (no restart)" in out, out
     assert "on-demand" in ids()
+    assert ids()["reasoner"] == before["reasoner"], "the reasoner was recreated to remove an adapter"
+    assert 400 <= chat(deployed, EXTRA, max_tokens=8).status_code < 500  # no longer a model of the gateway
     caller, reasoner = deployed.served_name("caller-b"), deployed.served_name("reasoner")
     # `make apply` created caller-b's container stopped, or the controller adopted the running one and its
     # idle timeout stops it: either way it ends stopped, by the controller's hand (through the Docker socket)

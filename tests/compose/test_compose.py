@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import httpx
 import openai
 import pytest
+import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.compile.renderers.dashboard import BACKEND_ERRORS_PANEL, RATE, dashboard, queries
@@ -80,7 +81,9 @@ def test_a_container_on_a_non_internal_network_cannot_reach_a_backend(deployed):
 def test_the_gateway_answers_on_127_0_0_1_and_on_no_other_host_address(deployed):
     port = int(deployed.url.rsplit(":", 1)[1].split("/")[0])
     assert connects("127.0.0.1", port)
-    assert len(deployed.client().models.list().data) == len(deployed.backends)
+    configured = {e["model_name"] for e in yaml.safe_load((deployed.root / "litellm/config.yaml").read_text())["model_list"]}
+    assert len(configured) >= len(deployed.backends)  # each backend's model and its LoRA adapters
+    assert {m.id for m in deployed.client().models.list().data} == configured
     others = [a for a in host_addresses() if a != "127.0.0.1" and connects(a, port)]
     assert not others, f"the gateway's port {port} also answers on {others}"
     bindings = inspect(container_of("litellm"))["NetworkSettings"]["Ports"]

@@ -48,8 +48,11 @@ def test_status_json_shows_every_model_healthy_with_its_numbers(gateway):
         assert rep["gateway"]["workers"] == workers
     assert rep["gateway"]["requests_total"] is not None, rep["gateway"]["error"]
     names = [m["name"] for m in rep["models"]]
-    assert names == [m.served_name for m in gateway.plan.models]
-    for m, planned in zip(rep["models"], gateway.plan.models):
+    assert names == [name for m in gateway.plan.models for name in (m.served_name, *(a.name for a in m.adapters))]
+    adapters = [m for m in rep["models"] if m.get("adapter_of")]  # each right under its base (the order above)
+    assert [(m["name"], m["adapter_of"], m["state"]) for m in adapters] == [
+        (a.name, m.served_name, "healthy") for m in gateway.plan.models for a in m.adapters]
+    for m, planned in zip([m for m in rep["models"] if not m.get("adapter_of")], gateway.plan.models):
         assert m["state"] == "healthy", m
         assert m["gpus"] == list(planned.gpus)
         assert m["requests_running"] is not None and m["requests_waiting"] is not None

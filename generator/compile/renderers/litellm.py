@@ -95,6 +95,12 @@ def controller_api_base(m: ModelPlan, plan: Plan, host: str) -> str:
     return f"http://{host}:{plan.controller.port}/m/{m.name}/v1"
 
 
+def prompt_logprobs_served(m: ModelPlan) -> bool:
+    """False for a backend that serves LoRA adapters on CPU: vLLM 0.32's CPU LoRA kernels stop the engine computing a
+    prompt's logprobs (punica_cpu.add_lora_logits sizes its indices for the sampled rows; docs/limits.md)."""
+    return not (m.adapters and not m.gpus)
+
+
 def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
                 ) -> dict:
     timeout, stream_timeout = plan.gateway.request_timeout, plan.gateway.stream_timeout
@@ -127,9 +133,7 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
         }
     # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
     info["gateway_limits"] = dataclasses.asdict(m.limits)
-    if m.adapters and not m.gpus:
-        # vLLM 0.32's CPU LoRA kernels stop the engine computing a prompt's logprobs (punica_cpu.add_lora_logits
-        # sizes its indices for the sampled rows): the guard refuses them for every model of such a backend
+    if not prompt_logprobs_served(m):  # the guard refuses them for every model of such a backend
         info[NO_PROMPT_LOGPROBS] = True
     if m.replicas > 1:  # replica_routing.py picks among these; status shows each by this name
         info.update({"gateway_replica": m.name, "allowed_fails_policy": dict(REPLICA_ALLOWED_FAILS),
