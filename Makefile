@@ -96,8 +96,8 @@ usage: venv ## per person and model: requests and tokens in/out since the gatewa
 	@$(PY) -m generator.operate.status --usage --interval 0 $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(K8S),--k8s)
 
-test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY); unit beside the rest
-	PY=$(PY) tools/test.sh
+test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+	$(PY) -m pytest
 
 unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit
