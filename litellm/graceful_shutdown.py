@@ -12,14 +12,18 @@ of two keep-alive OpenAI-SDK clients (no retries) over two reloads of the local 
 
 Here such a connection gets GRACE seconds: a request that arrives on it is answered with `Connection:
 close` (the client opens its next connection to a worker that is not stopping), and the connection is
-closed once the response is sent; a connection that sends nothing is closed after GRACE. A stopping
-worker therefore exits at most GRACE seconds later than it would. Imported by gateway_guard, so every
+closed once the response is sent; a connection that sends nothing is closed after GRACE. A response in
+progress whose headers are not sent yet says `Connection: close` too (uvicorn closes after it without
+saying so, and a client may reuse the connection in that instant). A stopping worker therefore exits at
+most GRACE seconds later than it would. Imported by gateway_guard, so every
 worker patches itself at start.
 """
 
 from __future__ import annotations
 
-GRACE = 3.0  # seconds a connection without a request in progress has to send one once its worker stops
+# seconds a connection without a request in progress has to send one once its worker stops: longer than httpx's
+# keep-alive expiry (5 s; the OpenAI SDK, LiteLLM), so a connection closed here is one such a client no longer reuses
+GRACE = 6.0
 CLOSE = (b"connection", b"close")
 
 
@@ -41,8 +45,9 @@ def _patch(protocol_class) -> None:
     received = protocol_class.data_received
 
     def shutdown(self) -> None:
-        if _in_progress(self.cycle):  # a request in progress: as uvicorn does (answered, then closed)
+        if _in_progress(self.cycle):  # a request in progress: answered, then closed (uvicorn), and says so if it can
             original(self)
+            _closing(self.cycle)
             return
         self._gateway_stopping = True  # no request in progress: fresh, or an idle keep-alive connection
 

@@ -79,10 +79,20 @@ def test_a_fresh_connection_that_sends_nothing_is_closed_after_the_grace():
     assert p.closed == 1
 
 
-def test_a_busy_connection_is_handled_as_uvicorn_does():
+def test_a_busy_connection_is_closed_after_its_response_which_says_so_when_it_has_not_started():
     busy = Protocol(Cycle(complete=False))
     busy.shutdown()
     assert busy.closed == 0 and busy.cycle.keep_alive is False and not busy.loop.later
+    assert (b"connection", b"close") in busy.cycle.default_headers
+    streaming = Protocol(Cycle(complete=False))
+    streaming.cycle.response_started = True  # its headers are sent: only the close after it
+    streaming.shutdown()
+    assert streaming.cycle.keep_alive is False and (b"connection", b"close") not in streaming.cycle.default_headers
+
+
+def test_the_grace_outlasts_httpxs_keep_alive_expiry():
+    import httpx
+    assert graceful_shutdown.GRACE > httpx.Limits().keepalive_expiry  # the OpenAI SDK's and LiteLLM's client
 
 
 def test_the_patch_is_applied_once_and_to_the_pinned_uvicorn():
