@@ -23,12 +23,12 @@ STEP = 10.0
 POLL = 2.0  # seconds between readings of every process's CPU time
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = (  # (kind, a regular expression on the command line), first match wins; else the parent's kind
-    ("vLLM backends", r"vllm|VLLM"),
+    ("installs (pip, apt, mmdebstrap, npm)", r"\bpip3?\b|\bapt(-get)?\b|\bdpkg\b|mmdebstrap|\bnpm\b"),
+    ("vLLM backends", r"vllm serve|vllm\.entrypoints|VLLM::"),
     ("gateway (LiteLLM)", r"litellm"),
     ("on-demand controller", r"generator\.shipped\.on_demand"),
     ("pytest and what it runs", r"pytest"),
     ("docker engine and builds", r"dockerd|containerd|\bdocker\b|\brunc\b"),
-    ("installs (pip, apt, mmdebstrap)", r"\bpip3?\b|\bapt(-get)?\b|\bdpkg\b|mmdebstrap|\bnpm\b"),
     ("node (coding agents)", r"\bnode\b|claude|codex|opencode"),
     ("nginx, redis, prometheus", r"nginx|redis-server|prometheus"),
 )
