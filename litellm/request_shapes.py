@@ -199,8 +199,10 @@ RESPONSES = shape(fields({
 
 # --- Anthropic messages (and count_tokens) ------------------------------------------------------------------
 BLOCK = tagged("type", {
-    # Anthropic refuses empty text blocks; LiteLLM drops them, and a message left empty is a 500 in its translation
-    "text": fields({"text": NAME}, ("text",)),
+    # Anthropic refuses text blocks without non-whitespace text; LiteLLM drops them (empty or blank), and a message
+    # left empty is a 500 in its translation
+    "text": fields({"text": kind(lambda v: isinstance(v, str) and v.strip() != "", "a string with non-whitespace text")},
+                   ("text",)),
     "image": fields({"source": fields({"type": STRING, "media_type": STRING, "data": STRING, "url": STRING},
                                       ("type",))}, ("source",)),
     "tool_use": fields({"id": STRING, "name": NAME, "input": OBJECT}, ("id", "name", "input")),

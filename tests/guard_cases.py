@@ -78,7 +78,9 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
     ("completions", {"prompt": [137]}, "`prompt[0]` must be a non-empty string (this gateway does not take token ids)"),  # the fuzz test: a 500
     ("completions", {"prompt": ["hi", ""], "stream": True}, "`prompt[1]` must be a non-empty string"),  # the fuzz test: a 500
     ("messages", {"messages": [{"role": "user", "content": [{"type": "text", "text": ""}]}]},  # the fuzz test: a 500
-     "`messages[0].content[0].text` must be a non-empty string"),
+     "`messages[0].content[0].text` must be a string with non-whitespace text"),
+    ("messages", {"messages": [{"role": "user", "content": [{"type": "text", "text": " \n"}]}]},  # the fuzz test: a 500
+     "`messages[0].content[0].text` must be a string with non-whitespace text"),
     ("completions", {"best_of": "2"}, "`best_of` must be an integer of at least 1"),
     ("completions", {"logprobs": True}, "`logprobs` must be an integer"),
     ("responses", {"input": 5}, "`input` must be a string or a list of input items"),
