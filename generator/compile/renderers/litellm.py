@@ -95,6 +95,9 @@ def controller_api_base(m: ModelPlan, plan: Plan, host: str) -> str:
     return f"http://{host}:{plan.controller.port}/m/{m.name}/v1"
 
 
+NO_PROMPT_LOGPROBS = "gateway_no_prompt_logprobs"  # model_info: no prompt logprobs on this backend (guard: 400)
+
+
 def prompt_logprobs_served(m: ModelPlan) -> bool:
     """False for a backend that serves LoRA adapters on CPU: vLLM 0.32's CPU LoRA kernels stop the engine computing a
     prompt's logprobs (punica_cpu.add_lora_logits sizes its indices for the sampled rows; docs/limits.md)."""
@@ -145,7 +148,6 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
     return {"model_name": m.served_name, "litellm_params": params, "model_info": info}
 
 
-NO_PROMPT_LOGPROBS = "gateway_no_prompt_logprobs"  # model_info: the backend cannot compute a prompt's logprobs (guard: 400)
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
 
 

@@ -13,8 +13,7 @@ close` (the client opens its next connection to a worker that is not stopping), 
 closed once the response is sent; a connection that sends nothing is closed after GRACE. A response in
 progress whose headers are not sent yet says `Connection: close` too (uvicorn closes after it without
 saying so, and a client may reuse the connection in that instant). A stopping worker therefore exits at
-most GRACE seconds later than it would. Imported by gateway_guard, so every
-worker patches itself at start.
+most GRACE seconds later than it would. Imported by gateway_guard, so every worker patches itself at start.
 """
 
 from __future__ import annotations
