@@ -23,8 +23,11 @@ if [ $rc = 3 ]; then
 fi
 [ $rc = 0 ] || exit $rc
 TMP=$(mktemp -d)
+REPLICAS=
 cleanup() {
   local code=$?
+  # the replicas test, if still running: SIGINT lets pytest run its fixture's teardown (down -v of its project)
+  [ -z "$REPLICAS" ] || { kill -INT "$REPLICAS" 2>/dev/null; wait "$REPLICAS" 2>/dev/null; }
   if [ -f "$TMP/compose/docker-compose.yml" ] && [ $code != 0 ]; then  # every container's whole log, before down
     mkdir -p .cache/compose-test-logs && rm -f .cache/compose-test-logs/*.log
     for svc in $(docker compose -f "$TMP/compose/docker-compose.yml" --profile on-demand ps -a --services 2>/dev/null); do
@@ -59,6 +62,9 @@ export COMPOSE_FILE=$TMP/compose/docker-compose.yml
 echo "compose-test: generated $COMPOSE_FILE from $EXAMPLE (keys in $TMP/compose/.env)"
 $PY -m tests.compose.stack up --timeout "$WAIT" || { docker compose logs --tail 30; exit 1; }
 phase up
+# tests/compose/test_replicas.py runs a project of its own (two replica containers: ~2 min of container starts),
+# so it runs beside the integration tests of this stack instead of after them; its log is printed after them
+set -m; $PY -m pytest -q tests/compose/test_replicas.py -p no:cacheprovider >"$TMP/replicas.log" 2>&1 & REPLICAS=$!; set +m
 
 key=$(sed -n 's/^LITELLM_MASTER_KEY=//p' "$TMP/compose/.env")
 port=$($PY -c "from generator.compile.load.loader import load_plan; print(load_plan('$EXAMPLE').gateway.port)")
@@ -72,8 +78,10 @@ GATEWAY_URL=http://127.0.0.1:$port GATEWAY_KEY=$key GATEWAY_MODELS=$EXAMPLE FUZZ
   FUZZ_SEED=${FUZZ_SEED:-32} $PY -m pytest -q tests/integration -p no:cacheprovider "${fuzz[@]}" ||
   { docker compose logs --tail 60 --no-log-prefix 2>&1 | grep -E "Error|error|Traceback|Killed|EngineCore" | tail -40; exit 1; }
 phase integration-tests
+rc=0; wait "$REPLICAS" || rc=$?; REPLICAS=; sed 's/^/  replicas: /' "$TMP/replicas.log"
+[ $rc = 0 ] || { echo "compose-test: FAILED: tests/compose/test_replicas.py (exit $rc)"; exit 1; }
 COMPOSE_ENV_FILE=$TMP/compose/.env GATEWAY_MODELS=$EXAMPLE $PY -m pytest -q tests/compose -p no:cacheprovider \
-  --ignore tests/compose/test_apply.py || exit 1
+  --ignore tests/compose/test_apply.py --ignore tests/compose/test_replicas.py || exit 1
 phase compose-tests
 # last: `make apply` changes the stack (a gateway reload under load, a flag + a renamed model, a model made on demand)
 COMPOSE_ENV_FILE=$TMP/compose/.env GATEWAY_MODELS=$EXAMPLE $PY -m pytest -q -s tests/compose/test_apply.py \

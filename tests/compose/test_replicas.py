@@ -3,7 +3,8 @@ both serve, each conversation stays on one of them (their own vLLM counters, rea
 route: the backends publish no port).
 
 Runs inside `make compose-test` (the engine and the local images of docker/images.sh, COMPOSE_FILE set), as a
-project of its own next to the main stack, brought up and removed here (~2 min on this machine).
+project of its own next to the main stack, brought up and removed here (~2 min on this machine), while the
+integration tests run through the main stack (docker/compose-test.sh).
 """
 
 from __future__ import annotations
