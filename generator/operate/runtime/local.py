@@ -222,8 +222,8 @@ class LocalStack:
             return None
         if plan.redis and not (stack.redis_port and redis.ping(stack.redis_port, stack.keys()[plan.redis.password_env])):
             return None
-        try:
-            with httpx.Client(timeout=3) as client:
+        try:  # 10 s: a healthy gateway on a loaded machine (a test run's other stacks starting) can take seconds
+            with httpx.Client(timeout=10) as client:
                 if not all(client.get(p.health_url).status_code == 200 for p in stack.procs if p.name != REDIS):
                     return None
         except httpx.HTTPError:
