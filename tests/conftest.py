@@ -40,7 +40,21 @@ def no_hub(monkeypatch, tmp_path_factory):
         monkeypatch.setattr(hf, name, str(value) if isinstance(value, Path) else value)
 
 
+FUZZ_COUNT = "fuzz count"  # tests/integration/test_fuzz_apis.py's line per API, a property of its report
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The fuzz test's count per API, whatever the capture mode (CI's make test runs without -s); here, not in
+    tests/integration/conftest.py, which pytest-xdist's controller never loads (its workers collect)."""
+    for status in ("passed", "failed"):
+        for report in terminalreporter.stats.get(status, []):
+            for name, line in getattr(report, "user_properties", ()):
+                if name == FUZZ_COUNT and report.when == "call":
+                    terminalreporter.write_line(line)
+    skip_log(terminalreporter, config)
+
+
+def skip_log(terminalreporter, config):
     """With PYTEST_SKIP_LOG set (.ci/run sets it), every skipped test and its reason is appended to that file
     as a JSON line, so the CI run can print all of its skips at the end and refuse the ones that hide a
     test running nowhere (.ci/skips.py)."""
@@ -54,3 +68,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for report in terminalreporter.stats.get("skipped", []):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             log.write(json.dumps({"run": run, "test": report.nodeid, "reason": reason.removeprefix("Skipped: ")}) + "\n")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads these marks into the test ids
+def pytest_collection_modifyitems(config, items):
+    """`make test` runs on pytest-xdist workers (`-n 2 --dist loadgroup`, Makefile): the unit of work is a test
+    file, so a module's own stack (pooling, replicas, on-demand, ...) starts once, on one worker; and every test
+    of the shared demo stack (the `gateway` fixture) is ONE unit, whatever its file: those tests count its
+    requests, kill and restore its backends and spend its people's limits, so they run one at a time, in order.
+    Without -n the marks change nothing."""
+    for item in items:
+        group = ("demo-stack" if "gateway" in getattr(item, "fixturenames", ())
+                 else item.nodeid.split("::")[0].removeprefix("tests/").removesuffix(".py"))
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -29,7 +29,6 @@ from generator.compile.load.loader import load_plan
 from generator.compile.plan import ModelPlan, Plan
 from generator.operate.runtime.local import LocalStack, free_ports
 from generator.compile.load.schema import TOP_LEVEL
-from tests.integration.helpers import FUZZ_COUNTS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODELS = ROOT / "examples/cpu-demo/models.yml"
@@ -133,8 +132,3 @@ def pytest_collection_modifyitems(items):
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
 
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """The fuzz test's count per API, printed whatever the capture mode (CI's make test runs without -s)."""
-    for line in config.stash.get(FUZZ_COUNTS, []):
-        terminalreporter.write_line(line)

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-FUZZ_COUNTS = pytest.StashKey[list]()  # test_fuzz_apis.py's count per API, printed in the run's summary (conftest.py)
-
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
 

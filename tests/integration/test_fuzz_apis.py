@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from tests.conftest import FUZZ_COUNT
 from tests.guard_cases import BASE, HELLO
 from tests.integration.fuzz_schemas import APIS, Body
-from tests.integration.helpers import FUZZ_COUNTS
 
 FUZZ_REQUESTS = int(os.environ.get("FUZZ_REQUESTS", 2000))  # per API
 FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", 150))  # per API: past it, no more requests are sent
@@ -137,7 +137,7 @@ def assert_serves_a_normal_request(client: httpx.Client, model: str) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, request):
+def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_property):
     path, schema_of = APIS[api]
     models = [m.served_name for m in gateway.plan.models]
     failures: list[tuple[object, str]] = []
@@ -167,7 +167,7 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, request
         elapsed = time.monotonic() - start
         line = f"fuzz {api}: {sent} requests in {elapsed:.1f} s ({sent / elapsed:.0f}/s), {len(failures)} failed"
         print("\n" + line)
-        request.config.stash.setdefault(FUZZ_COUNTS, []).append(line)  # printed at the end of the run (conftest.py)
+        record_property(FUZZ_COUNT, line)  # printed at the end of the run (conftest.py), from a pytest-xdist worker too
         keep(api, failures)
         assert not failures, (f"{len(failures)} of {sent} fuzzed {api} requests failed (kept in {REGRESSIONS.name}); "
                               f"first: {failures[0][1]} for {str(failures[0][0])[:300]}")
