@@ -51,7 +51,8 @@ from rich.table import Table
 from generator.compile.load.loader import load_plan
 from generator.compile.plan import ModelPlan
 from generator.compile.load.schema import TOP_LEVEL
-from generator.operate.runtime.local import LocalStack, consecutive_free_ports, free_port
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.ports import consecutive_free_ports, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ROOT / "examples/cpu-replicas/models.yml"

@@ -10,6 +10,8 @@ EXAMPLE=${COMPOSE_EXAMPLE:-examples/cpu-compose/models.yml}  # another models.ym
 WAIT=${COMPOSE_WAIT_TIMEOUT:-900}  # seconds for every service to be healthy
 export DOCKER_BUILDKIT=0 COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-llm-gateway-compose-test}
 export DEMO_MODELS_DIR=$PWD/.cache/demo-models
+# its tests' own stacks pick free ports below the range make test's workers use (CI runs both side by side)
+export FREE_PORT_RANGE=${FREE_PORT_RANGE:-15000-19999}
 T0=$SECONDS; LAST=$SECONDS; TIMES=()
 phase() { TIMES+=("$1 $((SECONDS - LAST))s"); LAST=$SECONDS; }
 report() { echo "compose-test: phase times: ${TIMES[*]} (total $((SECONDS - T0))s)"; }

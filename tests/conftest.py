@@ -5,6 +5,8 @@ import pytest
 
 from hypothesis import settings
 
+from generator.operate.runtime.ports import DEFAULT_RANGE, RANGE_ENV
+
 # Tests that import LiteLLM in this process (the hook modules) must not fetch its price map from the
 # internet, as the gateway never does (gateway_process.BASE_ENV); it has to be set before the import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -38,6 +40,22 @@ def no_hub(monkeypatch, tmp_path_factory):
                         ("HF_TOKEN_PATH", home / "token"), ("HF_STORED_TOKENS_PATH", home / "stored_tokens"),
                         ("ENDPOINT", "http://127.0.0.1:9"), ("HF_HUB_OFFLINE", True)):
         monkeypatch.setattr(hf, name, str(value) if isinstance(value, Path) else value)
+
+
+def worker_port_range(worker: str, count: int) -> str:
+    """The FREE_PORT_RANGE of pytest-xdist worker `worker` (gw0, gw1, ...) of `count`: its own slice of the range
+    the stacks' free ports come from (generator/operate/runtime/ports.py), so that a port one worker picked for a
+    stack that binds it later (an on-demand backend: minutes later) is never picked by the other."""
+    low, high = DEFAULT_RANGE
+    size = (high - low + 1) // count
+    index = int(worker.removeprefix("gw"))
+    return f"{low + index * size}-{low + (index + 1) * size - 1}"
+
+
+def pytest_configure(config):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # set before any test picks a port; the processes the tests start inherit it
+        os.environ[RANGE_ENV] = worker_port_range(worker, int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
 
 
 FUZZ_COUNT = "fuzz count"  # tests/integration/test_fuzz_apis.py's line per API, a property of its report

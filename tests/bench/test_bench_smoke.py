@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.operate.runtime.local import consecutive_free_ports, free_ports
+from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "

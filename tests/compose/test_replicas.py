@@ -21,7 +21,7 @@ import yaml
 from openai import OpenAI
 
 from generator.compile.output import read_env_file
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/cpu-replicas/models.yml"

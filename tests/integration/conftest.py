@@ -27,7 +27,8 @@ from openai import OpenAI
 from generator.demo.script import script_of
 from generator.compile.load.loader import load_plan
 from generator.compile.plan import ModelPlan, Plan
-from generator.operate.runtime.local import LocalStack, free_ports
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.ports import free_ports
 from generator.compile.load.schema import TOP_LEVEL
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.compile.load.loader import load_plan
-from generator.operate.runtime.local import LocalStack, free_ports
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]

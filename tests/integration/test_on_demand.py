@@ -33,7 +33,8 @@ import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.compile.plan import ControllerPlan, OnDemandPlan
-from generator.operate.runtime.local import LocalStack, free_ports
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.ports import free_ports
 from tests.integration.helpers import UNIT
 
 pytestmark = pytest.mark.on_demand

@@ -18,7 +18,7 @@ import pytest
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file
-from generator.operate.runtime.local import free_ports
+from generator.operate.runtime.ports import free_ports
 
 from .conftest import DEMO_MODELS, ROOT
 

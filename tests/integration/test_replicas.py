@@ -26,7 +26,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from generator.compile.load.loader import load_plan
-from generator.operate.runtime.local import LocalStack, consecutive_free_ports, free_port
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.ports import consecutive_free_ports, free_port
 
 from .conftest import ROOT
 

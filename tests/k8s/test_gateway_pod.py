@@ -23,7 +23,7 @@ import yaml
 from generator.cli import main
 from generator.compile.output import read_env_file
 from generator.compile.renderers.k8s import ENV_FILE
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

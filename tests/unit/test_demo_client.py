@@ -8,7 +8,7 @@ import pytest
 
 from generator.compile.output import ensure_env_file
 from generator.demo import client as demo
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 
 # both models take tools (as in the agent-sized demo); the reasoner is first: the order that broke `make demo`
 TWO = """

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from generator.shipped.on_demand.config import ModelConfig
 from generator.shipped.on_demand.drivers import Docker, LoadError
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 
 STANDIN = Path(__file__).resolve().parent / "standin_backend.py"
 

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from generator.shipped.on_demand.metrics import STATE_METRIC
 
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

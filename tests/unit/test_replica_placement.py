@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestServer
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
 from generator.operate.runtime import redis as stack_redis_runtime
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 from tests.unit.standin_backend import make_app
 from tests.unit.test_replica_routing import CPU_EXAMPLE, _router, _routing, deps, picked
 

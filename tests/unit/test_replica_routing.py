@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 from tests.unit.golden import assert_golden
 from tests.unit.standin_backend import make_app
 

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from generator.compile.renderers import LITELLM_FILE
-from generator.operate.runtime.local import LocalStack, StackError, free_port
+from generator.operate.runtime.local import LocalStack, StackError
+from generator.operate.runtime.ports import free_port
 from generator.operate.runtime.processes import Proc, port_problem, stop_recorded
 
 # /health answers 200 after `delay` seconds; until then the port is closed, like a loading vLLM

@@ -17,7 +17,7 @@ import pytest
 
 from generator.operate import status
 from generator.compile.load.loader import load_plan
-from generator.operate.runtime.local import free_port
+from generator.operate.runtime.ports import free_port
 from generator.operate.runtime.processes import started_at
 
 HOOKS = Path(__file__).resolve().parents[2] / "generator/shipped/gateway_hooks"

@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -54,6 +53,7 @@ from ...compile.renderers.on_demand import controller_config
 from ...compile.renderers.text import dump_yaml, header
 from ..keys import write_hashes
 from . import redis
+from .ports import free_port
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
@@ -70,43 +70,6 @@ class StackError(RuntimeError):
     def __init__(self, message: str, failures: tuple["Failure", ...] = ()):
         super().__init__(message)
         self.failures = failures
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` different loopback ports nobody listens on now: the kernel's picks from its ephemeral range
-    (32768-60999 on Linux), never a fixed port of a demo or an example. All are held while picking, so
-    they differ."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now (the kernel's pick from its ephemeral range)."""
-    return free_ports(1)[0]
-
-
-def consecutive_free_ports(count: int, tries: int = 200) -> int:
-    """The first of `count` consecutive free loopback ports (a model with `replicas: N` and `port: P` listens on
-    P..P+N-1): a kernel's pick whose next count-1 ports are free too."""
-    for _ in range(tries):
-        first = free_port()
-        socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-        try:
-            for port, sock in zip(range(first, first + count), socks):
-                sock.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-    raise OSError(f"no {count} consecutive free ports found in {tries} tries")
 
 
 def _still_running(entry: dict) -> bool:
