@@ -78,7 +78,8 @@ def stack(tmp_path_factory):
     # the user's example, through models.yml's own syntax (loader -> plan -> runtime): its two models in one
     # group; here a 20 s idle timeout and a third model, alone in its group, whose start fails
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["gateway"] = {**doc["gateway"], "port": gateway_port, "request_timeout": 900, "stream_timeout": 900}
+    doc["gateway"] = {**doc["gateway"], "port": gateway_port, "request_timeout": 900, "stream_timeout": 900,
+                      "workers": 1}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
     doc["on_demand"] = {**doc["on_demand"], "port": controller_port}
     doc["defaults"]["on_demand"] = {"group": "pair", "idle": f"{IDLE}s"}
     doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses", "port": ports[BROKEN],
@@ -267,7 +268,8 @@ def standin_stack(tmp_path_factory):
     fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(ROOT / "tests/unit/standin_backend.py")))
     fake.chmod(0o755)
     gateway_port, controller_port, *ports = free_ports(6)  # never an example's, a demo's or another checkout's
-    (tmp / "models.yml").write_text(f"gateway: {{port: {gateway_port}}}\n" + "".join(
+    # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
+    (tmp / "models.yml").write_text(f"gateway: {{port: {gateway_port}, workers: 1}}\n" + "".join(
         f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
         for (name, delay), port in zip((("fast", 0), ("slow", 6), ("never", 120), ("broken", 0)), ports)))
     plan = load_plan(tmp / "models.yml")

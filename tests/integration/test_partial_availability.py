@@ -28,7 +28,7 @@ HELLO = [{"role": "user", "content": "Say hello."}]
 def _models_yml(demo_model, gateway_port: int, good_port: int, broken_port: int) -> str:
     env = "".join(f"    {k}: {v!r}\n" for k, v in demo_model.env.items())
     return f"""
-gateway: {{port: {gateway_port}}}
+gateway: {{port: {gateway_port}, workers: 1}}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
 broken:                      # a path with no model: vLLM exits at start-up
   gpus: []
   env:

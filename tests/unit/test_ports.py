@@ -66,11 +66,13 @@ def test_each_xdist_worker_picks_in_a_slice_of_its_own():
     assert slices[1][1] <= ports.DEFAULT_RANGE[1]
 
 
-SESSION_RANGE = os.environ.get(ports.RANGE_ENV)  # as pytest_configure left it, before the fixture above
 
+def test_a_worker_of_a_session_sets_its_slice_before_any_test_picks(monkeypatch):
+    import tests.conftest as root
 
-def test_under_xdist_this_worker_picks_in_its_slice():
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker:
-        pytest.skip("one process (make test runs pytest-xdist workers: TEST_WORKERS)")
-    assert SESSION_RANGE == worker_port_range(worker, int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    root.pytest_configure(None)
+    assert os.environ[ports.RANGE_ENV] == worker_port_range("gw1", 2)
+    low, high = map(int, worker_port_range("gw1", 2).split("-"))
+    assert all(low <= p <= high for p in ports.free_ports(20))
