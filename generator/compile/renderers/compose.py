@@ -47,12 +47,11 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "healthcheck": {
             "test": _probe(f"http://127.0.0.1:{m.port}/health"),
             # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole
-            # service with it; a 5 s interval finds a ready backend within 5 s (a model that waits for it in
-            # its start order, `up --wait` and `make apply` wait for that) for ~40 ms of CPU per probe;
-            # 30 retries = 150 s of failed probes before a started backend is called unhealthy
-            "interval": "5s",
+            # service with it; a 15 s interval finds a ready backend soon enough, 10 retries = 150 s
+            # of failed probes before a started backend is called unhealthy
+            "interval": "15s",
             "timeout": "10s",
-            "retries": 30,
+            "retries": 10,
             "start_period": "30m",  # first start downloads weights and compiles
         },
         **_hardening(),
@@ -100,9 +99,9 @@ def gateway_service(plan: Plan) -> dict:
         "networks": ["backends", "frontend"],
         "healthcheck": {
             "test": _probe(f"http://127.0.0.1:{g.port}/health/liveliness"),
-            "interval": "5s",  # as the backends': `up --wait` and a recreating `make apply` wait for it
+            "interval": "15s",
             "timeout": "5s",
-            "retries": 9,  # 45 s of failed probes before it is called unhealthy
+            "retries": 3,
             "start_period": "60s",
         },
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
@@ -159,9 +158,9 @@ def controller_service(plan: Plan) -> dict:
         "networks": ["backends"],
         "healthcheck": {
             "test": _probe(f"http://127.0.0.1:{c.port}/healthz"),
-            "interval": "5s",
+            "interval": "15s",
             "timeout": "5s",
-            "retries": 9,
+            "retries": 3,
             "start_period": "30s",
         },
         # a new config or new modules change the label: compose (and `make apply`) recreates the controller
