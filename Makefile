@@ -94,11 +94,10 @@ usage: venv ## per person and model: requests and tokens in/out since the gatewa
 	@$(PY) -m generator.operate.status --usage --interval 0 $(if $(filter command line environment,$(origin MODELS)),--models $(MODELS)) \
 	  $(if $(K8S),--k8s)
 
-# TEST_WORKERS=2: two pytest-xdist workers, each test file one unit of work, the demo stack's tests one unit
-# (tests/conftest.py), each worker picking free ports in a slice of its own: 518 s instead of 852 s on an otherwise
-# idle 2-core machine. Not the default: beside a busy machine (CI runs the compose stack beside make test) the
-# workers' stacks starve each other (a gateway not ready after 120 s, docs/testing.md)
-TEST_WORKERS ?= 1
+# Two pytest-xdist workers (one on a 1-core machine; TEST_WORKERS=1: one process): one runs every test that starts
+# or uses a stack, in order, the other the unit and docs tests beside them (tests/conftest.py); never two stacks at
+# once (they starved each other on 2 cores beside CI's compose stack: docs/testing.md)
+TEST_WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 1)
 test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest$(if $(filter-out 1,$(TEST_WORKERS)), -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 

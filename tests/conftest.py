@@ -88,14 +88,18 @@ def skip_log(terminalreporter, config):
             log.write(json.dumps({"run": run, "test": report.nodeid, "reason": reason.removeprefix("Skipped: ")}) + "\n")
 
 
+LIGHT = ("tests/unit/", "tests/docs/")  # no stack of their own, no running stack: a file at a time on any worker
+STACKS = "stacks"  # every other test, one unit of work
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads these marks into the test ids
 def pytest_collection_modifyitems(config, items):
-    """`make test` runs on pytest-xdist workers (`-n 2 --dist loadgroup`, Makefile): the unit of work is a test
-    file, so a module's own stack (pooling, replicas, on-demand, ...) starts once, on one worker; and every test
-    of the shared demo stack (the `gateway` fixture) is ONE unit, whatever its file: those tests count its
-    requests, kill and restore its backends and spend its people's limits, so they run one at a time, in order.
-    Without -n the marks change nothing."""
+    """`make test` runs on two pytest-xdist workers (`-n 2 --dist loadgroup`, Makefile): ONE of them runs every test
+    that starts or uses a stack (integration, bench, k8s, compose: the demo stack's tests count its requests, kill
+    its backends and spend its people's limits; a module's own stack is a dozen vLLM and gateway processes), in the
+    order one process would; the other runs the unit and docs tests, a file at a time, beside them. Two stacks at
+    once starved each other on 2 cores (docs/testing.md). Without -n the marks change nothing."""
     for item in items:
-        group = ("demo-stack" if "gateway" in getattr(item, "fixturenames", ())
-                 else item.nodeid.split("::")[0].removeprefix("tests/").removesuffix(".py"))
+        path = item.nodeid.split("::")[0]
+        group = path.removesuffix(".py") if path.startswith(LIGHT) else STACKS
         item.add_marker(pytest.mark.xdist_group(group))

@@ -1,6 +1,7 @@
-"""`make test`'s two pytest-xdist workers keep a test file together, and every test of the shared demo stack (the
-`gateway` fixture) together whatever its file (tests/conftest.py). pytest 9.2 silently broke that grouping
-(pytest-xdist issue #1386): this fails if a pytest or xdist upgrade does it again."""
+"""`make test`'s two pytest-xdist workers: every test that starts or uses a stack (integration, bench, k8s, compose)
+on ONE worker in collection order, the unit and docs tests a file at a time beside them (tests/conftest.py).
+pytest 9.2 silently broke that grouping (pytest-xdist issue #1386): this fails if a pytest or xdist upgrade does it
+again, or if the grouping changes."""
 
 from __future__ import annotations
 
@@ -29,22 +30,29 @@ def where(request, tmp_path_factory):
 """
 
 
-def test_a_file_and_the_demo_stacks_tests_each_run_on_one_worker(tmp_path):
+def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_them(tmp_path):
     (tmp_path / "conftest.py").write_text(CONFTEST)
-    for name in ("a", "b", "c", "d"):  # each: 4 tests without the gateway, 2 with it
-        (tmp_path / f"test_{name}.py").write_text(
-            "import pytest\n"
-            "@pytest.mark.parametrize('i', range(4))\ndef test_plain(i):\n    pass\n"
-            "@pytest.mark.parametrize('i', range(2))\ndef test_stack(gateway, i):\n    pass\n")
+    files = {"tests/unit/test_a.py": 4, "tests/unit/test_b.py": 4, "tests/docs/test_c.py": 4,
+             "tests/integration/test_d.py": 3, "tests/bench/test_e.py": 3, "tests/integration/test_f.py": 3}
+    for name, count in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"import pytest\n@pytest.mark.parametrize('i', range({count}))\n"
+                                     "def test_one(i):\n    pass\n")
     out = tmp_path / "groups.jsonl"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist",
-                          "loadgroup", "--no-loadscope-reorder", str(tmp_path)], cwd=tmp_path,
+                          "loadgroup", "--no-loadscope-reorder", "tests"], cwd=tmp_path,
                          env={"GROUPS_OUT": str(out), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    ran = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(ran) == sum(files.values())
     workers = defaultdict(set)
-    for nodeid, worker in map(json.loads, out.read_text().splitlines()):
-        group = "demo-stack" if "test_stack" in nodeid else nodeid.split("::")[0]
-        workers[group].add(worker)
-    assert len(workers) == 5 and sum(len(w) for w in workers.values()) == 5, dict(workers)  # one worker per group
+    for nodeid, worker in ran:
+        path = nodeid.split("::")[0]
+        workers[path if path.startswith(("tests/unit/", "tests/docs/")) else "stacks"].add(worker)
+    assert len(workers) == 4 and all(len(w) == 1 for w in workers.values()), dict(workers)  # one worker per group
     assert set().union(*workers.values()) == {"gw0", "gw1"}, dict(workers)  # and both workers had work
+    stack_tests = [nodeid for nodeid, _ in ran if not nodeid.startswith(("tests/unit/", "tests/docs/"))]
+    assert stack_tests == sorted(stack_tests, key=lambda n: ["tests/bench/test_e", "tests/integration/test_d",
+                                                              "tests/integration/test_f"].index(n.rsplit(".py", 1)[0])), \
+        stack_tests  # in collection order
