@@ -20,7 +20,7 @@ AUTH_MODULE = "gateway_guard"
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
                    "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
-                   "request_shapes", ROUTING_MODULE, "stack_redis")
+                   "request_shapes", ROUTING_MODULE, "stack_redis", "worker_gc")
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
 # is the backend's (a 5xx, a refused connection, which hosted_vllm reports as InternalServerError) puts it in
 # cooldown at once for REPLICA_COOLDOWN seconds (per worker; then it is tried again: a live one stays in), and the
