@@ -43,10 +43,10 @@ if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: f
 import count_tokens  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
-import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, on import: CPython's HAMT crash)
 import people  # noqa: E402
 import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
+import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, on import: CPython's HAMT crash)
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/embeddings", "/rerank", "/models",
