@@ -89,17 +89,32 @@ def skip_log(terminalreporter, config):
 
 
 LIGHT = ("tests/unit/", "tests/docs/")  # no stack of their own, no running stack: a file at a time on any worker
-STACKS = "stacks"  # every other test, one unit of work
+STACKS = "stacks"  # the tests of the shared stack (make demo's or the session's), and the heavy stacks: one unit of work
+# Tests that start a stack of their own, never touch the shared one, and mostly wait (loads, idle timeouts, starts
+# that fail on purpose): one more unit of work, moved to the END of the collection, so the worker that ran the unit
+# and docs files takes it once they are done, beside the STACKS unit instead of after it.
+OWN_STACKS = "own-stacks"
+OWN = ("tests/integration/test_on_demand.py", "tests/integration/test_partial_availability.py", "tests/bench/",
+       "tests/k8s/")
+
+
+def xdist_group_of(nodeid: str) -> str:
+    """The pytest-xdist group (unit of work) a test belongs to."""
+    path = nodeid.split("::")[0]
+    if path.startswith(LIGHT):
+        return path.removesuffix(".py")
+    return OWN_STACKS if path.startswith(OWN) else STACKS
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads these marks into the test ids
 def pytest_collection_modifyitems(config, items):
-    """`make test` runs on two pytest-xdist workers (`-n 2 --dist loadgroup`, Makefile): ONE of them runs every test
-    that starts or uses a stack (integration, bench, k8s, compose: the demo stack's tests count its requests, kill
-    its backends and spend its people's limits; a module's own stack is a dozen vLLM and gateway processes), in the
-    order one process would; the other runs the unit and docs tests, a file at a time, beside them. Two stacks at
-    once starved each other on 2 cores (docs/testing.md). Without -n the marks change nothing."""
+    """`make test` runs on two pytest-xdist workers (`-n 2 --dist loadgroup --no-loadscope-reorder`, Makefile), which
+    take units of work in collection order. ONE worker runs every test of the shared stack and of the heavy stacks
+    (pooling, replicas: a dozen vLLM and gateway processes each) in the order one process would (the demo stack's
+    tests count its requests, kill its backends and spend its people's limits); the other runs the unit and docs
+    tests, a file at a time, and then the tests whose own stack mostly waits (OWN). Two heavy stacks at once starved
+    each other on 2 cores (docs/testing.md). Without -n the marks change nothing but the order."""
+    own = [item for item in items if xdist_group_of(item.nodeid) == OWN_STACKS]
+    items[:] = [item for item in items if xdist_group_of(item.nodeid) != OWN_STACKS] + own
     for item in items:
-        path = item.nodeid.split("::")[0]
-        group = path.removesuffix(".py") if path.startswith(LIGHT) else STACKS
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))

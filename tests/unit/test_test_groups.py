@@ -1,5 +1,6 @@
-"""`make test`'s two pytest-xdist workers: every test that starts or uses a stack (integration, bench, k8s, compose)
-on ONE worker in collection order, the unit and docs tests a file at a time beside them (tests/conftest.py).
+"""`make test`'s two pytest-xdist workers: every test of the shared stack and of the heavy stacks on ONE worker in
+collection order, the unit and docs tests a file at a time beside them, then the tests whose own stack mostly waits
+(tests/conftest.py: OWN) as one more unit, after the unit and docs files.
 pytest 9.2 silently broke that grouping (pytest-xdist issue #1386): this fails if a pytest or xdist upgrade does it
 again, or if the grouping changes."""
 
@@ -30,14 +31,17 @@ def where(request, tmp_path_factory):
 """
 
 
-def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_them(tmp_path):
+def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_them_then_the_own_stacks(tmp_path):
     (tmp_path / "conftest.py").write_text(CONFTEST)
     files = {"tests/unit/test_a.py": 4, "tests/unit/test_b.py": 4, "tests/docs/test_c.py": 4,
-             "tests/integration/test_d.py": 3, "tests/bench/test_e.py": 3, "tests/integration/test_f.py": 3}
+             "tests/integration/test_d.py": 3, "tests/bench/test_e.py": 3, "tests/integration/test_f.py": 3,
+             "tests/k8s/test_g.py": 2, "tests/integration/test_on_demand.py": 2}
     for name, count in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(f"import pytest\n@pytest.mark.parametrize('i', range({count}))\n"
-                                     "def test_one(i):\n    pass\n")
+        # the shared stack's tests take a while, the others none: the worker of the unit and docs files is free first
+        pause = 0.5 if name in ("tests/integration/test_d.py", "tests/integration/test_f.py") else 0
+        (tmp_path / name).write_text(f"import pytest, time\n@pytest.mark.parametrize('i', range({count}))\n"
+                                     f"def test_one(i):\n    time.sleep({pause})\n")
     out = tmp_path / "groups.jsonl"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist",
                           "loadgroup", "--no-loadscope-reorder", "tests"], cwd=tmp_path,
@@ -46,13 +50,20 @@ def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_th
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     ran = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(ran) == sum(files.values())
+    own = ("tests/bench/", "tests/k8s/", "tests/integration/test_on_demand.py")
     workers = defaultdict(set)
     for nodeid, worker in ran:
         path = nodeid.split("::")[0]
-        workers[path if path.startswith(("tests/unit/", "tests/docs/")) else "stacks"].add(worker)
-    assert len(workers) == 4 and all(len(w) == 1 for w in workers.values()), dict(workers)  # one worker per group
+        workers[path if path.startswith(("tests/unit/", "tests/docs/")) else "own" if path.startswith(own)
+                else "stacks"].add(worker)
+    assert len(workers) == 5 and all(len(w) == 1 for w in workers.values()), dict(workers)  # one worker per group
     assert set().union(*workers.values()) == {"gw0", "gw1"}, dict(workers)  # and both workers had work
-    stack_tests = [nodeid for nodeid, _ in ran if not nodeid.startswith(("tests/unit/", "tests/docs/"))]
-    assert stack_tests == sorted(stack_tests, key=lambda n: ["tests/bench/test_e", "tests/integration/test_d",
-                                                              "tests/integration/test_f"].index(n.rsplit(".py", 1)[0])), \
+    assert workers["own"] != workers["stacks"], dict(workers)  # the own stacks beside the shared one, not after it
+    stack_tests = [nodeid.split("::")[0] for nodeid, _ in ran if nodeid.startswith("tests/integration/test_")
+                   and not nodeid.startswith(own)]
+    assert stack_tests == ["tests/integration/test_d.py"] * 3 + ["tests/integration/test_f.py"] * 3, \
         stack_tests  # in collection order
+    light_worker = next(worker for nodeid, worker in ran if nodeid.startswith("tests/unit/"))
+    on_it = [nodeid.split("::")[0] for nodeid, worker in ran if worker == light_worker]
+    assert on_it[-7:] == (["tests/bench/test_e.py"] * 3 + ["tests/integration/test_on_demand.py"] * 2
+                          + ["tests/k8s/test_g.py"] * 2), on_it  # after the unit and docs files, in collection order
