@@ -5,8 +5,11 @@ Refresh after an intended change: UPDATE_GOLDEN=1 .venv/bin/python -m pytest tes
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
+from generator.compile.renderers.compose import probe_script
+from generator.operate.runtime.ports import free_port
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,9 +82,38 @@ def test_backends_get_exactly_their_gpus_a_key_and_a_healthcheck(compose):
         devices = s["deploy"]["resources"]["reservations"]["devices"]
         assert devices == [{"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]
         assert s["environment"]["VLLM_API_KEY"] == f"${{{m.api_key_env}:?run make regenerate to create compose/.env}}"
-        assert f":{m.port}/health" in " ".join(s["healthcheck"]["test"]) and s["healthcheck"]["start_period"] == "30m"
+        assert s["healthcheck"]["test"] == ["CMD", "bash", "-c", probe_script(m.port, "/health")]
+        assert s["healthcheck"]["start_period"] == "30m"
         assert s["command"][0] == m.model and "--served-model-name" in s["command"]
         assert s["ipc"] == "host" and s["restart"] == "unless-stopped"
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 503)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_compose_health_probe_passes_on_a_200_and_fails_on_anything_else():
+    """The healthcheck script as the container's bash runs it (Compose turns `$$` into `$`)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+
+    def probe(port: int, path: str) -> int:
+        script = probe_script(port, path).replace("$$", "$")
+        return subprocess.run(["bash", "-c", script], capture_output=True, timeout=10, check=False).returncode
+
+    try:
+        assert probe(port, "/health") == 0
+        assert probe(port, "/other") != 0  # a 503: not healthy
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert probe(port, "/health") != 0  # nothing listening
 
 
 def test_gateway_config_is_lean_and_keyless(config, compose):

@@ -19,7 +19,7 @@ import yaml
 from generator.cli import main
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
-from generator.compile.renderers.compose import render_compose
+from generator.compile.renderers.compose import probe_script, render_compose
 from generator.compile.renderers.litellm import local_api_base, render_litellm
 from generator.compile.renderers.on_demand import CONFIG_FILE, controller_config
 from tests.unit.golden import assert_golden
@@ -239,7 +239,7 @@ def test_the_controller_service_is_internal_and_only_it_holds_the_docker_socket(
     assert c["entrypoint"] == ["python3", "-m", "generator.shipped.on_demand"]
     assert c["command"] == ["--config", "/etc/litellm/on-demand.json"]
     assert c["networks"] == ["backends"] and "ports" not in c and "depends_on" not in c
-    assert "http://127.0.0.1:4002/healthz" in " ".join(c["healthcheck"]["test"])
+    assert c["healthcheck"]["test"] == ["CMD", "bash", "-c", probe_script(4002, "/healthz")]
     assert "/var/run/docker.sock:/var/run/docker.sock" in c["volumes"]
     holders = [n for n, s in services.items() if any("docker.sock" in v for v in s.get("volumes", []))]
     assert holders == ["on-demand"]
