@@ -72,13 +72,15 @@ def target() -> tuple[Plan, dict[str, str]]:
 
 
 def pytest_generate_tests(metafunc):
-    """`model` / `tool_model` / `reasoning_model` arguments run once per matching model."""
+    """`model` / `tool_model` / `reasoning_model` / `direct_model` (answers without reasoning first) arguments run
+    once per matching model."""
     plan, scripts = target()
     probe = Gateway("", "", plan, scripts)
     selectors = {
         "model": lambda m: True,
         "tool_model": probe.wants_tools,
         "reasoning_model": probe.wants_reasoning,
+        "direct_model": lambda m: not probe.wants_reasoning(m),
     }
     for arg, wanted in selectors.items():
         if arg in metafunc.fixturenames:
