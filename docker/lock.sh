@@ -15,8 +15,8 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q $VLLM_PINS
 "$venv/bin/pip" uninstall -q -y torchvision torchaudio torchcodec  # builds not matching torch 2.13+cpu: `import transformers` crashed
 # triton (1 GB, a third of the venv; xgrammar asks for it on x86-64 Linux) runs only GPU kernels: vLLM's CPU build
-# never uses it ("triton-cpu is expected") and xgrammar's CPU path is C++. Without it every vLLM start imports ~0.8 s
-# less, and the venv and the vllm-cpu image are 1 GB smaller (docs/limits.md)
+# never uses it ("triton-cpu is expected") and xgrammar's CPU path is C++. Without it a vLLM start costs ~3 CPU-s
+# less here, and the venv and the vllm-cpu image are 1 GB smaller (docs/testing.md)
 "$venv/bin/pip" uninstall -q -y triton
 "$venv/bin/pip" install -q numpy safetensors
 # --all: vLLM pins setuptools, which a plain freeze leaves out

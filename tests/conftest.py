@@ -90,9 +90,10 @@ def skip_log(terminalreporter, config):
 
 LIGHT = ("tests/unit/", "tests/docs/")  # no stack of their own, no running stack: a file at a time on any worker
 STACKS = "stacks"  # the tests of the shared stack (make demo's or the session's), and the heavy stacks: one unit of work
-# Tests that start a stack of their own, never touch the shared one, and mostly wait (loads, idle timeouts, starts
-# that fail on purpose): one more unit of work, moved to the END of the collection, so the worker that ran the unit
-# and docs files takes it once they are done, beside the STACKS unit instead of after it.
+# Tests that start a stack of their own, never touch the shared one, and are small enough to run beside it (the
+# on-demand and partial stacks mostly wait on loads, idle timeouts and starts that fail on purpose; the bench smoke
+# and the k8s pod start gateways only): one more unit of work, moved to the END of the collection, so the worker
+# that ran the unit and docs files takes it once they are done, beside the STACKS unit instead of after it.
 OWN_STACKS = "own-stacks"
 OWN = ("tests/integration/test_on_demand.py", "tests/integration/test_partial_availability.py", "tests/bench/",
        "tests/k8s/")
@@ -112,7 +113,7 @@ def pytest_collection_modifyitems(config, items):
     take units of work in collection order. ONE worker runs every test of the shared stack and of the heavy stacks
     (pooling, replicas: a dozen vLLM and gateway processes each) in the order one process would (the demo stack's
     tests count its requests, kill its backends and spend its people's limits); the other runs the unit and docs
-    tests, a file at a time, and then the tests whose own stack mostly waits (OWN). Two heavy stacks at once starved
+    tests, a file at a time, and then the tests with a small stack of their own (OWN). Two heavy stacks at once starved
     each other on 2 cores (docs/testing.md). Without -n the marks change nothing but the order."""
     own = [item for item in items if xdist_group_of(item.nodeid) == OWN_STACKS]
     items[:] = [item for item in items if xdist_group_of(item.nodeid) != OWN_STACKS] + own
