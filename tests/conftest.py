@@ -89,7 +89,7 @@ def skip_log(terminalreporter, config):
 
 
 LIGHT = ("tests/unit/", "tests/docs/")  # no stack of their own, no running stack: a file at a time on any worker
-STACKS = "stacks"  # the tests of the shared stack (make demo's or the session's), and the heavy stacks: one unit of work
+STACKS = "stacks"  # the shared stack's tests (make demo's or the session's) and the heavy stacks: one unit of work
 # Tests that start a stack of their own, never touch the shared one, and are small enough to run beside it (the
 # on-demand and partial stacks mostly wait on loads, idle timeouts and starts that fail on purpose; the bench smoke
 # and the k8s pod start gateways only): one more unit of work, moved to the END of the collection, so the worker
