@@ -31,8 +31,11 @@ def probe_script(port: int, path: str) -> str:
             '&& read -r _ code _ <&3 && [[ "$$code" == 200* ]]')
 
 
-def _probe(port: int, path: str) -> list[str]:
-    return ["CMD", "bash", "-c", probe_script(port, path)]
+def _healthcheck(port: int, path: str, timeout: str, retries: int, start_period: str) -> dict:
+    # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole service with it; a 10 s
+    # interval finds a ready container soon enough (each probe: a bash start in it, ~40 ms of CPU with Docker's exec)
+    return {"test": ["CMD", "bash", "-c", probe_script(port, path)], "interval": "10s", "timeout": timeout,
+            "retries": retries, "start_period": start_period}
 
 
 def _hardening() -> dict:
@@ -52,17 +55,9 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "ipc": "host",
         "volumes": [f"{v}:{target}" for v, target in BACKEND_CACHES.items()] + [str(v) for v in m.volumes],
         "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
-        "healthcheck": {
-            "test": _probe(m.port, "/health"),
-            # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole
-            # service with it; a 10 s interval finds a ready backend soon enough (each probe: a bash
-            # start in the container, ~40 ms of CPU with Docker's exec), 15 retries = 150 s of failed
-            # probes before a started backend is called unhealthy
-            "interval": "10s",
-            "timeout": "10s",
-            "retries": 15,
-            "start_period": "30m",  # first start downloads weights and compiles
-        },
+        # 15 retries = 150 s of failed probes before a started backend is called unhealthy; a 30-minute start
+        # period: a first start downloads weights and compiles
+        "healthcheck": _healthcheck(m.port, "/health", timeout="10s", retries=15, start_period="30m"),
         **_hardening(),
     }
     if m.on_demand and m.on_demand.unload == "stop":
@@ -106,13 +101,7 @@ def gateway_service(plan: Plan) -> dict:
         "expose": [str(GATEWAY_METRICS_PORT)],
         "volumes": [f"../litellm:{CONFIG_DIR}:ro"],
         "networks": ["backends", "frontend"],
-        "healthcheck": {
-            "test": _probe(g.port, "/health/liveliness"),
-            "interval": "10s",
-            "timeout": "5s",
-            "retries": 5,
-            "start_period": "60s",
-        },
+        "healthcheck": _healthcheck(g.port, "/health/liveliness", timeout="5s", retries=5, start_period="60s"),
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
         **_hardening(),
     }
@@ -165,13 +154,7 @@ def controller_service(plan: Plan) -> dict:
         "environment": env,
         "volumes": volumes,
         "networks": ["backends"],
-        "healthcheck": {
-            "test": _probe(c.port, "/healthz"),
-            "interval": "10s",
-            "timeout": "5s",
-            "retries": 5,
-            "start_period": "30s",
-        },
+        "healthcheck": _healthcheck(c.port, "/healthz", timeout="5s", retries=5, start_period="30s"),
         # a new config or new modules change the label: compose (and `make apply`) recreates the controller
         "labels": {"org.llm-gateway.on-demand": controller_digest(plan)},
         **_hardening(),
