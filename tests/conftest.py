@@ -115,7 +115,7 @@ def pytest_collection_modifyitems(config, items):
     tests count its requests, kill its backends and spend its people's limits); the other runs the unit and docs
     tests, a file at a time, and then the tests with a small stack of their own (OWN). Two heavy stacks at once starved
     each other on 2 cores (docs/testing.md). Without -n the marks change nothing but the order."""
-    own = [item for item in items if xdist_group_of(item.nodeid) == OWN_STACKS]
-    items[:] = [item for item in items if xdist_group_of(item.nodeid) != OWN_STACKS] + own
+    group = {item.nodeid: xdist_group_of(item.nodeid) for item in items}
+    items.sort(key=lambda item: group[item.nodeid] == OWN_STACKS)  # stable: the OWN tests last, each part in order
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
+        item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
