@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from generator.compile.gateway_process import gateway_env
+from generator.compile.gateway_process import METRICS_PORT_ENV, gateway_env
 from generator.compile.renderers.litellm import local_api_base, render_litellm
 
 from .arms import Arm, VariantGateway, default_config
@@ -79,9 +79,9 @@ VARIANTS = (
             model_info=True),  # the hook reads the context from model_info (else it asks the backend)
     Variant("generated", generated=True),
     # the gateway's metrics (issue 17): LiteLLM's prometheus callback served by its metrics process
-    # (PROMETHEUS_METRICS_PORT: LocalStack gives the variant a free port and a folder of its own)
+    # (GATEWAY_METRICS_PORT: LocalStack gives the variant a free port and a folder of its own)
     Variant("prometheus callback", config={"litellm_settings": {"callbacks": ["prometheus"]}},
-            env={"PROMETHEUS_METRICS_PORT": "set by LocalStack"}),
+            env={METRICS_PORT_ENV: "set by LocalStack"}),
     Variant("generated without prometheus", generated=True, without_prometheus=True),
     Variant("generated without prometheus, again (noise floor)", generated=True, without_prometheus=True),
     # gateway.metrics: light: no callback; the request guard counts requests and errors (request_counters.py)
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
                     env = {**gateway_env(vplan.gateway), **v.env}
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
-                        env.pop("PROMETHEUS_METRICS_PORT")
+                        env.pop(METRICS_PORT_ENV)
                     gw = VariantGateway(**common, config=config, workers=v.workers or vplan.gateway.workers,
                                         env_overrides=env)
                 else:

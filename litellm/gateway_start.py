@@ -11,6 +11,14 @@ what its memory budget holds (the cgroup memory limit, else the host's available
 measured resident size of a LiteLLM worker (bench/README.md). An explicit number is kept as it is.
 It prints one line naming the count and why, then execs ``python3 -m litellm.proxy.proxy_cli`` (what
 the image's ``litellm`` command runs) with the same arguments. Standard library only: it runs before LiteLLM.
+
+The gateway's metrics process (GATEWAY_METRICS_PORT set) is started here too, beside LiteLLM rather than by
+it: gateway_metrics.py, shipped beside this file, serving the workers' PROMETHEUS_MULTIPROC_DIR. LiteLLM's CLI
+can start its own (``--prometheus_metrics_port``) but waits at most 30 s (a constant) for it to answer before
+it starts any worker, and exits when that passes: on a busy box (CI: a gateway pinned to one core that vLLM
+starts shared) that server's import of LiteLLM alone took longer, and the gateway never started. Started
+here, it serves at once and the gateway's start waits on nothing; the supervisor keeps it across gateway
+restarts. Without prometheus_client in this interpreter, LiteLLM's CLI is asked to start its own instead.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import subprocess
 import sys
+import tempfile
 
 # Measured (bench/README.md, "Workers"; docs/pins.md): with --num_workers N > 1 the parent process (it
 # imports the whole proxy too) and multiprocessing's resource tracker hold ~330 MiB; each uvicorn worker
@@ -133,10 +143,52 @@ def resolve(args: list[str], root: str = "") -> tuple[list[str], str]:
     return args, f"gateway: {n} worker(s) (gateway.workers: auto: {why})"
 
 
+METRICS_PORT_ENV = "GATEWAY_METRICS_PORT"  # set by the generator (gateway_process.metrics_env); read by gateway_status.py
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # where each worker writes its samples (prometheus_client's variable)
+LITELLM_PORT_ENV = "PROMETHEUS_METRICS_PORT"  # LiteLLM's CLI: --prometheus_metrics_port (it then starts its server)
+# LiteLLM's own default for the folder (proxy_cli.maybe_setup_prometheus_multiproc_dir); it wipes it at every start
+DEFAULT_MULTIPROC = os.path.join(tempfile.gettempdir(), "litellm_prometheus_multiproc")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def option(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
+def has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def metrics_command(args: list[str], env: dict[str, str]) -> list[str] | None:
+    """gateway_metrics.py on GATEWAY_METRICS_PORT, on the gateway's own --host (LiteLLM's: HOST, else
+    0.0.0.0), serving env's PROMETHEUS_MULTIPROC_DIR; None when the gateway serves no metrics."""
+    port = env.get(METRICS_PORT_ENV)
+    if not port:
+        return None
+    host = option(args, "--host") or env.get("HOST") or "0.0.0.0"
+    return [sys.executable, os.path.join(HERE, "gateway_metrics.py"), "--host", host, "--port", port,
+            "--dir", env.get(MULTIPROC_ENV) or DEFAULT_MULTIPROC]
+
+
+def start_metrics(args: list[str]) -> subprocess.Popen | None:
+    """Start the metrics process (see the module's docstring) and return it; None when there is nothing to
+    serve, or when LiteLLM's CLI is to start its own (no prometheus_client here: PROMETHEUS_METRICS_PORT)."""
+    if not os.environ.get(METRICS_PORT_ENV):
+        return None
+    os.environ.setdefault(MULTIPROC_ENV, DEFAULT_MULTIPROC)  # the workers write where the server reads
+    # made here: LiteLLM makes it only when it starts its own server, and a worker cannot count without it
+    os.makedirs(os.environ[MULTIPROC_ENV], exist_ok=True)
+    if not has("prometheus_client"):
+        os.environ[LITELLM_PORT_ENV] = os.environ[METRICS_PORT_ENV]
+        return None
+    return subprocess.Popen(metrics_command(args, dict(os.environ)))
+
+
 def main(argv: list[str]) -> None:
     args, line = resolve(argv)
     print(line, file=sys.stderr, flush=True)
-    if importlib.util.find_spec("litellm") is not None:  # this interpreter has LiteLLM (both images, .venv)
+    start_metrics(args)  # its parent after the exec below is the gateway: it lives as long as the gateway
+    if has("litellm"):  # this interpreter has LiteLLM (both images, .venv)
         os.execv(sys.executable, [sys.executable, "-m", "litellm.proxy.proxy_cli", *args])
     os.execvp("litellm", ["litellm", *args])  # else the CLI the image's own entrypoint runs
 

@@ -5,8 +5,8 @@
 The one place `python -m generator.operate.status` reads, the same way for every target (compose, the local
 stack, Kubernetes behind ``kubectl port-forward``): the gateway sits on the backend network, so it
 asks each configured backend (``api_base`` of the router's deployments, nothing else) for ``/health``
-and ``/metrics``, and its own metrics process (LiteLLM's ``--prometheus_metrics_port``, on
-127.0.0.1:$PROMETHEUS_METRICS_PORT, which sums every worker) for the gateway's counters.
+and ``/metrics``, and its own metrics process (LiteLLM's metrics server, started by gateway_start.py on
+127.0.0.1:$GATEWAY_METRICS_PORT, which sums every worker) for the gateway's counters.
 
 Stateless: each call probes afresh and returns cumulative counters with the gateway's clock; the
 client computes rates from two calls. So any worker of any replica answers the same.
@@ -55,7 +55,7 @@ from error_kinds import backend_failure  # noqa: E402  (also the Prometheus rule
 PATH = "/gateway/status"
 PROBE_CONNECT_TIMEOUT = 2.0
 PROBE_READ_TIMEOUT = 3.0
-METRICS_PORT_ENV = "PROMETHEUS_METRICS_PORT"  # LiteLLM's own variable for --prometheus_metrics_port
+METRICS_PORT_ENV = "GATEWAY_METRICS_PORT"  # gateway_start.py starts the metrics process on it
 
 # vLLM sample name -> our field (counters: cumulative since the backend started)
 VLLM_SUMS = {

@@ -11,11 +11,11 @@ from .plan import GatewayPlan
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
 IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
 WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
-# The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, always on), served by LiteLLM's own
-# metrics process (`--prometheus_metrics_port`, set here through its environment variable
-# PROMETHEUS_METRICS_PORT) on this container port: never published, reached only from inside the stack
-# (Prometheus on the backend network, the gateway's own /gateway/status route). That process sums
-# every worker's samples (PROMETHEUS_MULTIPROC_DIR, which LiteLLM creates and wipes at start).
+# The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, or the guard's counters), served by
+# LiteLLM's own metrics server, which gateway_start.py starts beside the gateway on this container port
+# (GATEWAY_METRICS_PORT): never published, reached only from inside the stack (Prometheus on the backend
+# network, the gateway's own /gateway/status route). It sums every worker's samples (PROMETHEUS_MULTIPROC_DIR,
+# which LiteLLM wipes at each start).
 GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port
 # No outbound fetch of LiteLLM's price map at start (air-gapped boxes, and a faster start).
 # LiteLLM's own usage telemetry (1.108: a middleware on every request, a runtime that exports to a
@@ -35,11 +35,14 @@ def admin_env(admin_ui: bool) -> dict[str, str]:
 LIGHT_METRICS_ENV = "GATEWAY_LIGHT_METRICS"  # gateway.metrics: light: the request guard counts (request_counters.py)
 
 
+METRICS_PORT_ENV = "GATEWAY_METRICS_PORT"  # gateway_start.py: METRICS_PORT_ENV (the shipped module, standard library only)
+
+
 def metrics_env(port: int = GATEWAY_METRICS_PORT, level: str = "full") -> dict[str, str]:
-    """LiteLLM's metrics process on `port` (the same --host as the gateway: 127.0.0.1 for local
-    processes); the status route reads the same variable to find it. It serves what the workers write to
+    """The metrics process on `port` (the same --host as the gateway: 127.0.0.1 for local processes);
+    the status route reads the same variable to find it. It serves what the workers write to
     PROMETHEUS_MULTIPROC_DIR: LiteLLM's prometheus callback's series (full) or the guard's counters (light)."""
-    return {"PROMETHEUS_METRICS_PORT": str(port), **({LIGHT_METRICS_ENV: "1"} if level == "light" else {})}
+    return {METRICS_PORT_ENV: str(port), **({LIGHT_METRICS_ENV: "1"} if level == "light" else {})}
 
 
 def gateway_env(g: GatewayPlan) -> dict[str, str]:

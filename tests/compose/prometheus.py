@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from generator.compile.gateway_process import GATEWAY_METRICS_PORT
+from generator.compile.gateway_process import GATEWAY_METRICS_PORT, METRICS_PORT_ENV
 from generator.compile.load.loader import load_plan
 from generator.compile.renderers.metrics import JOBS, PROMETHEUS
 from generator.compile.load.schema import _seconds
@@ -67,10 +67,10 @@ def prometheus_of(doc: dict) -> Prometheus | None:
 
 def gateway_metrics_on(doc: dict) -> bool:
     """Whether the gateway of this compose file serves LiteLLM's metrics on its internal port (the gateway
-    metrics part of issue 17: `expose: [4001]` / PROMETHEUS_METRICS_PORT on the litellm service)."""
+    metrics part of issue 17: `expose: [4001]` / GATEWAY_METRICS_PORT on the litellm service)."""
     gateway = doc["services"]["litellm"]
     return (str(GATEWAY_METRICS_PORT) in [str(p) for p in gateway.get("expose") or []]
-            or "PROMETHEUS_METRICS_PORT" in (gateway.get("environment") or {}))
+            or METRICS_PORT_ENV in (gateway.get("environment") or {}))
 
 
 GATEWAY_JOB, VLLM_JOB = JOBS["gateway"], JOBS["vllm"]

@@ -101,3 +101,95 @@ def test_the_supervisor_runs_and_rolls_the_worker_count_it_resolved(monkeypatch,
     assert "gateway: 3 worker(s) (gateway.workers: auto: 3 CPUs in its affinity" in capsys.readouterr().out
     fixed = supervisor.Supervisor(["litellm", "--num_workers", "2"])
     assert fixed.cmd[-1] == "2" and fixed.workers == 2
+
+
+def test_the_metrics_server_command_takes_the_gateways_host_and_port_and_folder(start):
+    env = {"GATEWAY_METRICS_PORT": "4001", "PROMETHEUS_MULTIPROC_DIR": "/m"}
+    cmd = start.metrics_command(["--config", "c.yaml", "--host", "127.0.0.1"], env)
+    assert cmd[1:] == [str(ROOT / "litellm" / "gateway_metrics.py"), "--host", "127.0.0.1", "--port", "4001",
+                       "--dir", "/m"]
+    assert start.metrics_command([], {**env, "HOST": "10.0.0.2"})[3] == "10.0.0.2"  # LiteLLM's own HOST variable
+    assert start.metrics_command([], {"GATEWAY_METRICS_PORT": "4001"})[3:] == [
+        "0.0.0.0", "--port", "4001", "--dir", start.DEFAULT_MULTIPROC]  # LiteLLM's defaults
+    assert start.metrics_command(["--host", "127.0.0.1"], {}) is None  # no metrics: nothing to start
+
+
+def test_without_prometheus_client_in_this_python_litellms_cli_is_asked_to_start_its_own(start, monkeypatch, tmp_path):
+    monkeypatch.setenv("GATEWAY_METRICS_PORT", "4001")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "m"))
+    monkeypatch.delenv("PROMETHEUS_METRICS_PORT", raising=False)
+    monkeypatch.setattr(start, "has", lambda module: module != "prometheus_client")
+    assert start.start_metrics([]) is None and os.environ["PROMETHEUS_METRICS_PORT"] == "4001"
+
+
+def _metrics(port: int) -> str | None:
+    import httpx
+
+    try:
+        r = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2)
+        return r.text if r.status_code == 200 else None
+    except httpx.HTTPError:
+        return None
+
+
+def test_the_supervisor_runs_the_metrics_server_beside_the_gateway_restarts_it_and_ends_it(tmp_path):
+    """A real supervisor (the generated copy) in front of a stand-in gateway that counts 3 requests in its
+    PROMETHEUS_MULTIPROC_DIR, as a LiteLLM worker does, then sleeps: the metrics process serves that count on
+    GATEWAY_METRICS_PORT, comes back when killed, and is gone once the supervisor stops. The stand-in gets no
+    PROMETHEUS_METRICS_PORT (LiteLLM's CLI would start a second server and wait on it)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from generator.operate.runtime.ports import free_port
+
+    port = free_port()
+    env_file = tmp_path / "gateway-env.json"
+    stand_in = ("import json, os, sys, time; from prometheus_client import Counter; "
+                "Counter('stand_in_requests', 'requests').inc(3); "
+                "open(sys.argv[1], 'w').write(json.dumps(dict(os.environ))); time.sleep(600)")
+    gateway = [sys.executable, "-c", stand_in, str(env_file)]
+    env = {**os.environ, "GATEWAY_METRICS_PORT": str(port), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+           "GATEWAY_RELOAD_POLL": "0.2"}
+    env.pop("PROMETHEUS_METRICS_PORT", None)
+    sup = subprocess.Popen([sys.executable, str(ROOT / "litellm" / "gateway_supervisor.py"), *gateway], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def wait_for(check, what: str, timeout: float = 60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if value := check():
+                return value
+            assert sup.poll() is None, f"the supervisor exited while waiting for {what}"
+            time.sleep(0.1)
+        raise AssertionError(f"no {what} within {timeout}s")
+
+    def server() -> int | None:
+        for child in psutil.Process(sup.pid).children():
+            try:
+                if child.status() != psutil.STATUS_ZOMBIE and "gateway_metrics.py" in " ".join(child.cmdline()):
+                    return child.pid
+            except psutil.Error:  # exited meanwhile
+                continue
+        return None
+
+    try:
+        seen = json.loads(wait_for(lambda: env_file.exists() and env_file.read_text(), "stand-in gateway"))
+        assert "PROMETHEUS_METRICS_PORT" not in seen and seen["GATEWAY_METRICS_PORT"] == str(port)
+        assert "stand_in_requests_total 3.0" in wait_for(lambda: _metrics(port), "metrics on the port")
+        first = server()
+        os.kill(first, signal.SIGKILL)
+        wait_for(lambda: (p := server()) and p != first and _metrics(port), "restarted metrics server")
+        assert "stand_in_requests_total 3.0" in _metrics(port)  # the samples outlive the server: they are files
+    finally:
+        sup.terminate()
+        out = sup.communicate(timeout=60)[0]
+    assert "its metrics process (pid" in out and "the metrics process exited with code -9; starting it again" in out
+    deadline = time.monotonic() + 10
+    while _metrics(port) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _metrics(port) is None, "the metrics server outlived its supervisor"

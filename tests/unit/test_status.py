@@ -502,7 +502,8 @@ def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
     plan = _demo_plan()
     assert "prometheus" in render_litellm(plan)["litellm_settings"]["callbacks"]
     gw = render_compose(plan)["services"]["litellm"]
-    assert gw["environment"]["PROMETHEUS_METRICS_PORT"] == str(GATEWAY_METRICS_PORT)
+    assert gw["environment"]["GATEWAY_METRICS_PORT"] == str(GATEWAY_METRICS_PORT)
+    assert "PROMETHEUS_METRICS_PORT" not in gw["environment"]  # LiteLLM's CLI would start (and wait on) its own
     assert gw["ports"] == [f"127.0.0.1:{plan.gateway.port}:{plan.gateway.port}"]  # 4001 is not published
     deployment, service = gateway_objects(plan)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -518,7 +519,7 @@ def test_the_local_runtime_gives_each_stack_its_own_metrics_port_and_folder(tmp_
     ea, eb = a.local_metrics_env(), b.local_metrics_env()
     assert ea["PROMETHEUS_MULTIPROC_DIR"] != eb["PROMETHEUS_MULTIPROC_DIR"]
     assert Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_dir() and Path(ea["PROMETHEUS_MULTIPROC_DIR"]).is_absolute()
-    assert int(ea["PROMETHEUS_METRICS_PORT"]) == a.metrics_port != 4001
+    assert int(ea["GATEWAY_METRICS_PORT"]) == a.metrics_port != 4001
 
 
 def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_failure(demo_target):

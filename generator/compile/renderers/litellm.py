@@ -18,7 +18,7 @@ AUTH_MODULE = "gateway_guard"
 # every module of generator/shipped/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_start",
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_metrics", "gateway_start",
                    "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
                    "request_shapes", ROUTING_MODULE, "stack_redis", "worker_gc")
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that

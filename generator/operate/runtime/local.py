@@ -2,7 +2,7 @@
 holds the OS side: sessions, stopping, logs, ports).
 
 Everything binds to 127.0.0.1. Keys are made per stack and kept in STATE_DIR/.env (mode 600).
-The gateway's metrics process (LiteLLM's --prometheus_metrics_port) gets a free loopback port of its
+The gateway's metrics process (LiteLLM's metrics server, gateway_start.py) gets a free loopback port of its
 own per start and a PROMETHEUS_MULTIPROC_DIR in STATE_DIR (LiteLLM wipes that folder at start: a
 shared /tmp default would let two local stacks erase each other's metrics); both are in state.json.
 
@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ...compile.gateway_process import gateway_args, gateway_env, metrics_env, redis_env
+from ...compile.gateway_process import METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env, redis_env
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
@@ -332,7 +332,7 @@ class LocalStack:
         env = {**self.keys(), **self.gateway_env()}
         if self.plan.redis and self.redis_port:
             env.update(redis_env("127.0.0.1", self.redis_port))
-        if "PROMETHEUS_METRICS_PORT" in env:  # the generated gateway (a bench variant may have none)
+        if METRICS_PORT_ENV in env:  # the generated gateway (a bench variant may have none)
             env.update(self.local_metrics_env())
         self._spawn(proc, env)
         if wait:

@@ -21,6 +21,8 @@ stop); SIGHUP to this process forces a reload. Standard library only (it runs in
 
 `--num_workers auto` is resolved once, here, at start, by gateway_start.py beside this file (the CPUs and
 memory of this container or process): the gateway runs that number, and the rolling reload counts on it.
+The gateway's metrics process (gateway_start.start_metrics) is started here too, once: it keeps serving
+across gateway restarts and reloads, and is started again if it exits.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class Supervisor:
         self.folder = config_folder(cmd)
         self.workers = expected_workers(cmd)
         self.child: subprocess.Popen | None = None
+        self.metrics: subprocess.Popen | None = None
         self.stopping = False
         self.force = False
         self.applied = digest(self.folder)
@@ -116,8 +119,23 @@ class Supervisor:
         self.left: set[int] = set()  # old workers not yet exited
 
     def start(self) -> None:
+        self.metrics = gateway_start.start_metrics(self.cmd)
         self.child = subprocess.Popen(self.cmd)
-        say(f"started the gateway (pid {self.child.pid}), config {self.applied} in {self.folder}")
+        say(f"started the gateway (pid {self.child.pid}), config {self.applied} in {self.folder}"
+            + (f"; its metrics process (pid {self.metrics.pid})" if self.metrics else ""))
+
+    def check_metrics(self) -> None:
+        if self.metrics and (code := self.metrics.poll()) is not None:
+            say(f"the metrics process exited with code {code}; starting it again")
+            self.metrics = gateway_start.start_metrics(self.cmd)
+
+    def stop_metrics(self) -> None:
+        if self.metrics and self.metrics.poll() is None:
+            self.metrics.terminate()
+            try:
+                self.metrics.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.metrics.kill()
 
     def on_stop(self, signum, frame) -> None:
         self.stopping = True
@@ -179,6 +197,12 @@ class Supervisor:
             signal.signal(sig, self.on_stop)
         signal.signal(signal.SIGHUP, self.on_hup)
         self.start()
+        try:
+            return self.loop()
+        finally:
+            self.stop_metrics()
+
+    def loop(self) -> int:
         seen = self.applied
         while True:
             code = self.child.poll()
@@ -189,6 +213,8 @@ class Supervisor:
             if os.getpid() == 1:  # as a container's first process, reap orphans handed to us
                 try:
                     while (reaped := os.waitpid(-1, os.WNOHANG))[0] > 0:
+                        if self.metrics and reaped[0] == self.metrics.pid:
+                            self.metrics.returncode = os.waitstatus_to_exitcode(reaped[1])
                         if reaped[0] == self.child.pid:
                             self.child.returncode = os.waitstatus_to_exitcode(reaped[1])
                             break
@@ -199,6 +225,7 @@ class Supervisor:
             time.sleep(POLL)
             if self.stopping:
                 continue
+            self.check_metrics()
             if self.rolling:
                 self.check_rolling()
                 continue
