@@ -170,18 +170,20 @@ def metrics_command(args: list[str], env: dict[str, str]) -> list[str] | None:
             "--dir", env.get(MULTIPROC_ENV) or DEFAULT_MULTIPROC]
 
 
-def start_metrics(args: list[str]) -> subprocess.Popen | None:
+def start_metrics(args: list[str], env=os.environ) -> subprocess.Popen | None:
     """Start the metrics process (see the module's docstring) and return it; None when there is nothing to
-    serve, or when LiteLLM's CLI is to start its own (no prometheus_client here: PROMETHEUS_METRICS_PORT)."""
-    if not os.environ.get(METRICS_PORT_ENV):
+    serve, or when LiteLLM's CLI is to start its own (no prometheus_client here: PROMETHEUS_METRICS_PORT).
+    `env` (this process's environment, which the gateway inherits) gets the folder the workers write to."""
+    if not env.get(METRICS_PORT_ENV):
         return None
-    os.environ.setdefault(MULTIPROC_ENV, DEFAULT_MULTIPROC)  # the workers write where the server reads
+    env.setdefault(MULTIPROC_ENV, DEFAULT_MULTIPROC)  # the workers write where the server reads
     # made here: LiteLLM makes it only when it starts its own server, and a worker cannot count without it
-    os.makedirs(os.environ[MULTIPROC_ENV], exist_ok=True)
+    os.makedirs(env[MULTIPROC_ENV], exist_ok=True)
     if not has("prometheus_client"):
-        os.environ[LITELLM_PORT_ENV] = os.environ[METRICS_PORT_ENV]
+        env[LITELLM_PORT_ENV] = env[METRICS_PORT_ENV]
         return None
-    return subprocess.Popen(metrics_command(args, dict(os.environ)))
+    env.pop(LITELLM_PORT_ENV, None)  # one server on the port: LiteLLM's CLI would start a second one
+    return subprocess.Popen(metrics_command(args, dict(env)), env=dict(env))
 
 
 def main(argv: list[str]) -> None:

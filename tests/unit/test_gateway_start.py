@@ -115,11 +115,22 @@ def test_the_metrics_server_command_takes_the_gateways_host_and_port_and_folder(
 
 
 def test_without_prometheus_client_in_this_python_litellms_cli_is_asked_to_start_its_own(start, monkeypatch, tmp_path):
-    monkeypatch.setenv("GATEWAY_METRICS_PORT", "4001")
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "m"))
-    monkeypatch.delenv("PROMETHEUS_METRICS_PORT", raising=False)
+    env = {"GATEWAY_METRICS_PORT": "4001", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "m")}
     monkeypatch.setattr(start, "has", lambda module: module != "prometheus_client")
-    assert start.start_metrics([]) is None and os.environ["PROMETHEUS_METRICS_PORT"] == "4001"
+    assert start.start_metrics([], env) is None and env["PROMETHEUS_METRICS_PORT"] == "4001"
+    assert (tmp_path / "m").is_dir()  # the workers write there whoever serves it
+    assert start.start_metrics([], {}) is None  # no GATEWAY_METRICS_PORT: no metrics at all
+
+
+def test_an_inherited_litellm_metrics_port_is_dropped_when_ours_serves(start, monkeypatch, tmp_path):
+    """A PROMETHEUS_METRICS_PORT from the caller's environment would make LiteLLM's CLI start a second server on
+    the same port (and fail when it cannot bind it): the gateway does not inherit it."""
+    env = {"GATEWAY_METRICS_PORT": "4001", "PROMETHEUS_METRICS_PORT": "4001", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    started = []
+    monkeypatch.setattr(start.subprocess, "Popen", lambda cmd, env: started.append((cmd, env)) or "process")
+    assert start.start_metrics(["--host", "127.0.0.1"], env) == "process"
+    assert "PROMETHEUS_METRICS_PORT" not in env and "PROMETHEUS_METRICS_PORT" not in started[0][1]
+    assert started[0][0][2:] == ["--host", "127.0.0.1", "--port", "4001", "--dir", str(tmp_path)]
 
 
 def _metrics(port: int) -> str | None:
