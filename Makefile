@@ -106,11 +106,12 @@ unit: venv promtool ## unit tests only (no vLLM needed)
 
 # The fit check (generator/compile/load/model_files.py) allows huggingface_hub >=1.25,<3 (pyproject.toml): LiteLLM keeps
 # the gateway's venv on 1.x, a generator-only install may take 2.x. Its Hub tests on the oldest release of
-# that range and the newest 2.x, each in a venv of its own (.cache/hub-versions/V); CI runs this.
+# that range and the newest 2.x, each in a venv of its own (.cache/hub-versions/V); CI runs this. --no-compile: one
+# pytest run per venv imports a fraction of what pip would byte-compile at install.
 HUB_VERSIONS := 1.25.0 2.4.0
 hub-versions:
 	@for v in $(HUB_VERSIONS); do env=.cache/hub-versions/$$v; \
-	  [ -f $$env/.installed ] || { $(PYTHON) -m venv $$env && $$env/bin/python -m pip install -q -e . \
+	  [ -f $$env/.installed ] || { $(PYTHON) -m venv $$env && $$env/bin/python -m pip install -q --no-compile -e . \
 	    "huggingface_hub==$$v" pytest hypothesis && touch $$env/.installed; } || exit 1; \
 	  echo "hub-versions: tests/unit/test_fit_hub.py on huggingface_hub $$v"; \
 	  $$env/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_fit_hub.py || exit 1; done
