@@ -24,7 +24,7 @@ stop); SIGHUP to this process forces a reload. Standard library only (it runs in
 `--num_workers auto` is resolved once, here, at start, by gateway_start.py beside this file (the CPUs and
 memory of this container or process): the gateway runs that number, and the rolling reload counts on it.
 The gateway's metrics process (gateway_start.start_metrics) is started here too, once: it keeps serving
-across gateway restarts and reloads, and is started again if it exits.
+across gateway restarts and reloads, and is started again if it exits (at most every GATEWAY_METRICS_RESTART_GAP s).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 
 POLL = float(os.environ.get("GATEWAY_RELOAD_POLL", "1"))  # seconds between looks at the files
+# seconds between starts of a metrics process that keeps exiting (its port taken): a line each, not each poll
+METRICS_RESTART_GAP = float(os.environ.get("GATEWAY_METRICS_RESTART_GAP", "10"))
 HEADER = "# GENERATED from "  # the generator's header names models.yml's digest: not something LiteLLM reads
 NAME = "gateway-supervisor"
 
@@ -113,6 +115,7 @@ class Supervisor:
         self.workers = expected_workers(cmd)
         self.child: subprocess.Popen | None = None
         self.metrics: subprocess.Popen | None = None
+        self.metrics_since = 0.0  # when the metrics process last started
         self.stopping = False
         self.force = False
         self.applied = digest(self.folder)
@@ -121,15 +124,16 @@ class Supervisor:
         self.left: set[int] = set()  # old workers not yet exited
 
     def start(self) -> None:
-        self.metrics = gateway_start.start_metrics(self.cmd)
+        self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
         self.child = subprocess.Popen(self.cmd)
         say(f"started the gateway (pid {self.child.pid}), config {self.applied} in {self.folder}"
             + (f"; its metrics process (pid {self.metrics.pid})" if self.metrics else ""))
 
     def check_metrics(self) -> None:
         if self.metrics and (code := self.metrics.poll()) is not None:
-            say(f"the metrics process exited with code {code}; starting it again")
-            self.metrics = gateway_start.start_metrics(self.cmd)
+            if time.monotonic() - self.metrics_since >= METRICS_RESTART_GAP:
+                say(f"the metrics process exited with code {code}; starting it again")
+                self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
 
     def stop_metrics(self) -> None:
         if self.metrics and self.metrics.poll() is None:

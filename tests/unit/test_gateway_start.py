@@ -146,7 +146,8 @@ def _metrics(port: int) -> str | None:
 def test_the_supervisor_runs_the_metrics_server_beside_the_gateway_restarts_it_and_ends_it(tmp_path):
     """A real supervisor (the generated copy) in front of a stand-in gateway that counts 3 requests in its
     PROMETHEUS_MULTIPROC_DIR, as a LiteLLM worker does, then sleeps: the metrics process serves that count on
-    GATEWAY_METRICS_PORT, comes back when killed, and is gone once the supervisor stops. The stand-in gets no
+    GATEWAY_METRICS_PORT, comes back when killed (GATEWAY_METRICS_RESTART_GAP after its start), and is gone once the
+    supervisor stops. The stand-in gets no
     PROMETHEUS_METRICS_PORT (LiteLLM's CLI would start a second server and wait on it)."""
     import json
     import signal
@@ -165,7 +166,7 @@ def test_the_supervisor_runs_the_metrics_server_beside_the_gateway_restarts_it_a
                 "open(sys.argv[1], 'w').write(json.dumps(dict(os.environ))); time.sleep(600)")
     gateway = [sys.executable, "-c", stand_in, str(env_file)]
     env = {**os.environ, "GATEWAY_METRICS_PORT": str(port), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-           "GATEWAY_RELOAD_POLL": "0.2"}
+           "GATEWAY_RELOAD_POLL": "0.2", "GATEWAY_METRICS_RESTART_GAP": "2"}
     env.pop("PROMETHEUS_METRICS_PORT", None)
     sup = subprocess.Popen([sys.executable, str(ROOT / "litellm" / "gateway_supervisor.py"), *gateway], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
