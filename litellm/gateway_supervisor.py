@@ -130,10 +130,10 @@ class Supervisor:
             + (f"; its metrics process (pid {self.metrics.pid})" if self.metrics else ""))
 
     def check_metrics(self) -> None:
-        if self.metrics and (code := self.metrics.poll()) is not None:
-            if time.monotonic() - self.metrics_since >= METRICS_RESTART_GAP:
-                say(f"the metrics process exited with code {code}; starting it again")
-                self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
+        if (self.metrics and (code := self.metrics.poll()) is not None
+                and time.monotonic() - self.metrics_since >= METRICS_RESTART_GAP):
+            say(f"the metrics process exited with code {code}; starting it again")
+            self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
 
     def stop_metrics(self) -> None:
         if self.metrics and self.metrics.poll() is None:
