@@ -12,8 +12,8 @@ CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and 
 IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
 WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
 # The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, or the guard's counters), served by
-# LiteLLM's own metrics server, which gateway_start.py starts beside the gateway on this container port
-# (GATEWAY_METRICS_PORT): never published, reached only from inside the stack (Prometheus on the backend
+# the gateway's metrics process (gateway_metrics.py, which gateway_start.py starts beside LiteLLM) on this
+# container port (GATEWAY_METRICS_PORT): never published, reached only from inside the stack (Prometheus on the backend
 # network, the gateway's own /gateway/status route). It sums every worker's samples (PROMETHEUS_MULTIPROC_DIR,
 # which LiteLLM wipes at each start).
 GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port

@@ -2,7 +2,7 @@
 holds the OS side: sessions, stopping, logs, ports).
 
 Everything binds to 127.0.0.1. Keys are made per stack and kept in STATE_DIR/.env (mode 600).
-The gateway's metrics process (LiteLLM's metrics server, gateway_start.py) gets a free loopback port of its
+The gateway's metrics process (gateway_metrics.py, which the supervisor starts) gets a free loopback port of its
 own per start and a PROMETHEUS_MULTIPROC_DIR in STATE_DIR (LiteLLM wipes that folder at start: a
 shared /tmp default would let two local stacks erase each other's metrics); both are in state.json.
 
