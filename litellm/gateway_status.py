@@ -51,11 +51,11 @@ if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package:
     sys.path.insert(0, HERE)
 import gateway_backends as gb  # noqa: E402
 from error_kinds import backend_failure  # noqa: E402  (also the Prometheus rules' and dashboard's)
+from gateway_start import METRICS_PORT_ENV  # noqa: E402  (gateway_start.py starts the metrics process on it)
 
 PATH = "/gateway/status"
 PROBE_CONNECT_TIMEOUT = 2.0
 PROBE_READ_TIMEOUT = 3.0
-METRICS_PORT_ENV = "GATEWAY_METRICS_PORT"  # gateway_start.py starts the metrics process on it
 
 # vLLM sample name -> our field (counters: cumulative since the backend started)
 VLLM_SUMS = {

@@ -73,15 +73,14 @@ def digest(folder: Path) -> str:
 
 
 def config_folder(cmd: list[str]) -> Path:
-    if "--config" in cmd and cmd.index("--config") + 1 < len(cmd):
-        return Path(cmd[cmd.index("--config") + 1]).parent
-    return Path(__file__).resolve().parent
+    config = gateway_start.option(cmd, "--config")
+    return Path(config).parent if config else Path(__file__).resolve().parent
 
 
 def expected_workers(cmd: list[str]) -> int:
     """The gateway's worker count: `--num_workers N` (LiteLLM's default 1; a value that is not a number
     counts as the CPUs here)."""
-    value = cmd[cmd.index("--num_workers") + 1] if "--num_workers" in cmd[:-1] else os.environ.get("NUM_WORKERS", "1")
+    value = gateway_start.option(cmd, "--num_workers") or os.environ.get("NUM_WORKERS", "1")
     return int(value) if value.isdigit() else (os.cpu_count() or 1)
 
 

@@ -6,16 +6,17 @@ the same tuned gateway the benchmark measured (bench/README.md has the figures b
 
 from __future__ import annotations
 
+from ..shipped.gateway_hooks.gateway_start import METRICS_PORT_ENV
 from .plan import GatewayPlan
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
 IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
 WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
-# The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, or the guard's counters), served by
-# the gateway's metrics process (gateway_metrics.py, which gateway_start.py starts beside LiteLLM) on this
-# container port (GATEWAY_METRICS_PORT): never published, reached only from inside the stack (Prometheus on the backend
-# network, the gateway's own /gateway/status route). It sums every worker's samples (PROMETHEUS_MULTIPROC_DIR,
-# which LiteLLM wipes at each start).
+# The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, or the guard's counters), served by the
+# gateway's metrics process (gateway_metrics.py, which gateway_start.py starts beside LiteLLM) on this container
+# port (METRICS_PORT_ENV): never published, reached only from inside the stack (Prometheus on the backend network,
+# the gateway's own /gateway/status route). It sums every worker's samples (PROMETHEUS_MULTIPROC_DIR, which
+# LiteLLM wipes at each start).
 GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port
 # No outbound fetch of LiteLLM's price map at start (air-gapped boxes, and a faster start).
 # LiteLLM's own usage telemetry (1.108: a middleware on every request, a runtime that exports to a
@@ -33,9 +34,6 @@ def admin_env(admin_ui: bool) -> dict[str, str]:
 
 
 LIGHT_METRICS_ENV = "GATEWAY_LIGHT_METRICS"  # gateway.metrics: light: the request guard counts (request_counters.py)
-
-
-METRICS_PORT_ENV = "GATEWAY_METRICS_PORT"  # gateway_start.py: METRICS_PORT_ENV (the shipped module, standard library only)
 
 
 def metrics_env(port: int = GATEWAY_METRICS_PORT, level: str = "full") -> dict[str, str]:

@@ -147,8 +147,8 @@ def test_the_supervisor_runs_the_metrics_server_beside_the_gateway_restarts_it_a
     """A real supervisor (the generated copy) in front of a stand-in gateway that counts 3 requests in its
     PROMETHEUS_MULTIPROC_DIR, as a LiteLLM worker does, then sleeps: the metrics process serves that count on
     GATEWAY_METRICS_PORT, comes back when killed (GATEWAY_METRICS_RESTART_GAP after its start), and is gone once the
-    supervisor stops. The stand-in gets no
-    PROMETHEUS_METRICS_PORT (LiteLLM's CLI would start a second server and wait on it)."""
+    supervisor stops. The stand-in gets no PROMETHEUS_METRICS_PORT (LiteLLM's CLI would start a second server and
+    wait on it)."""
     import json
     import signal
     import subprocess

@@ -145,7 +145,7 @@ def test_light_gateway_metrics_drop_litellms_callback_and_turn_the_guards_counte
     assert "prometheus" in callbacks(full) and "prometheus" not in callbacks(light)
     assert callbacks(light) == [c for c in callbacks(full) if c != "prometheus"]  # the hooks stay
     assert LIGHT_METRICS_ENV not in gateway_env(full.gateway) and gateway_env(light.gateway)[LIGHT_METRICS_ENV] == "1"
-    assert gateway_env(light.gateway)["GATEWAY_METRICS_PORT"]  # LiteLLM's metrics server serves the counters
+    assert gateway_env(light.gateway)["GATEWAY_METRICS_PORT"]  # the gateway's metrics process serves the counters
     env = render_compose(light)["services"]["litellm"]["environment"]
     assert env[LIGHT_METRICS_ENV] == "1"
 

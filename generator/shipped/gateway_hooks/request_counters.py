@@ -8,8 +8,8 @@ names and labels of LiteLLM's own series so that each reader works with either l
 
 Counted once per request the guard let through to LiteLLM (as the callback counts only what LiteLLM handles),
 with the HTTP status LiteLLM answered (for a stream: the status it started with). The workers write them to
-PROMETHEUS_MULTIPROC_DIR (gateway_start.py sets it, GATEWAY_METRICS_PORT being set), and LiteLLM's metrics
-server serves them merged on the internal metrics port, as it serves the callback's.
+PROMETHEUS_MULTIPROC_DIR (gateway_start.py sets it, GATEWAY_METRICS_PORT being set), and the gateway's metrics
+process (gateway_metrics.py) serves them merged on the internal metrics port, as it serves the callback's.
 """
 
 from __future__ import annotations
