@@ -254,8 +254,7 @@ def test_the_gateway_container_resolves_its_worker_count_from_its_own_cpus(deplo
     else:
         assert line == f"gateway-supervisor: gateway: {given} worker(s) (gateway.workers: {given} in models.yml)", line
     processes = docker("top", container_of("litellm"), "-o", "pid,ppid,args").splitlines()
-    # pid: ppid of the processes that run gateway_serve.py (not the supervisor, which names it in its arguments)
-    serving = {int(p.split()[0]): int(p.split()[1]) for p in processes[1:] if p.split()[3].endswith("/gateway_serve.py")}
+    serving = {int(p.split()[0]): int(p.split()[1]) for p in processes if "gateway_serve.py" in p}  # pid: ppid
     # uvicorn's workers: forked from the LiteLLM parent (gateway_serve.py), so the same command line, its children
     workers = [pid for pid, ppid in serving.items() if ppid in serving]
     assert len(workers) == (cpus if given == "auto" else int(given)), "\n".join(processes)
