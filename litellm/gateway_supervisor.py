@@ -88,35 +88,21 @@ def say(msg: str) -> None:
     print(f"{NAME}: {msg}", flush=True)
 
 
-def children(pid: int) -> dict[int, bytes]:
-    """The processes whose parent is `pid`, with their command lines (NUL-separated, as /proc gives them)."""
-    found = {}
+def workers_of(pid: int) -> set[int]:
+    """uvicorn's worker processes: children of `pid` started by multiprocessing's spawn (empty when the
+    gateway runs a single process)."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found[int(entry.name)] = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid and b"spawn_main" in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
     return found
-
-
-def workers_of(pid: int) -> set[int]:
-    """uvicorn's worker processes: the children of `pid` forked from it (gateway_serve.py: their command line is
-    the parent's) or started by multiprocessing's spawn (`spawn_main`: LiteLLM's own CLI); empty when the gateway
-    runs a single process. multiprocessing's resource tracker, a child too, is neither."""
-    try:
-        parent = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return set()
-    return {child for child, cmdline in children(pid).items()
-            if cmdline and (cmdline == parent or b"spawn_main" in cmdline)}
-
-
-def supervised_workers(supervisor: int) -> set[int]:
-    """The gateway's uvicorn workers under the supervisor process `supervisor` (for tests and benchmarks)."""
-    return {w for child in children(supervisor) for w in workers_of(child)}
 
 
 class Supervisor:

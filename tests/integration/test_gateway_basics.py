@@ -9,7 +9,6 @@ import openai
 import pytest
 
 from generator.demo.script import ANSWER_TEXT
-from generator.shipped.gateway_hooks.gateway_supervisor import supervised_workers
 
 from .helpers import collect_stream
 
@@ -140,9 +139,5 @@ def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
         assert n == min(len(os.sched_getaffinity(0)), holds) and "CPUs in its affinity" in line, line
     else:
         assert n == setting, line
-    workers = supervised_workers(proc.pid)
-    assert len(workers) == (n if n > 1 else 0), (line, workers)  # with one worker uvicorn serves in the parent
-    # forked from the LiteLLM parent (gateway_serve.py), not spawned: none imported LiteLLM again
-    parents = {psutil.Process(w).ppid() for w in workers}
-    assert all(psutil.Process(w).cmdline() == psutil.Process(p).cmdline() for w in workers for p in parents), workers
-    assert not any("spawn_main" in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True))
+    spawned = [c for c in psutil.Process(proc.pid).children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+    assert len(spawned) == (n if n > 1 else 0), (line, spawned)  # with one worker uvicorn serves in the parent

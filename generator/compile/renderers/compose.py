@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args, gateway_env, redis_env, serve_command
+from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env, redis_env
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
@@ -93,7 +93,7 @@ def gateway_service(plan: Plan) -> dict:
         "image": g.image,
         # the supervisor runs the image's own entrypoint and reloads it when ../litellm changes (a folder
         # mount: files renamed into it are seen); a new supervisor changes the label: compose recreates
-        "entrypoint": ["python3", f"{CONFIG_DIR}/{SUPERVISOR_MODULE}.py", *serve_command(CONFIG_DIR)],
+        "entrypoint": ["python3", f"{CONFIG_DIR}/{SUPERVISOR_MODULE}.py", IMAGE_ENTRYPOINT],
         "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],
@@ -101,10 +101,7 @@ def gateway_service(plan: Plan) -> dict:
         "expose": [str(GATEWAY_METRICS_PORT)],
         "volumes": [f"../litellm:{CONFIG_DIR}:ro"],
         "networks": ["backends", "frontend"],
-        # GATEWAY_START_BUDGET: a recreated gateway on a busy box (backends starting beside it) took 110 s to answer,
-        # 60 s + 5 failed probes were not enough and `make apply` failed; a ready gateway is healthy at its first probe
-        "healthcheck": _healthcheck(g.port, "/health/liveliness", timeout="5s", retries=5,
-                                    start_period=f"{GATEWAY_START_BUDGET}s"),
+        "healthcheck": _healthcheck(g.port, "/health/liveliness", timeout="5s", retries=5, start_period="60s"),
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
         **_hardening(),
     }
