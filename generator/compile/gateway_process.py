@@ -12,6 +12,9 @@ from .plan import GatewayPlan
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
 IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
 WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
+# seconds a gateway may take to answer its first health probe before compose marks it unhealthy (start_period) or
+# Kubernetes restarts it (startupProbe): measured 110 s for a recreated 2-worker gateway on 2 busy cores
+GATEWAY_START_BUDGET = 300
 # The gateway's Prometheus metrics (LiteLLM's `prometheus` callback, or the guard's counters), served by the
 # gateway's metrics process (gateway_metrics.py, which gateway_start.py starts beside LiteLLM) on this container
 # port (METRICS_PORT_ENV): never published, reached only from inside the stack (Prometheus on the backend network,

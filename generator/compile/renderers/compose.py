@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, IMAGE_ENTRYPOINT, gateway_args, gateway_env, redis_env
+from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, IMAGE_ENTRYPOINT, gateway_args, gateway_env, redis_env
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
@@ -101,7 +101,10 @@ def gateway_service(plan: Plan) -> dict:
         "expose": [str(GATEWAY_METRICS_PORT)],
         "volumes": [f"../litellm:{CONFIG_DIR}:ro"],
         "networks": ["backends", "frontend"],
-        "healthcheck": _healthcheck(g.port, "/health/liveliness", timeout="5s", retries=5, start_period="60s"),
+        # GATEWAY_START_BUDGET: a recreated gateway on a busy box (backends starting beside it) took 110 s to answer,
+        # 60 s + 5 failed probes were not enough and `make apply` failed; a ready gateway is healthy at its first probe
+        "healthcheck": _healthcheck(g.port, "/health/liveliness", timeout="5s", retries=5,
+                                    start_period=f"{GATEWAY_START_BUDGET}s"),
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
         **_hardening(),
     }

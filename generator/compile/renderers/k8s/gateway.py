@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ....shipped.gateway_hooks.people import KEYS_FILE
-from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, gateway_args, gateway_command, gateway_env, redis_env
+from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args, gateway_command, gateway_env, redis_env
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (
@@ -67,7 +67,8 @@ def deployment(plan: Plan) -> dict:
         "env": env,
         "volumeMounts": mounts,
         "resources": resources(g.workers),
-        "startupProbe": http_probe("/health/liveliness", 5, 5, 36),  # up to 3 minutes to import LiteLLM
+        # up to GATEWAY_START_BUDGET to import LiteLLM and start its workers (compose: its start_period)
+        "startupProbe": http_probe("/health/liveliness", 5, 5, GATEWAY_START_BUDGET // 5),
         "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
         "readinessProbe": http_probe("/health/readiness", 10, 5, 3),
         "securityContext": container_security(),
