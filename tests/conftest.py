@@ -94,8 +94,9 @@ STACKS = "stacks"  # the shared stack's tests (make demo's or the session's) and
 # on-demand stack mostly waits on loads, idle timeouts and a start that fails on purpose; the bench smoke and the k8s
 # pod start gateways only): one more unit of work, moved to the END of the collection, so the worker that ran the
 # unit and docs files takes it once they are done, beside the STACKS unit instead of after it. The partial stack
-# (tests/integration/test_partial_availability.py) runs in STACKS: with it here, that worker ended the CI run's
-# make test ~2 minutes after the STACKS one (the cores half idle meanwhile; gateways forked, 2026-11-26).
+# (tests/integration/test_partial_availability.py) runs in STACKS: with it here, that worker ended a CI run's make
+# test ~2 minutes after the STACKS one, the cores half idle meanwhile (2026-11-26, in a trial whose gateways forked
+# their workers: docs/testing.md); without it the next run's make test ended with both cores still >85% busy.
 OWN_STACKS = "own-stacks"
 OWN = ("tests/integration/test_on_demand.py", "tests/bench/", "tests/k8s/")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, IMAGE_ENTRYPOINT, gateway_args, gateway_env, redis_env
+from ..gateway_process import (CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, IMAGE_ENTRYPOINT, gateway_args,
+                               gateway_env, redis_env)
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING

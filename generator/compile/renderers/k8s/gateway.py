@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from ....shipped.gateway_hooks.people import KEYS_FILE
-from ...gateway_process import CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args, gateway_command, gateway_env, redis_env
+from ...gateway_process import (
+    CONFIG_DIR,
+    GATEWAY_METRICS_PORT,
+    GATEWAY_START_BUDGET,
+    gateway_args,
+    gateway_command,
+    gateway_env,
+    redis_env,
+)
 from ...plan import Plan
 from ..litellm import compose_api_base
 from .objects import (
@@ -41,6 +49,9 @@ def resources(workers: int | str) -> dict:
 service_api_base = compose_api_base
 
 
+STARTUP_PERIOD = 5  # seconds between the gateway's start-up probes
+
+
 def deployment(plan: Plan) -> dict:
     g = plan.gateway
     env = [key_ref(g.master_key_env, g.master_key_env)]
@@ -68,7 +79,7 @@ def deployment(plan: Plan) -> dict:
         "volumeMounts": mounts,
         "resources": resources(g.workers),
         # up to GATEWAY_START_BUDGET to import LiteLLM and start its workers (compose: its start_period)
-        "startupProbe": http_probe("/health/liveliness", 5, 5, GATEWAY_START_BUDGET // 5),
+        "startupProbe": http_probe("/health/liveliness", STARTUP_PERIOD, 5, GATEWAY_START_BUDGET // STARTUP_PERIOD),
         "livenessProbe": http_probe("/health/liveliness", 15, 5, 3),
         "readinessProbe": http_probe("/health/readiness", 10, 5, 3),
         "securityContext": container_security(),
