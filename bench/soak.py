@@ -15,12 +15,12 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import psutil
 
 from rich.console import Console
 
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.processes import Proc
+from generator.shipped.gateway_hooks.gateway_supervisor import supervised_workers
 
 from .arms import Arm
 from .loadgen import LoadGen
@@ -89,12 +89,8 @@ class RecyclingStack(LocalStack):
 
 
 def workers(pid: int) -> list[int]:
-    """The uvicorn worker processes (multiprocessing spawn children) of the gateway."""
-    try:
-        return sorted(p.pid for p in psutil.Process(pid).children(recursive=True)
-                      if "spawn_main" in " ".join(p.cmdline()))
-    except psutil.Error:
-        return []
+    """The uvicorn worker processes of the gateway whose supervisor is `pid`."""
+    return sorted(supervised_workers(pid))
 
 
 async def soak(args, targets, pid: int, console: Console) -> list[dict]:

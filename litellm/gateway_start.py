@@ -9,8 +9,10 @@ machine that generated the files): its CPU affinity (cpuset, taskset) and its cg
 ``cpu.max`` or v1 ``cpu.cfs_quota_us``, e.g. compose ``cpus:`` or a Kubernetes CPU limit), capped by
 what its memory budget holds (the cgroup memory limit, else the host's available memory) at the
 measured resident size of a LiteLLM worker (bench/README.md). An explicit number is kept as it is.
-It prints one line naming the count and why, then execs ``python3 -m litellm.proxy.proxy_cli`` (what
-the image's ``litellm`` command runs) with the same arguments. Standard library only: it runs before LiteLLM.
+It prints one line naming the count and why, then runs LiteLLM's proxy CLI (what the image's ``litellm``
+command runs) in this process with the same arguments, its workers forked from a fork server that imported
+LiteLLM once (gateway_serve.py beside it).
+Standard library only: it runs before LiteLLM.
 
 The gateway's metrics process (GATEWAY_METRICS_PORT set) is started here too, beside LiteLLM rather than by
 it: gateway_metrics.py, shipped beside this file, serving the workers' PROMETHEUS_MULTIPROC_DIR. LiteLLM's CLI
@@ -189,10 +191,12 @@ def start_metrics(args: list[str], env=os.environ) -> subprocess.Popen | None:
 def main(argv: list[str]) -> None:
     args, line = resolve(argv)
     print(line, file=sys.stderr, flush=True)
-    start_metrics(args)  # its parent after the exec below is the gateway: it lives as long as the gateway
-    if has("litellm"):  # this interpreter has LiteLLM (both images, .venv)
-        os.execv(sys.executable, [sys.executable, "-m", "litellm.proxy.proxy_cli", *args])
-    os.execvp("litellm", ["litellm", *args])  # else the CLI the image's own entrypoint runs
+    start_metrics(args)  # its parent is this process, which becomes the gateway: it lives as long as the gateway
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    import gateway_serve  # beside this file: LiteLLM in this process, its workers from a fork server
+
+    gateway_serve.main(args)
 
 
 if __name__ == "__main__":

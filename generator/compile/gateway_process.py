@@ -10,7 +10,6 @@ from ..shipped.gateway_hooks.gateway_start import METRICS_PORT_ENV
 from .plan import GatewayPlan
 
 CONFIG_DIR = "/etc/litellm"  # where the gateway container sees config.yaml and its hook modules (read-only)
-IMAGE_ENTRYPOINT = "docker/prod_entrypoint.sh"  # the LiteLLM image's own entrypoint (WORKDIR /app): `exec litellm "$@"`
 WORKER_START_TIMEOUT = 180  # seconds (see gateway_args)
 # seconds a gateway may take to answer its first health probe before compose marks it unhealthy (start_period) or
 # Kubernetes restarts it (startupProbe): measured 110 s for a recreated 2-worker gateway on 2 busy cores
@@ -75,8 +74,18 @@ def gateway_command(config_dir: str, python: str = "python3") -> list[str]:
     return [python, f"{config_dir}/{START_MODULE}.py"]
 
 
+SERVE_MODULE = "gateway_serve"  # generator/shipped/gateway_hooks/gateway_serve.py: LiteLLM, workers from a fork server
+
+
+def serve_command(config_dir: str, python: str = "python3") -> list[str]:
+    """What the supervisor starts (compose, the local runtime), followed by gateway_args: LiteLLM's proxy CLI in
+    that process, its uvicorn workers forked from a fork server that imported LiteLLM once, instead of each importing
+    it again (gateway_serve.py). Not the image's entrypoint (`exec litellm "$@"`), which would spawn them."""
+    return [python, f"{config_dir}/{SERVE_MODULE}.py"]
+
+
 def gateway_args(g: GatewayPlan, config_path: str) -> list[str]:
-    """Arguments to LiteLLM's proxy CLI (the image's entrypoint, or `python -m litellm.proxy.proxy_cli`)."""
+    """Arguments to LiteLLM's proxy CLI (after serve_command or gateway_command)."""
     # uvicorn's default 5 s: a worker must answer its parent's ping within it (else it is killed and
     # restarted) and a replacement must be serving within it on a rolling reload (else the reload is
     # dropped). A LiteLLM worker imports for 5-60 s before it can answer (measured, 2 busy cores): with

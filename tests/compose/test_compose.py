@@ -16,6 +16,7 @@ import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.compile.renderers.dashboard import BACKEND_ERRORS_PANEL, RATE, dashboard, queries
+from generator.shipped.gateway_hooks.gateway_supervisor import FORK_SERVER
 
 from .prometheus import GATEWAY_JOB, VLLM_JOB, prometheus_of
 from .stack import connects, container_of, docker, events_file, host_addresses, inspect
@@ -253,6 +254,13 @@ def test_the_gateway_container_resolves_its_worker_count_from_its_own_cpus(deplo
         assert re.match(rf"gateway-supervisor: gateway: {cpus} worker\(s\) \(gateway.workers: auto: {cpus} CPUs in its affinity", line), line
     else:
         assert line == f"gateway-supervisor: gateway: {given} worker(s) (gateway.workers: {given} in models.yml)", line
-    processes = docker("top", container_of("litellm"), "-o", "pid,args").splitlines()
-    workers = [p for p in processes if "spawn_main" in p]  # uvicorn's worker processes (multiprocessing spawn)
+    processes = docker("top", container_of("litellm"), "-o", "pid,ppid,args").splitlines()
+    rows = {int(p.split()[0]): (int(p.split()[1]), p.split(None, 2)[2]) for p in processes[1:]}  # pid: (ppid, args)
+    # the process that runs gateway_serve.py (not the supervisor, which names it in its arguments)
+    (serving,) = [pid for pid, (_, args) in rows.items() if args.split()[1:2] == ["/etc/litellm/gateway_serve.py"]]
+    # uvicorn's workers: forked from the fork server the LiteLLM parent started (gateway_serve.py), so its children
+    # with its command line; none spawned (each importing LiteLLM again)
+    (server,) = [pid for pid, (ppid, args) in rows.items() if ppid == serving and FORK_SERVER.decode() in args]
+    workers = [pid for pid, (ppid, args) in rows.items() if ppid == server and args == rows[server][1]]
     assert len(workers) == (cpus if given == "auto" else int(given)), "\n".join(processes)
+    assert not any("spawn_main" in p for p in processes), "\n".join(processes)

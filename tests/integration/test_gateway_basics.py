@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 from generator.demo.script import ANSWER_TEXT
+from generator.shipped.gateway_hooks.gateway_supervisor import FORK_SERVER, supervised_workers
 
 from .helpers import collect_stream
 
@@ -139,5 +141,15 @@ def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
         assert n == min(len(os.sched_getaffinity(0)), holds) and "CPUs in its affinity" in line, line
     else:
         assert n == setting, line
-    spawned = [c for c in psutil.Process(proc.pid).children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
-    assert len(spawned) == (n if n > 1 else 0), (line, spawned)  # with one worker uvicorn serves in the parent
+    workers = supervised_workers(proc.pid)
+    assert len(workers) == (n if n > 1 else 0), (line, workers)  # with one worker uvicorn serves in the parent
+    if n == 1:
+        return
+    # forked from one fork server that imported LiteLLM (gateway_serve.py), not spawned: none imported it again
+    (server,) = {psutil.Process(w).ppid() for w in workers}
+    assert FORK_SERVER.decode() in " ".join(psutil.Process(server).cmdline()), psutil.Process(server).cmdline()
+    assert all(psutil.Process(w).cmdline() == psutil.Process(server).cmdline() for w in workers), workers
+    # the fork server's preload is skipped without a word when the import fails: pydantic's compiled core mapped in
+    # it says LiteLLM was imported there (a bare fork server imports nothing of the kind)
+    assert "_pydantic_core" in Path(f"/proc/{server}/maps").read_text(), "the fork server did not import LiteLLM"
+    assert not any("spawn_main" in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import (CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, IMAGE_ENTRYPOINT, gateway_args,
-                               gateway_env, redis_env)
+from ..gateway_process import (CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args, gateway_env,
+                               redis_env, serve_command)
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
@@ -94,7 +94,7 @@ def gateway_service(plan: Plan) -> dict:
         "image": g.image,
         # the supervisor runs the image's own entrypoint and reloads it when ../litellm changes (a folder
         # mount: files renamed into it are seen); a new supervisor changes the label: compose recreates
-        "entrypoint": ["python3", f"{CONFIG_DIR}/{SUPERVISOR_MODULE}.py", IMAGE_ENTRYPOINT],
+        "entrypoint": ["python3", f"{CONFIG_DIR}/{SUPERVISOR_MODULE}.py", *serve_command(CONFIG_DIR)],
         "command": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         "environment": env,
         "ports": [f"{bind}:{g.port}:{g.port}"],

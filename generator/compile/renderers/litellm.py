@@ -9,17 +9,17 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from ..gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, START_MODULE
+from ..gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, SERVE_MODULE, START_MODULE
 from ..plan import AdapterPlan, ModelPlan, Plan
 from .text import header, json_header
 
 HOOK_MODULE = "max_tokens_clamp"  # the config names these two; LiteLLM loads them from beside config.yaml
 AUTH_MODULE = "gateway_guard"
 # every module of generator/shipped/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
-# resolves the worker count: the supervisor imports it, a Kubernetes pod runs it)
+# resolves the worker count: the supervisor imports it, a Kubernetes pod runs it; gateway_serve runs LiteLLM)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_metrics", "gateway_start",
-                   "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
+GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_metrics", SERVE_MODULE,
+                   START_MODULE, "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
                    "request_shapes", ROUTING_MODULE, "stack_redis", "worker_gc")
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
 # is the backend's (a 5xx, a refused connection, which hosted_vllm reports as InternalServerError) puts it in
@@ -70,9 +70,10 @@ def supervisor_source() -> str:
 
 
 def supervisor_digest() -> str:
-    """What the gateway's first process runs at start and never reloads: the supervisor and the worker-count
-    resolver it imports (a change to either must restart the gateway, not reload it)."""
-    sources = [(HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE)]
+    """What the gateway's first processes run at start and never reload: the supervisor, the worker-count
+    resolver it imports and the LiteLLM parent the workers are forked from (a change to any of them must restart
+    the gateway, not reload it)."""
+    sources = [(HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE, SERVE_MODULE)]
     return hashlib.sha256("".join(sources).encode()).hexdigest()[:16]
 
 

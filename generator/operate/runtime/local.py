@@ -44,7 +44,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ...compile.gateway_process import METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env, redis_env
+from ...compile.gateway_process import (METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env, redis_env,
+                                        serve_command)
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
@@ -240,7 +241,8 @@ class LocalStack:
         g = self.plan.gateway
         # the supervisor (beside the config) runs LiteLLM and reloads it when the files there change
         cmd = [self.gateway_python, str(config.parent / f"{SUPERVISOR_MODULE}.py"),
-               self.gateway_python, "-m", "litellm.proxy.proxy_cli", *gateway_args(g, str(config)), "--host", "127.0.0.1"]
+               *serve_command(str(config.parent), self.gateway_python), *gateway_args(g, str(config)),
+               "--host", "127.0.0.1"]
         if self.gateway_cpus:
             cmd = ["taskset", "-c", ",".join(map(str, sorted(self.gateway_cpus))), *cmd]
         return Proc("gateway", cmd, self.state_dir / "logs" / "gateway.log", f"{self.gateway_url}/health/liveliness")

@@ -86,21 +86,40 @@ def say(msg: str) -> None:
     print(f"{NAME}: {msg}", flush=True)
 
 
-def workers_of(pid: int) -> set[int]:
-    """uvicorn's worker processes: children of `pid` started by multiprocessing's spawn (empty when the
-    gateway runs a single process)."""
-    found = set()
+def children(pid: int) -> dict[int, bytes]:
+    """The processes whose parent is `pid`, with their command lines (NUL-separated, as /proc gives them)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == pid and b"spawn_main" in (entry / "cmdline").read_bytes():
-                found.add(int(entry.name))
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found[int(entry.name)] = (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
     return found
+
+
+FORK_SERVER = b"multiprocessing.forkserver"  # in the command line of multiprocessing's fork server
+
+
+def workers_of(pid: int) -> set[int]:
+    """uvicorn's worker processes of the gateway process `pid`: the children of its fork server (gateway_serve.py:
+    forked from it, so with its command line) or its own children started by multiprocessing's spawn (`spawn_main`:
+    LiteLLM's own CLI); empty when the gateway runs a single process. multiprocessing's resource tracker, a child
+    too, is neither."""
+    found = set()
+    for child, cmdline in children(pid).items():
+        if b"spawn_main" in cmdline:
+            found.add(child)
+        elif FORK_SERVER in cmdline:
+            found |= {worker for worker, line in children(child).items() if line == cmdline}
+    return found
+
+
+def supervised_workers(supervisor: int) -> set[int]:
+    """The gateway's uvicorn workers under the supervisor process `supervisor` (for tests and benchmarks)."""
+    return {w for child in children(supervisor) for w in workers_of(child)}
 
 
 class Supervisor:
