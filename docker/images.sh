@@ -70,6 +70,10 @@ build() {  # build NAME TAG
     echo "images: $tag is up to date (inputs $hash)"; return
   fi
   echo "images: building $tag (inputs $hash)"
+  if [ "$name" = vllm-cpu ]; then  # its toolchain stage first (apt; the layer cache keeps it for the build below)
+    docker build -q --build-arg "BASE=$BASE" --target toolchain "$dir" >/dev/null
+    echo "images: $tag: toolchain stage ready after $((SECONDS - t0))s"
+  fi
   if [ "$name" = vllm-cpu ] && venv_holds_lock "$dir/requirements.txt"; then
     echo "images: packages from $VLLM_VENV (it holds the lock); docker build"
     serve "$name" "$VLLM_VENV/lib/python3.11/site-packages"
