@@ -212,8 +212,10 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     stop = threading.Event()
 
     def one(i: int) -> None:
-        # unique from its first token (no prefix-cache hit), ~11K tokens: a CPU prefill long enough to be cut
-        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 2500}]
+        # unique from its first token (no prefix-cache hit), ~22K tokens: a CPU prefill long enough to be cut, and
+        # long enough that the replicas, not the gateway, hold the requests (with ~11K each, on 2 cores also building
+        # the CI images, each replica ran at most 1 at a time: the gateway was the queue)
+        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 5000}]
         if i % 2:
             started = False
             try:
@@ -246,6 +248,9 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
         deadline = time.monotonic() + 30
         while (in_flight := running(stack, "plain-1")) < 4 and time.monotonic() < deadline:
             time.sleep(0.1)  # kill it while it holds requests (running or queued): those are what the kill cuts
+        while in_flight < 1 and time.monotonic() < deadline + 30:  # not 4 by then (a loaded box): at least one
+            time.sleep(0.05)
+            in_flight = running(stack, "plain-1")
         stack.kill("plain-1")
         killed = time.monotonic()
         while (seen := states(stack))["plain-1"] != "down" and time.monotonic() - killed < 15:
