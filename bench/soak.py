@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-
 from rich.console import Console
 
 from generator.operate.runtime.local import LocalStack

@@ -10,7 +10,10 @@ import openai
 import pytest
 
 from generator.demo.script import ANSWER_TEXT
-from generator.shipped.gateway_hooks.gateway_supervisor import FORK_SERVER, supervised_workers
+from generator.shipped.gateway_hooks.gateway_supervisor import (
+    FORK_SERVER,
+    supervised_workers,
+)
 
 from .helpers import collect_stream
 
