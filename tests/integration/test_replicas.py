@@ -163,42 +163,54 @@ def in_flight_counts(stack: LocalStack) -> dict[str, int]:
 
 
 def test_new_conversations_go_to_the_replica_that_is_not_busy_and_stay_there(stack):
-    """4 long requests of one session keep one replica busy; meanwhile 4 new conversations of 3 turns each all
+    """Long requests of one session keep one replica busy; meanwhile 4 new conversations of 3 turns each all
     land on the other one (both read from the replicas' own vLLM counters), whichever of the 2 gateway workers
     takes each request; afterwards the gateway counts nothing in flight."""
     c = client(stack, timeout=300)
     busy_count, new_count, turns = 6, 4, 3  # 6 in flight: below the overload margin (8), so they stay together
     session = str(uuid.uuid4())
+    new_done = threading.Event()
     before = served(stack)
 
-    def long_request(i: int) -> None:  # ~28K tokens, unique: a long CPU prefill, no prefix-cache hit
-        c.chat.completions.create(model="plain", max_tokens=64, extra_headers={"x-session-id": session},
-                                  messages=[{"role": "user", "content": f"Long {i} {uuid.uuid4()} " + "padding " * 7000}])
+    def long_requests(i: int) -> int:
+        """~28K tokens each, unique (a long CPU prefill, no prefix-cache hit), one after another until the new
+        conversations are done: the busy replica stays busy however fast the box prefills (six fixed ones once
+        all finished before the 12 new turns, on a box also building images). Returns how many it sent."""
+        sent = 0
+        while not (sent and new_done.is_set()):
+            c.chat.completions.create(model="plain", max_tokens=64, extra_headers={"x-session-id": session},
+                                      messages=[{"role": "user",
+                                                 "content": f"Long {i}.{sent} {uuid.uuid4()} " + "padding " * 7000}])
+            sent += 1
+        return sent
 
     with concurrent.futures.ThreadPoolExecutor(busy_count) as pool:
         started = time.monotonic()
-        futures = [pool.submit(long_request, i) for i in range(busy_count)]
-        deadline = time.monotonic() + 60
-        while max((loads := {n: running(stack, n) for n in REPLICAS}).values()) < 2 \
-                and time.monotonic() < deadline and not any(f.done() for f in futures):
-            time.sleep(0.1)
-        for f in futures:
-            if f.done():
-                f.result()  # a long request that failed: its error
-        busy = max(loads, key=loads.get)
-        (idle,) = set(REPLICAS) - {busy}
-        for i in range(new_count):
-            conversation(c, f"New conversation {i} {uuid.uuid4()}", turns)
-        still_busy = running(stack, busy)
-        new_done = time.monotonic() - started
-        for f in futures:
-            f.result()
+        futures = [pool.submit(long_requests, i) for i in range(busy_count)]
+        try:
+            deadline = time.monotonic() + 60
+            while max((loads := {n: running(stack, n) for n in REPLICAS}).values()) < 2 \
+                    and time.monotonic() < deadline and not any(f.done() for f in futures):
+                time.sleep(0.1)
+            for f in futures:
+                if f.done():
+                    f.result()  # long requests that failed: the error
+            busy = max(loads, key=loads.get)
+            (idle,) = set(REPLICAS) - {busy}
+            for i in range(new_count):
+                conversation(c, f"New conversation {i} {uuid.uuid4()}", turns)
+            still_busy = running(stack, busy)
+            new_took = time.monotonic() - started
+        finally:
+            new_done.set()
+        long_sent = sum(f.result() for f in futures)
     grew = {name: served(stack)[name] - before[name] for name in REPLICAS}
-    print(f"\nbusy replica {busy} ({loads}); {new_count} new conversations done after {new_done:.1f}s with "
-          f"{still_busy:.0f} request(s) still on {busy}; the long ones after {time.monotonic() - started:.1f}s; {grew}")
+    print(f"\nbusy replica {busy} ({loads}); {new_count} new conversations done after {new_took:.1f}s with "
+          f"{still_busy:.0f} request(s) still on {busy}; {long_sent} long ones done after "
+          f"{time.monotonic() - started:.1f}s; {grew}")
     assert loads[idle] == 0, loads  # one session: all on one replica
     assert still_busy > 0, "the busy replica finished before the new conversations: the test proved nothing"
-    assert grew == {busy: busy_count, idle: new_count * turns}, grew
+    assert grew == {busy: long_sent, idle: new_count * turns}, grew
     deadline = time.monotonic() + 30
     while any(in_flight_counts(stack).values()) and time.monotonic() < deadline:
         time.sleep(0.2)  # LiteLLM logs a success just after the answer
