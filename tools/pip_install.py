@@ -4,7 +4,7 @@
     python3 tools/pip_install.py VENV_PYTHON [--no-compile] PIP_INSTALL_ARGS...
 
 Why uv: on a 2-core box the project's two venvs took pip 52 s (the gateway's, resolving) and 62 s (vLLM's 3 GB lock)
-of one core each; uv installs the same packages, byte-compiled, in 18 s and 24 s (docs/testing.md). Both venvs are
+of one core each; uv installs the same files, byte-compiled, in 14 s and 19 s (docs/testing.md). Both venvs are
 made by `python -m venv`, so pip stays inside them for users; only the install is uv's.
 
 Why this file: uv does not read pip's configuration (its docs: "uv does not read pip.conf"), and a machine's pip
@@ -29,14 +29,12 @@ from pathlib import Path
 UV_VERSION = "0.13.9"
 UV_HOME = Path(__file__).resolve().parents[1] / ".cache/uv-tool"
 
+PYPI = "https://pypi.org/simple"  # pip's index when no index-url is set
 LISTS = {  # pip setting -> uv option, one per whitespace-separated value
     "find-links": "--find-links",
-    "extra-index-url": "--extra-index-url",
     "constraint": "--constraint",
     "trusted-host": "--allow-insecure-host",
 }
-SINGLE = {"index-url": "--index-url"}
-FLAGS = {"no-index": "--no-index"}
 ENV = {"cert": "SSL_CERT_FILE", "timeout": "UV_HTTP_TIMEOUT", "default-timeout": "UV_HTTP_TIMEOUT",
        "proxy": "HTTPS_PROXY"}
 IGNORED = {"disable-pip-version-check", "no-cache-dir", "progress-bar", "quiet", "verbose", "no-input",
@@ -66,10 +64,6 @@ def settings(config_list: str) -> dict[str, str]:
     return {key: value for key, (_, value) in found.items()}
 
 
-def truthy(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
 def local_path(value: str) -> str | None:
     """The folder a find-links / index value names on this disk, or None for a URL."""
     if value.startswith("file://"):
@@ -78,23 +72,32 @@ def local_path(value: str) -> str | None:
 
 
 def uv_options(pip: dict[str, str], exists=os.path.exists) -> tuple[list[str], dict[str, str]]:
-    """pip settings -> (uv pip install options, environment). Raises NotForUv for a setting with no equivalent."""
-    args = ["--index-strategy", "unsafe-best-match"]  # pip's way: the best version across all indexes wins
+    """pip settings -> (uv pip install options, environment). Raises NotForUv for a setting with no equivalent.
+
+    Indexes: pip takes the newest version across all its indexes, then the best wheel for this machine among every
+    file of that version, whichever index lists it. uv (unsafe-best-match) also takes the newest version across
+    indexes, but every file of a version from the first index that lists it. So pip's main index (index-url, else
+    PyPI) goes first and its extra indexes after: a mirror holding only a version's pure-Python wheel (this machine's
+    file:///opt/pypi has soundfile's, without the libsndfile PyPI's manylinux wheel bundles) does not hide the
+    wheel pip would pick. Checked: both venvs get the same files (every dist-info's wheel tags) from pip and uv."""
+    args = ["--index-strategy", "unsafe-best-match"]
     env: dict[str, str] = {}
+    no_index = pip.get("no-index", "").strip().lower() in ("1", "true", "yes", "on")
+    indexes = [] if no_index else [pip.get("index-url", PYPI)] + [
+        url for url in pip.get("extra-index-url", "").split()
+        if local_path(url) is None or exists(local_path(url))]  # pip skips a missing local index with a warning
+    for url in indexes:
+        args += ["--index", url]
+    args += ["--default-index", indexes[0]] if indexes else ["--no-index"]  # not PyPI behind pip's own index
     for key, value in sorted(pip.items()):
         if key in LISTS:
             for item in value.split():
-                path = local_path(item)
-                if key in ("find-links", "extra-index-url") and path is not None and not exists(path):
-                    continue  # pip skips a missing local source with a warning; uv would fail
+                if key == "find-links" and local_path(item) is not None and not exists(local_path(item)):
+                    continue  # as pip does; uv would fail
                 args += [LISTS[key], item]
-        elif key in SINGLE:
-            args += [SINGLE[key], value]
-        elif key in FLAGS:
-            args += [FLAGS[key]] if truthy(value) else []
         elif key in ENV:
             env[ENV[key]] = value
-        elif key not in IGNORED:
+        elif key not in IGNORED | {"index-url", "extra-index-url", "no-index"}:
             raise NotForUv(f"pip setting {key}={value!r}")
     return args, env
 
