@@ -45,6 +45,14 @@ A, B, BROKEN = "reasoner", "tool-caller", "broken"
 IDLE = 20  # seconds
 HELLO = [{"role": "user", "content": "Say hello."}]
 BUSY = {"loading", "loaded", "draining"}
+LONG_ANSWER = 400  # tokens
+
+
+def end_tokens_banned(model: str) -> dict[str, int]:
+    """A logit_bias that bans the scripted model's end tokens: it answers max_tokens tokens (LiteLLM stops a
+    stream that repeats one chunk, so ignore_eos alone, repeating the end token, is not enough)."""
+    tokenizer = json.loads((ROOT / ".cache/demo-models" / model / "tokenizer.json").read_text())
+    return {str(t["id"]): -100 for t in tokenizer["added_tokens"] if t["content"] in ("<|im_end|>", "<|endoftext|>")}
 
 
 class Stack(LocalStack):
@@ -134,10 +142,11 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         assert r.choices[0].message is not None
         return r.choices[0].finish_reason
 
-    def streamed(model: str, messages=HELLO) -> str | None:
+    def streamed(model: str, messages=HELLO, max_tokens: int = 32, **extra) -> str | None:
         """The finish reason of a streamed answer (None: it ended without one)."""
         finish = None
-        for chunk in client.chat.completions.create(model=model, messages=messages, max_tokens=32, stream=True):
+        for chunk in client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, stream=True,
+                                                    **extra):
             if chunk.choices and chunk.choices[0].finish_reason:
                 finish = chunk.choices[0].finish_reason
         return finish
@@ -156,12 +165,14 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         steps["1: A loaded, both waiting requests answered"] = time.monotonic() - t
         assert any(s[A]["state"] == "loading" and s[A]["queued"] >= 1 for _, s in sampler.samples)
 
-        # 2. B asked for while a stream of A runs (a long prompt: prefill keeps it in flight for seconds):
-        #    the stream runs to its end, then A unloads and B loads
+        # 2. B asked for while a stream of A runs: the stream runs to its end, then A unloads and B loads. A long
+        #    answer keeps it in flight: past its script, end tokens banned (a ~60 KB prompt alone once prefilled and
+        #    answered on an idle box between two 20 ms polls of the controller)
         t = time.monotonic()
         long_prompt = [{"role": "user", "content": "Say hello. " + UNIT * 900}]  # ~60 KB
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            a = pool.submit(streamed, A, long_prompt)
+            a = pool.submit(streamed, A, long_prompt, max_tokens=LONG_ANSWER, logit_bias=end_tokens_banned(A),
+                            extra_body={"ignore_eos": True})
             deadline = time.monotonic() + 120
             while status()[A]["in_flight"] < 1:
                 assert time.monotonic() < deadline and not a.done(), "the stream of A never reached the controller"
@@ -172,7 +183,8 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
                 s = status()[A]
                 drain_seen |= s["state"] == "draining" and s["in_flight"] >= 1
                 time.sleep(0.1)
-            assert a.result() is not None, "the stream of A did not run to its end"
+            assert a.result() == "length", "the stream of A did not run to its end (all its max_tokens)"
+            steps[f"2a: A's stream of {LONG_ANSWER} tokens ended (B waiting)"] = time.monotonic() - t
             assert b.result()
         steps["2: A drained and unloaded, B loaded and answered"] = time.monotonic() - t
 
