@@ -66,6 +66,10 @@ FIRST_MERGE_ID = 256
 TOKEN_ID = {t: FIRST_MERGE_ID + len(PRINTABLE) ** 2 + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
 BOS_ID, EOS_ID = TOKEN_ID["<|endoftext|>"], TOKEN_ID["<|im_end|>"]
 VOCAB_SIZE = max(TOKEN_ID.values()) + 1
+# a request's logit_bias that bans the end tokens: past its script the model answers max_tokens tokens of whatever
+# comes next (tests that need a long answer; with ignore_eos alone it repeats the end token, a stream of one
+# repeated chunk, which LiteLLM stops)
+NO_END_LOGIT_BIAS = {str(BOS_ID): -100, str(EOS_ID): -100}
 
 CHAT_TEMPLATE = """\
 {%- macro text(c) -%}

@@ -36,6 +36,7 @@ import pytest
 
 from generator.demo import lora_adapter
 from generator.demo.script import ANSWER_TEXT
+from generator.demo.scripted_model import NO_END_LOGIT_BIAS
 
 from .stack import container_of, docker
 
@@ -110,8 +111,6 @@ class Load:
         self.deployed, self.model, self.stop = deployed, model, threading.Event()
         self.keep_alive_model, self.kept = keep_alive_model, []
         self.streams: list[tuple[float, float, bool]] = []
-        tokenizer = json.loads(Path(os.environ["DEMO_MODELS_DIR"], "reasoner", "tokenizer.json").read_text())
-        self.no_end = {str(t["id"]): -100 for t in tokenizer["added_tokens"] if t["content"] in ("<|im_end|>", "<|endoftext|>")}
         self.plain: list[int] = []
         self.errors: list[str] = []
         # one stream at a time: enough to span a reload (each one outlasts a new worker's start), and light
@@ -126,7 +125,7 @@ class Load:
             try:  # a long answer (most of the 2048-token context): past its script, end tokens banned (LiteLLM
                 # stops a stream repeating one chunk)
                 self.streams.append(stream(self.deployed, self.model, max_tokens=1900, ignore_eos=True,
-                                           logit_bias=self.no_end))
+                                           logit_bias=NO_END_LOGIT_BIAS))
             except Exception as exc:  # noqa: BLE001 - any failure is what the test counts
                 self.errors.append(f"stream: {type(exc).__name__}: {exc}")
 

@@ -33,6 +33,7 @@ import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.compile.plan import ControllerPlan, OnDemandPlan
+from generator.demo.scripted_model import NO_END_LOGIT_BIAS
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import free_ports
 from tests.integration.helpers import UNIT
@@ -46,13 +47,6 @@ IDLE = 20  # seconds
 HELLO = [{"role": "user", "content": "Say hello."}]
 BUSY = {"loading", "loaded", "draining"}
 LONG_ANSWER = 400  # tokens
-
-
-def end_tokens_banned(model: str) -> dict[str, int]:
-    """A logit_bias that bans the scripted model's end tokens: it answers max_tokens tokens (LiteLLM stops a
-    stream that repeats one chunk, so ignore_eos alone, repeating the end token, is not enough)."""
-    tokenizer = json.loads((ROOT / ".cache/demo-models" / model / "tokenizer.json").read_text())
-    return {str(t["id"]): -100 for t in tokenizer["added_tokens"] if t["content"] in ("<|im_end|>", "<|endoftext|>")}
 
 
 class Stack(LocalStack):
@@ -171,7 +165,7 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         t = time.monotonic()
         long_prompt = [{"role": "user", "content": "Say hello. " + UNIT * 900}]  # ~60 KB
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            a = pool.submit(streamed, A, long_prompt, max_tokens=LONG_ANSWER, logit_bias=end_tokens_banned(A),
+            a = pool.submit(streamed, A, long_prompt, max_tokens=LONG_ANSWER, logit_bias=NO_END_LOGIT_BIAS,
                             extra_body={"ignore_eos": True})
             deadline = time.monotonic() + 120
             while status()[A]["in_flight"] < 1:
