@@ -113,7 +113,7 @@ def uv_binary() -> Path:
         if version is None or UV_VERSION not in version.stdout:
             subprocess.run([sys.executable, "-m", "venv", "--clear", UV_HOME], check=True)
             subprocess.run([UV_HOME / "bin/python", "-m", "pip", "install", "-q", f"uv=={UV_VERSION}"], check=True,
-                           stderr=subprocess.PIPE)
+                           stderr=subprocess.PIPE, text=True)
     return uv
 
 
@@ -131,8 +131,7 @@ def main(argv: list[str]) -> int:
     except NotForUv as exc:
         why = str(exc)
     except subprocess.CalledProcessError as exc:
-        last = (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        why = f"{' '.join(map(str, exc.cmd[:4]))} failed: {(last.strip().splitlines() or ['no message'])[-1]}"
+        why = f"{' '.join(map(str, exc.cmd[:4]))} failed: {((exc.stderr or '').strip().splitlines() or ['no message'])[-1]}"
     except OSError as exc:
         why = str(exc)
     else:
