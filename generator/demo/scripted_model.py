@@ -63,7 +63,8 @@ NL, CLOSE_BRACE = 10, 125  # byte b has token id b
 PRINTABLE = range(0x20, 0x7F)
 FIRST_MERGE_ID = 256
 # then the added tokens (the tokenizers library numbers them after the model's vocab, whatever the file says)
-TOKEN_ID = {t: FIRST_MERGE_ID + len(PRINTABLE) ** 2 + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
+ADDED_BASE_ID = FIRST_MERGE_ID + len(PRINTABLE) ** 2
+TOKEN_ID = {t: ADDED_BASE_ID + k for k, t in enumerate(SPECIAL_TOKENS + ADDED_TOKENS)}
 BOS_ID, EOS_ID = TOKEN_ID["<|endoftext|>"], TOKEN_ID["<|im_end|>"]
 VOCAB_SIZE = max(TOKEN_ID.values()) + 1
 # a request's logit_bias that bans the end tokens: past its script the model answers max_tokens tokens of whatever
@@ -123,8 +124,6 @@ def _script(script: str) -> dict[int, int]:
 
 
 def _weights(script: str) -> bytes:
-    from safetensors.numpy import save as st_save  # here: the tokenizer's unit tests run without it
-
     f32 = np.float32
     table = _script(script)
     # residual slot of each script token; slot 0 is shared by every other token (-> EOS)
@@ -138,6 +137,15 @@ def _weights(script: str) -> bytes:
         embed[tok] = 0.0
         embed[tok, k] = 1.0
         lm_head[table[tok], k] = 5.0
+    return llama_safetensors(embed, lm_head)
+
+
+def llama_safetensors(embed: np.ndarray, lm_head: np.ndarray) -> bytes:
+    """The 1-layer Llama's weights with these embedding and output matrices; attention and MLP all zero (the
+    module docstring). Shared with family_model.py."""
+    from safetensors.numpy import save as st_save  # here: the tokenizer's unit tests run without it
+
+    f32 = np.float32
     q, kv = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
     tensors = {
         "model.embed_tokens.weight": embed,
@@ -174,14 +182,20 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 def _tokenizer_json() -> dict:
+    return bpe_tokenizer_json([(t, t in SPECIAL_TOKENS) for t in SPECIAL_TOKENS + ADDED_TOKENS])
+
+
+def bpe_tokenizer_json(added_tokens: list[tuple[str, bool]]) -> dict:
+    """The two-bytes-per-token byte-level BPE (the module docstring) with `added_tokens` ((content, special), in
+    order) numbered from ADDED_BASE_ID. Shared with family_model.py."""
     byte_char = _bytes_to_unicode()
     vocab = {byte_char[b]: b for b in range(256)}
     merges = [(byte_char[a], byte_char[b]) for a in PRINTABLE for b in PRINTABLE]
     for k, (a, b) in enumerate(merges):
         vocab[a + b] = FIRST_MERGE_ID + k
-    added = [{"id": TOKEN_ID[t], "content": t, "single_word": False, "lstrip": False,
-              "rstrip": False, "normalized": False, "special": t in SPECIAL_TOKENS}
-             for t in SPECIAL_TOKENS + ADDED_TOKENS]
+    added = [{"id": ADDED_BASE_ID + k, "content": t, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": special}
+             for k, (t, special) in enumerate(added_tokens)]
     # no regex pre-split: merges run over whole text runs, so words of odd length cost no extra token
     byte_level = {"type": "ByteLevel", "add_prefix_space": False,
                   "trim_offsets": False, "use_regex": False}
@@ -213,16 +227,21 @@ def _tokenizer_config() -> dict:
 
 
 def _config() -> dict:
+    return llama_config(VOCAB_SIZE, BOS_ID, EOS_ID)
+
+
+def llama_config(vocab_size: int, bos_id: int, eos_id: int | list[int]) -> dict:
+    """config.json of the 1-layer Llama. Shared with family_model.py."""
     return {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "vocab_size": VOCAB_SIZE, "hidden_size": HIDDEN,
+        "vocab_size": vocab_size, "hidden_size": HIDDEN,
         "intermediate_size": INTERMEDIATE, "num_hidden_layers": N_LAYERS,
         "num_attention_heads": N_HEADS, "num_key_value_heads": N_KV_HEADS,
         "head_dim": HEAD_DIM, "max_position_embeddings": MAX_POS,
         "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
         "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
         "torch_dtype": "float32",
-        "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID,
+        "bos_token_id": bos_id, "eos_token_id": eos_id, "pad_token_id": bos_id,
     }
 
 

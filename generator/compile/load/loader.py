@@ -29,6 +29,7 @@ from ..plan import (
 )
 from . import adapters as lora, fit, model_files, pooling, rules
 from .media import media_env, media_flags, media_warnings
+from .parser_support import parser_warnings
 from .schema import (
     GPU_LISTS,
     MODEL_NAME,
@@ -292,6 +293,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         findings += rules.replica_problems(name, entry.replicas, cmd, plan.on_demand is not None)
         warnings += rules.context_above_model(name, cmd, context, derived, plan.env)
         warnings += media_warnings(name, plan.media_domains, file.gateway.backend_internet, plan.env)
+        warnings += parser_warnings(name, plan.tool_parser, plan.reasoning_parser)
         if plan.trust_remote_code:
             warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                             "only keep it for repositories you trust")

