@@ -29,6 +29,8 @@ from generator.compile.load.loader import load_plan
 from generator.compile.plan import ModelPlan, Plan
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import free_ports
+from generator.demo.families import Family, families
+from generator.demo.family_model import family_of
 from generator.compile.load.schema import TOP_LEVEL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,3 +137,65 @@ def pytest_collection_modifyitems(items):
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
 
+
+# --- the parser families' stacks ---------------------------------------------------------------------------
+
+PARSERS_EXAMPLE = ROOT / "examples/cpu-parsers/models.yml"
+BATCHES = 2
+
+
+def batch_of(fam: Family) -> int:
+    names = [f.name for f in families()]
+    return names.index(fam.name) * BATCHES // len(names)
+
+
+class Stacks:
+    """The batch of the family asked for, started when first asked (the one before stopped)."""
+
+    def __init__(self, tmp: Path, vllm_python: str):
+        self.tmp, self.vllm_python = tmp, vllm_python
+        self.batch: int | None = None
+        self.stack: LocalStack | None = None
+        self.gateway: Gateway | None = None
+
+    def serving(self, fam: Family) -> tuple[Gateway, str]:
+        """The gateway and the served name of `fam`'s model."""
+        if batch_of(fam) != self.batch:
+            self.stop()
+            self.start(batch_of(fam))
+        assert self.gateway is not None
+        return self.gateway, next(name for name, f in self.gateway.scripts.items() if f == fam.name)
+
+    def start(self, batch: int) -> None:
+        wanted = {f.name for f in families() if batch_of(f) == batch}
+        models = {m.served_name for m in load_plan(PARSERS_EXAMPLE).models if family_of(ROOT / m.model) in wanted}
+        doc = {k: v for k, v in yaml.safe_load(PARSERS_EXAMPLE.read_text()).items() if k in TOP_LEVEL or k in models}
+        folder = self.tmp / f"batch-{batch}"
+        folder.mkdir()
+        (folder / "batch.yml").write_text(f"# {PARSERS_EXAMPLE}: batch {batch}\n" + yaml.safe_dump(doc, sort_keys=False))
+        plan = load_plan(on_free_ports(folder / "batch.yml", folder / "models.yml"))
+        self.batch, self.stack = batch, LocalStack(plan, folder / "state", self.vllm_python)
+        self.stack.start(timeout=900)
+        served = {m.served_name: family_of(ROOT / m.model) for m in plan.models}
+        assert set(served.values()) == wanted, f"batch {batch}: {served}"
+        self.gateway = Gateway(f"{self.stack.gateway_url}/v1", self.stack.master_key, plan, served, self.stack)
+
+    def stop(self) -> None:
+        if self.stack is not None:
+            self.stack.stop()
+        self.batch = self.stack = self.gateway = None
+
+
+@pytest.fixture(scope="session")
+def family_stacks(tmp_path_factory) -> Stacks:
+    """The parser families' stacks (examples/cpu-parsers/models.yml), a batch at a time: the matrix
+    (tests/integration/parsers/) and the agents' runs on the GLM-4.7 format share them."""
+    vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # model paths (and the script player's module) are relative to the repo root
+    stacks = Stacks(tmp_path_factory.mktemp("parsers-stacks"), vllm_python)
+    try:
+        yield stacks
+    finally:
+        stacks.stop()
+        os.chdir(cwd)

@@ -5,7 +5,7 @@ docs/parsers.md's table is the one the records render."""
 from __future__ import annotations
 
 from generator.compile import parser_docs
-from generator.compile.load.parser_support import FINDINGS, finding, parser_warnings
+from generator.compile.load.parser_support import FINDINGS, finding, findings, parser_warnings
 from generator.demo.conformance import SCRIPTS
 from generator.demo.families import families
 
@@ -18,13 +18,24 @@ def test_a_broken_parser_warns_with_the_model_the_parser_and_the_api():
 
 
 def test_repaired_findings_and_sound_parsers_do_not_warn():
-    assert parser_warnings("llama", "llama3_json", None) == []  # repaired by the gateway
+    assert all("under load" in w for w in parser_warnings("llama", "llama3_json", None))  # its "" args: repaired
     assert parser_warnings("glm", "glm47", "glm45") == []
     assert parser_warnings("plain", None, None) == []
 
 
 def test_a_finding_of_the_tool_parser_is_not_one_of_a_reasoning_parser_of_the_same_name():
     assert parser_warnings("kimi-instruct", "kimi_k2", None) == []
+
+
+def test_a_parser_that_breaks_under_load_warns_so():
+    warned = parser_warnings("ds", "deepseek_v31", "deepseek_v3")
+    assert len(warned) == 1 and "deepseek_v31 tool-call parser breaks under load on every API, streamed" in warned[0]
+
+
+def test_a_cell_with_several_records_takes_the_most_lenient_first():
+    assert finding("llama3_json", None, "chat", "streamed", "zero-args", "auto").status == "load"
+    assert [f.status for f in findings("llama3_json", None, "chat", "streamed", "zero-args", "auto")] == \
+        ["load", "repaired"]
 
 
 def test_cells_find_their_records():
@@ -39,7 +50,7 @@ def test_every_finding_is_about_a_parser_and_scripts_the_matrix_runs():
     reasoning = {f.reasoning_parser for f in families()}
     for f in FINDINGS:
         assert f.parser == "*" or f.parser in (tool if f.kind == "tool-call" else reasoning), f
-        assert set(f.scripts) <= set(SCRIPTS) and f.status in ("broken", "repaired")
+        assert set(f.scripts) <= set(SCRIPTS) and f.status in ("broken", "load", "repaired")
         assert set(f.apis) <= {"chat", "responses", "messages"} and f.mode in ("whole", "streamed", "*")
 
 

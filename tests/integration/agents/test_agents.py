@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from generator.demo.conformance import SCRIPTS, selector
+from generator.demo.families import family
 from generator.demo.script import ANSWER_TEXT, REASONING_TEXT, TOOL_CALL
 from generator.compile.output import render_files, write_files
 from generator.compile.renderers.clients import PROVIDER_ID
@@ -43,6 +45,15 @@ def clients(gateway, tmp_path_factory) -> Path:
     return out / "clients"
 
 
+@pytest.fixture(scope="module")
+def glm47(family_stacks, tmp_path_factory):
+    """The GLM-4.7 family model's batch (shared with the parser matrix), its model and `make clients`' configs."""
+    gateway, served = family_stacks.serving(family("glm47"))
+    out = tmp_path_factory.mktemp("glm47-clients")
+    write_files(render_files(gateway.plan, ("clients",)), out)
+    return gateway, next(m for m in gateway.plan.models if m.served_name == served), out / "clients"
+
+
 def _claude_env(clients: Path, key: str) -> dict[str, str]:
     """clients/claude-code.env exactly as a user's shell sources it."""
     out = subprocess.run(["sh", "-c", f"set -a; . '{clients / 'claude-code.env'}'; set +a; env -0"],
@@ -52,24 +63,25 @@ def _claude_env(clients: Path, key: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_", "DISABLE_"))}
 
 
-def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path) -> tuple[Run, Path]:
+def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path,
+        prompt: str = PROMPT) -> tuple[Run, Path]:
     home, work = fresh_home(home)
     key = {gateway.plan.gateway.master_key_env: gateway.key}
     if agent == "opencode":
         env = base_env(home, {**key, "OPENCODE_CONFIG": str(clients / "opencode.json"),
                               "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"})
         cmd = [str(agent_bin / "opencode"), "run", "--format", "json", "--thinking",
-               "-m", f"{PROVIDER_ID}/{model.served_name}", PROMPT]
+               "-m", f"{PROVIDER_ID}/{model.served_name}", prompt]
         done = lambda e: e.get("type") in ("step_finish", "error")  # noqa: E731
     elif agent == "claude-code":
         env = base_env(home, _claude_env(clients, gateway.key))
         cmd = [str(agent_bin / "claude"), "-p", "--output-format", "stream-json", "--verbose",
-               "--model", model.served_name, PROMPT]
+               "--model", model.served_name, prompt]
         done = lambda e: e.get("type") in ("user", "result")  # noqa: E731  (user = its tool result)
     else:
         shutil.copytree(clients / "codex", home / ".codex")  # Codex writes sessions into CODEX_HOME
         env = base_env(home, {**key, "CODEX_HOME": str(home / ".codex")})
-        cmd = [str(agent_bin / "codex"), "exec", "--json", "--skip-git-repo-check", "--profile", model.name, PROMPT]
+        cmd = [str(agent_bin / "codex"), "exec", "--json", "--skip-git-repo-check", "--profile", model.name, prompt]
         done = lambda e: e.get("type") in ("turn.completed", "turn.failed", "error") or (  # noqa: E731
             "unsupported call: get_weather" in e.get("stderr", ""))
     result = run_agent(cmd, env, work, done, timeout=TIMEOUT)
@@ -114,10 +126,8 @@ def test_tool_call_reaches_the_agent(agent, gateway, clients, agent_bin, tmp_pat
         assert "unsupported call: get_weather" in result.stderr  # Codex's router got it as a function call
 
 
-@pytest.mark.parametrize("agent", AGENTS)
-def test_reasoning_arrives_as_reasoning(agent, gateway, clients, agent_bin, tmp_path):
-    model = _scripted(gateway, "reasoner")
-    result, home = run(agent, model, gateway, clients, agent_bin, tmp_path / "home")
+def reasoning_and_text(agent: str, result: Run, home: Path) -> tuple[list[str], str]:
+    """The reasoning and the answer text of a turn that ended without a call, as the agent shows them."""
     assert result.finished, result.explain()
     if agent == "opencode":
         reasoning = [e["part"]["text"] for e in result.events if e.get("type") == "reasoning"]
@@ -135,5 +145,29 @@ def test_reasoning_arrives_as_reasoning(agent, gateway, clients, agent_bin, tmp_
         text = "".join(c.get("text", "") for i in items if i.get("type") == "message" and i.get("role") == "assistant"
                        for c in i["content"])
         assert result.events[-1]["type"] == "turn.completed", result.explain()
+    return reasoning, text
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_reasoning_arrives_as_reasoning(agent, gateway, clients, agent_bin, tmp_path):
+    result, home = run(agent, _scripted(gateway, "reasoner"), gateway, clients, agent_bin, tmp_path / "home")
+    reasoning, text = reasoning_and_text(agent, result, home)
     assert reasoning == [REASONING_TEXT], result.explain()
     assert text.strip() == ANSWER_TEXT and not re.search(r"</?think>", text), result.explain()
+
+
+GLM_MARKUP = re.compile(r"</?think>|</?tool_call>|</?arg_key>|</?arg_value>|</?tool_response>|<\|[a-z]+\|>|\[gMASK\]")
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_glm47_reasoning_and_answer(agent, glm47, agent_bin, tmp_path):
+    """GLM-4.7's format (glm47 + glm45 parsers): the family model's think-answer turn reaches the agent as reasoning
+    and an answer, no GLM markup in either. (Not its think-call turn: vLLM 0.32's glm47 parser constrains every
+    request with tools to calls of the declared tools, and the script's get_weather is none of the agents' tools.)"""
+    gateway, model, clients = glm47
+    turn = SCRIPTS["think-answer"]
+    result, home = run(agent, model, gateway, clients, agent_bin, tmp_path / "home",
+                       prompt=f"Say hello. {selector('think-answer')}")
+    reasoning, text = reasoning_and_text(agent, result, home)
+    assert [r.strip() for r in reasoning] == [turn.reasoning] and text.strip() == turn.answer, result.explain()
+    assert not GLM_MARKUP.search("".join(reasoning) + text), result.explain()
