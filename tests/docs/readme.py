@@ -62,6 +62,7 @@ WHERE: list[tuple[str, str]] = [
     (r"^make (images|engine-down)$", CI + "inside make compose-test (docker/compose-test.sh builds the images, stops the engine)"),
     (r"^make agents$", CI + "its own phase (agents-install)"),
     (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),
+    (r"^make parsers$", CI + "inside make test (tests/integration/parsers: make parsers runs only them)"),
     (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
     (r"^\.venv/bin/python -m pytest -s tests/integration/test_fuzz_apis\.py$",
      CI + "inside make test (tests/integration/test_fuzz_apis.py through the demo stack)"),

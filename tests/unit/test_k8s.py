@@ -346,7 +346,8 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
     assert gen["files"] == ["gateway/config.yaml", *(f"gateway/{mod}.py" for mod in GATEWAY_MODULES)]
     config = yaml.safe_load(repo["k8s/gateway/config.yaml"])
     assert config["general_settings"]["custom_auth"] == "gateway_guard.user_api_key_auth"
-    assert config["litellm_settings"]["callbacks"] == ["max_tokens_clamp.proxy_handler_instance", "prometheus"]
+    assert config["litellm_settings"]["callbacks"] == ["max_tokens_clamp.proxy_handler_instance", "prometheus",
+                                                       "tool_call_repairs.repair_instance"]  # its models take tools
     services = by_kind(repo_docs, "Service")
     for entry in config["model_list"]:
         name = entry["model_name"]

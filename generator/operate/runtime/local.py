@@ -47,6 +47,7 @@ from rich.table import Table
 from ...compile.gateway_process import (METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env, redis_env,
                                         serve_command)
 from ...compile.output import ensure_env_file, read_env_file
+from .engine_fork import ENGINE_FORK_ENV
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
 from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, people_file, render_litellm, supervisor_file
@@ -58,6 +59,7 @@ from .ports import free_port
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
+ENGINE_FORK_ENTRYPOINT = ["-m", "generator.operate.runtime.engine_fork"]  # the same, its engine forked (CPU examples)
 CONTROLLER = "on-demand"  # the controller's process name (state.json, logs/on-demand.log)
 CONTROLLER_FILE = "on-demand.json"
 REDIS = "redis"  # the stack's Redis process (state.json, logs/redis.log), when plan.redis
@@ -230,7 +232,8 @@ class LocalStack:
 
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
-        cmd = [self.vllm_python, *VLLM_ENTRYPOINT, "--model", m.model, *m.flag_args, "--host", "127.0.0.1"]
+        entry = ENGINE_FORK_ENTRYPOINT if m.env.get(ENGINE_FORK_ENV) == "1" else VLLM_ENTRYPOINT
+        cmd = [self.vllm_python, *entry, "--model", m.model, *m.flag_args, "--host", "127.0.0.1"]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
         env = {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
         always = {x.name for x in self.always_on}  # an on-demand model is never waited for (it starts on a request)
