@@ -105,8 +105,8 @@ TEST_WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 1)
 test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest$(if $(filter-out 1,$(TEST_WORKERS)), -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
-parsers: venv venv-vllm demo-models ## the parser conformance matrix alone: every tool-call / reasoning family x API x mode through the gateway (docs/parsers.md)
-	$(PY) -m pytest tests/integration/parsers
+parsers: venv venv-vllm demo-models ## the parser conformance matrix alone, every tool-call / reasoning family x API x mode through the gateway (make test: GLM-4.7 and Qwen3 only; docs/parsers.md)
+	PARSER_FAMILIES=$(or $(FAMILIES),all) $(PY) -m pytest tests/integration/parsers
 
 unit: venv promtool ## unit tests only (no vLLM needed)
 	$(PY) -m pytest tests/unit

@@ -77,6 +77,17 @@ SCRIPTS: dict[str, Turn] = {
 }
 AFTER_TOOL = "after-tool"  # the turn after a tool result, whatever the selector before it
 
+# The real coding agents' runs (tests/integration/agents/): reasoning, then a call of one of the agent's OWN harmless
+# tools (a model under vLLM's glm47 grammar can only call a tool the request declares); then, after the agent's
+# tool result, `after-tool`'s answer. Not part of the matrix.
+AGENT_CALLS = {  # each a harmless tool of the agent's own; what it answers (or refuses) goes back to the model
+    "opencode": Call("bash", {"command": "ls"}),
+    "claude-code": Call("Read", {"file_path": "/etc/hostname"}),
+    "codex": Call("exec_command", {"cmd": "ls"}),
+}
+AGENT_SCRIPTS: dict[str, Turn] = {f"agent-{agent}": Turn(reasoning=REASONING, calls=(call,), needs=frozenset({"reasoning"}))
+                                  for agent, call in AGENT_CALLS.items()}
+
 
 def selector(script: str) -> str:
     """The words of a prompt that choose `script`."""
@@ -87,10 +98,12 @@ def default_script(has_reasoning: bool) -> str:
     return "think-call" if has_reasoning else "one-call"
 
 
-def scripts_for(has_reasoning: bool, parallel_calls: bool = True) -> dict[str, Turn]:
+def scripts_for(has_reasoning: bool, parallel_calls: bool = True, agents: bool = False) -> dict[str, Turn]:
     """The scripts a family speaks: those needing reasoning only where its format has reasoning, those with two
-    calls only where a turn can hold more than one (gpt-oss stops after each call)."""
-    return {n: t for n, t in SCRIPTS.items()
+    calls only where a turn can hold more than one (gpt-oss stops after each call); with `agents`, the agents' too
+    (the model holds them; the matrix does not ask them)."""
+    every = {**SCRIPTS, **AGENT_SCRIPTS} if agents else SCRIPTS
+    return {n: t for n, t in every.items()
             if ("reasoning" not in t.needs or has_reasoning) and (parallel_calls or len(t.calls) <= 1)}
 
 
@@ -100,7 +113,7 @@ def choose(prompt_text: str, has_reasoning: bool, tool_result_opener: str, user_
     last selector's; `after-tool` when a tool result opens after both it and the last user turn's opener (a system
     prompt that describes the tool-result format comes before every user turn)."""
     last, chosen = -1, default_script(has_reasoning)
-    for name in scripts_for(has_reasoning, parallel_calls):
+    for name in scripts_for(has_reasoning, parallel_calls, agents=True):
         at = prompt_text.rfind(selector(name))
         if at > last:
             last, chosen = at, name

@@ -62,7 +62,7 @@ def scripts(fam: Family) -> dict:
 def scripts_json(fam: Family, tok, stops: set[int], eos: int) -> dict:
     """scripts.json from a `tokenizers.Tokenizer` (or anything with its encode / decode) and the end token ids."""
     book = {}
-    for name, turn in scripts_for(fam.has_reasoning, fam.parallel_calls).items():
+    for name, turn in scripts_for(fam.has_reasoning, fam.parallel_calls, agents=True).items():
         text = fam.render(turn)
         ids = tok.encode(text, add_special_tokens=False).ids
         if tok.decode(ids, skip_special_tokens=False) != text:

@@ -12,8 +12,8 @@ import pytest
 
 from generator.compile.load.loader import load_plan
 from generator.demo import family_model
-from generator.demo.conformance import (AFTER_TOOL, SCRIPTS, TOOLS, choose, default_script, scripts_for,
-                                        selector)
+from generator.demo.conformance import (AFTER_TOOL, AGENT_SCRIPTS, SCRIPTS, TOOLS, choose, default_script,
+                                        scripts_for, selector)
 from generator.demo.families import families, family
 from generator.demo.script_cursor import Row
 
@@ -56,11 +56,11 @@ def test_the_player_asked_again_for_the_same_step_answers_the_same():
 def test_each_script_plays_back_as_the_family_renders_it(fam):
     tok = family_model.tokenizer(fam)
     book = family_model.scripts(fam)
-    assert set(book["scripts"]) == set(scripts_for(fam.has_reasoning, fam.parallel_calls))
+    assert set(book["scripts"]) == set(scripts_for(fam.has_reasoning, fam.parallel_calls, agents=True))
     for name, ids in book["scripts"].items():
         played = play(ids, book["eos"])
         assert played[:len(ids)] == ids and played[len(ids):] in ([], [book["eos"]])
-        assert tok.decode(ids, skip_special_tokens=False) == fam.render(SCRIPTS[name])
+        assert tok.decode(ids, skip_special_tokens=False) == fam.render({**SCRIPTS, **AGENT_SCRIPTS}[name])
 
 
 @pytest.mark.parametrize("fam", BPE, ids=[f.name for f in BPE])

@@ -4,6 +4,8 @@ scripted model through the gateway with the config `make clients` generates for 
 Per agent: the tool caller's get_weather call reaches the agent as a structured tool call (the agent
 then reports an unknown tool, which proves it arrived as one), and the reasoner's thinking arrives
 as reasoning, never as <think> text in the answer. Each run stops after its first tool round.
+And a whole session per agent against the GLM-4.7 family model (examples/cpu-parsers, the parser matrix's first
+batch): reasoning, a call of the agent's own tool, the agent's result, the answer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.demo.conformance import SCRIPTS, selector
+from generator.demo.conformance import AFTER_TOOL, AGENT_CALLS, REASONING, SCRIPTS, selector
 from generator.demo.families import family
 from generator.demo.script import ANSWER_TEXT, REASONING_TEXT, TOOL_CALL
 from generator.compile.output import render_files, write_files
@@ -64,7 +66,8 @@ def _claude_env(clients: Path, key: str) -> dict[str, str]:
 
 
 def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path,
-        prompt: str = PROMPT) -> tuple[Run, Path]:
+        prompt: str = PROMPT, whole_session: bool = False) -> tuple[Run, Path]:
+    """One agent run; it stops after its first round unless `whole_session` (then at the agent's own end)."""
     home, work = fresh_home(home)
     key = {gateway.plan.gateway.master_key_env: gateway.key}
     if agent == "opencode":
@@ -72,12 +75,13 @@ def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path,
                               "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"})
         cmd = [str(agent_bin / "opencode"), "run", "--format", "json", "--thinking",
                "-m", f"{PROVIDER_ID}/{model.served_name}", prompt]
-        done = lambda e: e.get("type") in ("step_finish", "error")  # noqa: E731
+        done = lambda e: e.get("type") == "error" or (  # noqa: E731
+            e.get("type") == "step_finish" and (not whole_session or e["part"].get("reason") == "stop"))
     elif agent == "claude-code":
         env = base_env(home, _claude_env(clients, gateway.key))
         cmd = [str(agent_bin / "claude"), "-p", "--output-format", "stream-json", "--verbose",
                "--model", model.served_name, prompt]
-        done = lambda e: e.get("type") in ("user", "result")  # noqa: E731  (user = its tool result)
+        done = lambda e: e.get("type") in (("result",) if whole_session else ("user", "result"))  # noqa: E731
     else:
         shutil.copytree(clients / "codex", home / ".codex")  # Codex writes sessions into CODEX_HOME
         env = base_env(home, {**key, "CODEX_HOME": str(home / ".codex")})
@@ -160,14 +164,40 @@ GLM_MARKUP = re.compile(r"</?think>|</?tool_call>|</?arg_key>|</?arg_value>|</?t
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_glm47_reasoning_and_answer(agent, glm47, agent_bin, tmp_path):
-    """GLM-4.7's format (glm47 + glm45 parsers): the family model's think-answer turn reaches the agent as reasoning
-    and an answer, no GLM markup in either. (Not its think-call turn: vLLM 0.32's glm47 parser constrains every
-    request with tools to calls of the declared tools, and the script's get_weather is none of the agents' tools.)"""
+def test_glm47_reasoning_a_call_of_its_own_tool_and_the_answer(agent, glm47, agent_bin, tmp_path):
+    """GLM-4.7's format (glm47 + glm45 parsers), a whole agent session: the family model reasons, calls one of the
+    agent's own harmless tools (vLLM 0.32's glm47 grammar allows only tools the request declares), the agent runs
+    it and sends the result back, and the model answers: reasoning as reasoning, the call as a structured call with
+    its arguments, the answer as text, no GLM markup anywhere."""
     gateway, model, clients = glm47
-    turn = SCRIPTS["think-answer"]
+    call = AGENT_CALLS[agent]
     result, home = run(agent, model, gateway, clients, agent_bin, tmp_path / "home",
-                       prompt=f"Say hello. {selector('think-answer')}")
-    reasoning, text = reasoning_and_text(agent, result, home)
-    assert [r.strip() for r in reasoning] == [turn.reasoning] and text.strip() == turn.answer, result.explain()
+                       prompt=f"List the markdown files here. {selector(f'agent-{agent}')}", whole_session=True)
+    assert result.finished, result.explain()
+    if agent == "opencode":
+        uses = [e["part"] for e in result.events if e.get("type") == "tool_use"]
+        calls = [(u["tool"], u["state"]["input"]) for u in uses]
+        reasoning = [e["part"]["text"] for e in result.events if e.get("type") == "reasoning"]
+        text = "".join(e["part"]["text"] for e in result.events if e.get("type") == "text")
+        ran = [u["state"]["status"] for u in uses] in (["completed"], ["error"])  # its result went back either way
+    elif agent == "claude-code":
+        blocks = [b for e in result.events if e.get("type") == "assistant" for b in e["message"]["content"]]
+        calls = [(b["name"], b["input"]) for b in blocks if b["type"] == "tool_use"]
+        reasoning = [b["thinking"] for b in blocks if b["type"] == "thinking"]
+        text = "".join(b["text"] for b in blocks if b["type"] == "text")
+        results = [b for e in result.events if e.get("type") == "user" for b in e["message"]["content"]]
+        ran = [r["type"] for r in results] == ["tool_result"]  # Read outside the work dir may be refused: still a result
+        assert not result.events[-1]["is_error"], result.explain()
+    else:
+        items = codex_items(home)
+        calls = [(i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
+        reasoning = [c["text"] for i in items if i.get("type") == "reasoning" for c in i.get("content") or []]
+        text = "".join(c.get("text", "") for i in items if i.get("type") == "message" and i.get("role") == "assistant"
+                       for c in i["content"])
+        ran = [i.get("type") for i in items].count("function_call_output") == 1
+        assert result.events[-1]["type"] == "turn.completed", result.explain()
+    assert calls == [(call.name, call.arguments)], result.explain()
+    assert ran, f"the agent sent no result of its {call.name} call back: " + result.explain()
+    assert [r.strip() for r in reasoning] == [REASONING], result.explain()
+    assert text.strip() == SCRIPTS[AFTER_TOOL].answer, result.explain()
     assert not GLM_MARKUP.search("".join(reasoning) + text), result.explain()
