@@ -24,7 +24,7 @@ from generator.demo.conformance import SCRIPTS, scripts_for
 from generator.demo.families import Family
 
 from ..conftest import tested_families
-from .apis import APIS, MODES, NAMED, Seen, ask
+from .apis import APIS, MODES, Seen, ask
 
 FAMILIES = tested_families()  # make test: GLM-4.7 and Qwen3; make parsers: every family
 CONCURRENCY = 8
