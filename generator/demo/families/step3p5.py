@@ -11,7 +11,8 @@ history is kept only for assistant turns after the last user query.
 from __future__ import annotations
 
 from ..conformance import Turn
-from . import Family, tojson
+from . import Family
+from .qwen3_coder import call  # Step-3.5 writes its calls in Qwen3-Coder's XML, values as there
 
 CHAT_TEMPLATE = """\
 {%- macro text(c) -%}
@@ -71,16 +72,6 @@ CHAT_TEMPLATE = """\
 {{- '<|im_start|>assistant\\n<think>\\n' }}
 {%- endif %}
 """
-
-
-def value(v) -> str:
-    """A parameter value: strings bare, JSON for the rest (the template's history writes booleans `True`)."""
-    return v if isinstance(v, str) else tojson(v)
-
-
-def call(c) -> str:
-    params = "".join(f"<parameter={k}>\n{value(v)}\n</parameter>\n" for k, v in c.arguments.items())
-    return f"<tool_call>\n<function={c.name}>\n{params}</function>\n</tool_call>"
 
 
 def render(turn: Turn) -> str:
