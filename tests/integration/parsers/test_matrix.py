@@ -23,10 +23,10 @@ from generator.compile.load.parser_support import Finding, finding, findings
 from generator.demo.conformance import SCRIPTS, scripts_for
 from generator.demo.families import Family
 
-from ..conftest import tested_families
+from ..conftest import tested_families as families_under_test  # not test_*-named here: pytest would collect it
 from .apis import APIS, MODES, Seen, ask
 
-FAMILIES = tested_families()  # make test: GLM-4.7 and Qwen3; make parsers: every family
+FAMILIES = families_under_test()  # make test: GLM-4.7 and Qwen3; make parsers: every family
 CONCURRENCY = 8
 _ASKED: dict[str, dict[tuple[str, str, str, str], Seen | Exception]] = {}
 
