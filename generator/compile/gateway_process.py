@@ -28,6 +28,10 @@ GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port
 # closing and fail with a 500 "Can not write request body" (seen once in 8,000 fuzzed requests on the CPU demo).
 BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY_DISABLED": "True",
             "AIOHTTP_KEEPALIVE_TIMEOUT": "4"}
+# ... and each backend keeps an idle connection 30 s (vLLM's default 5 s), so the client always closes first: a
+# 1 s margin was not enough on busy cores (a CI run: one 500 "Server disconnected" in ~400 parser-matrix cells, the
+# gateway's 4 s timer late) and LiteLLM's httpx paths keep connections 5 s. models.yml's `env` still wins.
+BACKEND_ENV = {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "30"}
 
 
 def admin_env(admin_ui: bool) -> dict[str, str]:

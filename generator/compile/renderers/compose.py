@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import (CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args, gateway_env,
-                               redis_env, serve_command)
+from ..gateway_process import (BACKEND_ENV, CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args,
+                               gateway_env, redis_env, serve_command)
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
@@ -44,7 +44,7 @@ def _hardening() -> dict:
 
 
 def model_service(m: ModelPlan, plan: Plan) -> dict:
-    env = {"VLLM_API_KEY": secret_ref(m.api_key_env), "HF_TOKEN": "${HF_TOKEN:-}"}
+    env = {"VLLM_API_KEY": secret_ref(m.api_key_env), "HF_TOKEN": "${HF_TOKEN:-}", **BACKEND_ENV}
     if not plan.gateway.backend_internet:
         env["HF_HUB_OFFLINE"] = "1"
     env.update(m.env)

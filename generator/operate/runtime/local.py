@@ -44,8 +44,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ...compile.gateway_process import (METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env, redis_env,
-                                        serve_command)
+from ...compile.gateway_process import (BACKEND_ENV, METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env,
+                                        redis_env, serve_command)
 from ...compile.output import ensure_env_file, read_env_file
 from .engine_fork import ENGINE_FORK_ENV
 from ...compile.plan import ModelPlan, Plan
@@ -235,7 +235,7 @@ class LocalStack:
         entry = ENGINE_FORK_ENTRYPOINT if m.env.get(ENGINE_FORK_ENV) == "1" else VLLM_ENTRYPOINT
         cmd = [self.vllm_python, *entry, "--model", m.model, *m.flag_args, "--host", "127.0.0.1"]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
-        env = {**m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
+        env = {**BACKEND_ENV, **m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
         always = {x.name for x in self.always_on}  # an on-demand model is never waited for (it starts on a request)
         return Proc(m.name, cmd, self.state_dir / "logs" / f"{m.name}.log", f"http://127.0.0.1:{m.port}/health",
                     env=env, waits_for=tuple(w for w in m.start_after if w in always))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 
 from ....errors import Problem
+from ...gateway_process import BACKEND_ENV
 from ...load.schema import BACKEND_CACHES
 from ...plan import K8sToleration, ModelPlan, Plan
 from .gpus import gpu_limits
@@ -68,7 +69,7 @@ def _env(m: ModelPlan, plan: Plan) -> list[dict]:
     }
     if not plan.gateway.backend_internet:
         env["HF_HUB_OFFLINE"] = {"name": "HF_HUB_OFFLINE", "value": "1"}
-    env.update({k: {"name": k, "value": v} for k, v in m.env.items()})  # models.yml wins, as in compose
+    env.update({k: {"name": k, "value": v} for k, v in {**BACKEND_ENV, **m.env}.items()})  # models.yml wins, as in compose
     return list(env.values())
 
 
