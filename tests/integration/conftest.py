@@ -211,6 +211,9 @@ class Stacks:
 def family_stacks(tmp_path_factory) -> Stacks:
     """The parser families' stacks (examples/cpu-parsers/models.yml), a batch at a time: the matrix
     (tests/integration/parsers/) and the agents' runs on the GLM-4.7 format share them."""
+    if os.environ.get("GATEWAY_URL"):  # make compose-test: its tests are of the deployment there, and these are not
+        pytest.skip("starts its own local CPU stacks (examples/cpu-parsers); tests nothing of the deployment at "
+                    "GATEWAY_URL")
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
     cwd = os.getcwd()
     os.chdir(ROOT)  # model paths (and the script player's module) are relative to the repo root
