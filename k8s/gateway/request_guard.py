@@ -18,6 +18,9 @@ embeddings), in this order:
    of a model whose backend cannot compute them (model_info.gateway_no_prompt_logprobs: LoRA on a CPU backend,
    where vLLM 0.32 stops its engine over them): 400 naming the field.
 
+With the admin UI off (`hide_ui`), LiteLLM's UI pages, assets and logins and its API docs are a 404 for anyone:
+LiteLLM mounts the UI whatever DISABLE_ADMIN_UI says, and its docs list every route.
+
 A request that passes goes on unchanged: the body is replayed to LiteLLM and its parsed form left where LiteLLM
 looks first (scope["parsed_body"]), so it is not parsed twice. Errors use each API's own shape (Anthropic's for
 /v1/messages). The guard never breaks a request it cannot judge: an internal failure lets the request through.
@@ -57,6 +60,13 @@ LIMITED: dict[str, Callable[[object], int | None]] = {
     "tools": lambda v: len(v) if isinstance(v, list) else None,
     "logit_bias": lambda v: len(v) if isinstance(v, dict) else None,
 }
+
+# LiteLLM's admin UI (pages, assets, its login and SSO helpers, its config for the UI) and API docs
+UI_ROUTES = frozenset({"/", "/ui", "/docs", "/redoc", "/openapi.json", "/login", "/v2/login", "/fallback/login",
+                       "/get_image", "/.well-known/litellm-ui-config"})
+UI_PREFIXES = ("/ui/", "/_next/", "/litellm-asset-prefix/", "/swagger/", "/docs/", "/redoc/", "/sso/", "/onboarding/",
+               "/litellm/.well-known/")
+UI_OFF = "not served: LiteLLM's admin UI and API docs are off in this gateway (gateway.admin_ui)"
 
 Send = Callable[[dict], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict]]
@@ -238,6 +248,10 @@ async def _admit_all(key: str | None, body: dict) -> Refusal | None:
     return None
 
 
+def is_ui_path(path: str) -> bool:
+    return path in UI_ROUTES or path.startswith(UI_PREFIXES)
+
+
 def key_of(headers: dict[bytes, bytes]) -> str | None:
     """The key LiteLLM will read: the first of KEY_HEADERS the request has."""
     for h in KEY_HEADERS:
@@ -252,16 +266,23 @@ class RequestGuard:
     403/429), answered here, before LiteLLM, whose error path would hand the key to its failure callbacks."""
 
     def __init__(self, app: Any, key_is_valid: Callable[[str | None], bool], key_problem: str,
-                 admit: Admit = _admit_all) -> None:
+                 admit: Admit = _admit_all, hide_ui: bool = False) -> None:
         self.app = app
         self.key_is_valid = key_is_valid
         self.key_problem = key_problem
         self.admit = admit
+        self.hide_ui = hide_ui
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         api = shapes.api_of(scope.get("path", "")) if scope.get("method") == "POST" else None
+        if api is None and self.hide_ui and is_ui_path(scope.get("path", "")):
+            try:
+                await read_body(receive, -1)
+            except ClientGone:
+                return None
+            return await respond(send, None, 404, UI_OFF)
         if api is None:
             # any other route: a key that is sent and unknown is a 401 here (LiteLLM's own 401 path would pass the
             # key to its failure callbacks and metrics); no key at all is LiteLLM's to judge (public routes)
@@ -359,7 +380,7 @@ def named_in_path(path: str) -> bool:
 
 
 def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: Any = None,
-            admit: Admit = _admit_all) -> None:
+            admit: Admit = _admit_all, hide_ui: bool = False) -> None:
     """Put the guard in front of LiteLLM's middlewares (once per process). The proxy app has started when LiteLLM
     loads custom auth (its lifespan loads the config), so the built middleware stack is wrapped in place."""
     if app is None:
@@ -369,6 +390,7 @@ def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: A
         return
     app.gateway_request_guard = True
     if app.middleware_stack is None:  # not started yet: the ordinary way
-        app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem, admit=admit)
+        app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem, admit=admit,
+                           hide_ui=hide_ui)
     else:
-        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem, admit)
+        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem, admit, hide_ui)

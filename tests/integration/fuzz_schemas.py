@@ -44,9 +44,24 @@ STOP = TEXT | st.lists(st.text(min_size=1, max_size=8), max_size=2)
 PARAMETERS = st.just({"type": "object", "properties": {}})
 
 
+# Every type field the shapes below hold, of every API: the fuzz test's "type" breakage puts one where another was
+# (a type known in some other position) or an unknown word, in every position that has a type.
+TYPES = ("text", "image_url", "input_audio", "refusal", "thinking", "input_text", "output_text", "input_image",
+         "message", "function_call", "function_call_output", "reasoning", "function", "tool_use", "tool_result",
+         "image", "document", "file", "json_object")
+
+
+def parts(part: st.SearchStrategy) -> st.SearchStrategy:
+    return TEXT | st.lists(part, min_size=1, max_size=2)
+
+
 def chat(models: list[str]) -> Body:
     part = obj({"type": st.just("text"), "text": TEXT})
-    message = obj({"role": st.sampled_from(["system", "user"]), "content": TEXT | st.lists(part, min_size=1, max_size=2)})
+    call = obj({"id": st.just("c1"), "type": st.just("function"),
+                "function": obj({"name": NAME, "arguments": st.just("{}")})})
+    message = (obj({"role": st.sampled_from(["system", "developer", "user"]), "content": parts(part)})
+               | obj({"role": st.just("assistant"), "content": parts(part)}, {"tool_calls": st.lists(call, max_size=1)})
+               | obj({"role": st.just("tool"), "tool_call_id": st.just("c1"), "content": parts(part)}))
     tool = obj({"type": st.just("function"),
                 "function": obj({"name": NAME}, {"description": TEXT, "parameters": PARAMETERS})})
     return body({"model": st.sampled_from(models), "messages": st.lists(message, min_size=1, max_size=3),
@@ -70,8 +85,14 @@ def completions(models: list[str]) -> Body:
 
 def responses(models: list[str]) -> Body:
     part = obj({"type": st.just("input_text"), "text": TEXT})
-    item = (obj({"role": st.sampled_from(["user", "system", "developer"]), "content": TEXT})
-            | obj({"type": st.just("message"), "role": st.just("user"), "content": st.lists(part, min_size=1, max_size=2)}))
+    said = obj({"type": st.just("output_text"), "text": TEXT})
+    item = (obj({"role": st.sampled_from(["user", "system", "developer"]), "content": parts(part)})
+            | obj({"type": st.just("message"), "role": st.just("user"), "content": st.lists(part, min_size=1, max_size=2)})
+            | obj({"type": st.just("message"), "role": st.just("assistant"), "content": st.lists(said, min_size=1,
+                                                                                                  max_size=2)})
+            | obj({"type": st.just("function_call"), "name": NAME, "arguments": st.just("{}"), "call_id": st.just("c1")})
+            | obj({"type": st.just("function_call_output"), "call_id": st.just("c1"), "output": TEXT})
+            | obj({"type": st.just("reasoning"), "summary": st.just([])}))
     tool = obj({"type": st.just("function"), "name": NAME}, {"parameters": PARAMETERS})
     return body({"model": st.sampled_from(models), "input": WORD | st.lists(item, min_size=1, max_size=3),
                  "max_output_tokens": BUDGET}, {
@@ -80,8 +101,17 @@ def responses(models: list[str]) -> Body:
     })
 
 
-ANTHROPIC_MESSAGES = st.lists(obj({"role": st.just("user"), "content": TEXT | st.lists(
-    obj({"type": st.just("text"), "text": WORD}), min_size=1, max_size=2)}), min_size=1, max_size=2)
+BLOCK_TEXT = obj({"type": st.just("text"), "text": WORD})
+ANTHROPIC_MESSAGES = st.lists(
+    obj({"role": st.just("user"), "content": WORD | st.lists(BLOCK_TEXT, min_size=1, max_size=2)})
+    | obj({"role": st.just("assistant"), "content": st.lists(
+        BLOCK_TEXT | obj({"type": st.just("thinking"), "thinking": WORD})
+        | obj({"type": st.just("tool_use"), "id": st.just("t1"), "name": NAME, "input": st.just({})}),
+        min_size=1, max_size=2)})
+    | obj({"role": st.just("user"), "content": st.lists(obj({"type": st.just("tool_result"), "tool_use_id": st.just("t1"),
+                                                             "content": WORD | st.lists(BLOCK_TEXT, min_size=1, max_size=2)}),
+                                                        min_size=1, max_size=1)}),
+    min_size=1, max_size=3)
 ANTHROPIC_TOOLS = st.lists(obj({"name": NAME, "input_schema": PARAMETERS}, {"description": TEXT}), max_size=2)
 
 

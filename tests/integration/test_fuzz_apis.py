@@ -1,7 +1,8 @@
 """Fuzzing every API of the real gateway in front of its real backends: no request, however wrong, costs more than
 a 4xx. Per API, FUZZ_REQUESTS (2,000) bodies drawn by Hypothesis from the API's request shape (fuzz_schemas.py)
 and then broken: a field replaced by any JSON, something inside replaced, a
-required field dropped, the body replaced by other JSON or by bytes. Each must get an answer under 500 within
+required field dropped, a `type` anywhere inside (content part, block, input item, tool) made another API's or an
+unknown one, the body replaced by other JSON or by bytes. Each must get an answer under 500 within
 ANSWER_TIMEOUT seconds, on a connection that is not reset, a streamed answer must carry no 5xx error event, and the
 gateway must serve a normal request afterwards. Seeded (FUZZ_SEED), bounded in count and time (FUZZ_SECONDS per
 API); prints the count per API and the time. One failing body per kind of failure is appended to fuzz_regressions.jsonl
@@ -29,7 +30,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import FUZZ_COUNT
 from tests.guard_cases import BASE, HELLO
-from tests.integration.fuzz_schemas import APIS, Body
+from tests.integration.fuzz_schemas import APIS, TYPES, Body
 
 FUZZ_REQUESTS = int(os.environ.get("FUZZ_REQUESTS", 2000))  # per API
 # per API: past it, no more requests are sent (and the test fails: fewer than FUZZ_REQUESTS). A bound against a
@@ -60,6 +61,25 @@ def replace_inside(body: object, draw) -> object:
     return draw(JSON)
 
 
+def typed_places(body: object, at: tuple = ()) -> list[tuple]:
+    """The paths (keys and indexes) of every object inside `body` that has a string `type`."""
+    found = [at] if isinstance(body, dict) and isinstance(body.get("type"), str) else []
+    items = body.items() if isinstance(body, dict) else enumerate(body) if isinstance(body, list) else ()
+    for key, value in items:
+        found += typed_places(value, (*at, key))
+    return found
+
+
+def retyped(body: object, at: tuple, kind: str) -> object:
+    """`body` with the object at path `at` given type `kind`."""
+    if not at:
+        return {**body, "type": kind}
+    head, rest = at[0], at[1:]
+    if isinstance(body, dict):
+        return {**body, head: retyped(body[head], rest, kind)}
+    return [*body[:head], retyped(body[head], rest, kind), *body[head + 1:]]
+
+
 def bodies(shape: Body) -> st.SearchStrategy:
     """Well-formed bodies and broken ones: bytes, or JSON data to send."""
     good, fields = shape.strategy, list(shape.fields)
@@ -67,7 +87,9 @@ def bodies(shape: Body) -> st.SearchStrategy:
     @st.composite
     def broken(draw):
         body = draw(good)
-        how = draw(st.sampled_from(["field", "inside", "drop", "extra"]))
+        how = draw(st.sampled_from(["field", "inside", "drop", "extra", "type", "type"]))  # "type": every position
+        if how == "type" and (places := typed_places(body)):  # a content part, block or item of another type
+            return retyped(body, draw(st.sampled_from(places)), draw(st.sampled_from(TYPES) | st.text(max_size=10)))
         if how == "field":
             return {**body, draw(st.sampled_from(fields)): draw(JSON)}
         if how == "inside":

@@ -156,3 +156,33 @@ def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
     # it says LiteLLM was imported there (a bare fork server imports nothing of the kind)
     assert "_pydantic_core" in Path(f"/proc/{server}/maps").read_text(), "the fork server did not import LiteLLM"
     assert not any("spawn_main" in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True))
+
+
+def test_a_connection_idle_past_an_sdks_keep_alive_still_takes_a_request(gateway):
+    """The gateway keeps an idle connection longer than clients do (httpx, the OpenAI and Anthropic SDKs: 5 s), so it
+    is the client that closes it: with uvicorn's 5 s, a request sent on a connection the gateway was closing got
+    "Server disconnected without sending a response" (a CI run's fuzz test, 4 of 2,000). Two requests on one socket,
+    6 s apart."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    url = urlsplit(gateway.url)
+    request = (f"GET /v1/models HTTP/1.1\r\nHost: {url.hostname}\r\nAuthorization: Bearer {gateway.key}\r\n\r\n").encode()
+    with socket.create_connection((url.hostname, url.port), timeout=30) as s:
+        answers = []
+        for pause in (0, 6):
+            time.sleep(pause)
+            s.sendall(request)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = s.recv(65536)
+                assert chunk, f"the gateway closed the connection after {pause} s idle"
+                head += chunk
+            answers.append(head.split(b"\r\n", 1)[0])
+            length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                body += s.recv(65536)
+        assert answers == [b"HTTP/1.1 200 OK"] * 2

@@ -84,3 +84,18 @@ def test_past_each_bound_every_api_answers_400_naming_field_and_bound(gateway, a
     r = post(gateway, APIS[api][0], {"model": model(gateway), **BASE[api], field: value})
     assert r.status_code == 400, f"{r.status_code}: {r.text[:300]}"
     assert f"`{field}` asks" in r.text and f"over the {most} that {model(gateway)} (limits.{bound} in models.yml)" in r.text
+
+
+@pytest.mark.parametrize("method,path", [
+    ("GET", "/"), ("GET", "/ui/"), ("GET", "/ui/login"), ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/openapi.json"),
+    ("GET", "/_next/static/chunks/main.js"), ("GET", "/litellm-asset-prefix/_next/static/chunks/main.js"),
+    ("GET", "/.well-known/litellm-ui-config"), ("POST", "/login"), ("POST", "/v2/login"), ("GET", "/fallback/login"),
+    ("GET", "/sso/key/generate"), ("GET", "/get_image"),
+])
+def test_with_the_admin_ui_off_its_pages_logins_and_the_api_docs_are_a_404(gateway, method, path):
+    """Issue 48: LiteLLM mounts its UI (and served its Swagger page at /, every admin route listed) to anyone, without
+    a key, whatever DISABLE_ADMIN_UI says."""
+    assert not gateway.plan.gateway.admin_ui
+    r = httpx.request(method, gateway.url.removesuffix("/v1") + path, timeout=30,
+                      **({"data": {"username": "admin", "password": "x"}} if method == "POST" else {}))
+    assert r.status_code == 404 and "admin UI and API docs are off" in r.text, f"{r.status_code}: {r.text[:200]}"

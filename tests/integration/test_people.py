@@ -115,6 +115,31 @@ def test_a_model_not_theirs_is_403_naming_the_model_and_no_secret(gateway, peopl
     assert [m["id"] for m in listed["data"]] == ["reasoner"]
 
 
+def backend_generations(gateway) -> float:
+    """Requests the stack's backends have answered (vLLM's own count)."""
+    total = 0.0
+    for m in gateway.plan.models:
+        text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", timeout=30).text
+        total += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                     if line.startswith("vllm:request_success_total{"))
+    return total
+
+
+def test_health_which_makes_every_backend_generate_is_the_master_keys_alone(gateway, people):
+    """Issue 48: LiteLLM's /health makes one generation on every backend the key may use, counted by no limit."""
+    root = gateway.url.removesuffix("/v1")
+    before = backend_generations(gateway)
+    assert httpx.get(f"{root}/health", headers={"authorization": f"Bearer {gateway.key}"}, timeout=120).status_code == 200
+    after_master = backend_generations(gateway)
+    assert after_master > before  # what the count below would show, had a person's /health gone through
+    for path in ("/health", "/health/services?service=datadog", "/health/latest", "/health/history"):
+        r = httpx.get(root + path, headers={"authorization": f"Bearer {people['ann']}"}, timeout=60)
+        assert r.status_code == 403 and "master key" in r.text, f"{path}: {r.status_code} {r.text[:200]}"
+    r = httpx.get(f"{root}/health/readiness", headers={"authorization": f"Bearer {people['ann']}"}, timeout=60)
+    assert r.status_code == 200, r.text[:200]
+    assert backend_generations(gateway) == after_master
+
+
 # one request per API the stack serves, the same person: all count against one rpm
 API_CALLS = (
     ("/chat/completions", lambda: chat("reasoner")),

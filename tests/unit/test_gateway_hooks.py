@@ -388,3 +388,30 @@ def test_a_backends_retry_after_reaches_the_client_as_retry_after(hook):
                                             response=httpx.Response(503, request=answer.request))
     asyncio.run(handler.async_post_call_failure_hook({}, plain, None))
     assert not getattr(plain, "headers", None)  # nothing to pass on: LiteLLM's own handling stays
+
+
+@pytest.mark.parametrize("path,allowed", [("/health", False), ("/health/services", False), ("/health/latest", False),
+                                          ("/health/readiness", True), ("/health/liveliness", True)])
+def test_a_persons_key_may_not_ask_health_which_makes_every_backend_generate(monkeypatch, path, allowed):
+    """Issue 48: LiteLLM's /health runs a generation on every backend the key may use, counted by no limit."""
+    import asyncio
+
+    from fastapi import HTTPException
+    from starlette.requests import Request
+
+    guard = load_like_litellm("gateway_guard")
+    ann = guard.people.Person("ann", frozenset({"reasoner"}), 10, None, None, None, None)
+    monkeypatch.setattr(guard.people.DIRECTORY, "who", lambda key: ann if key == "ann-key" else None)
+    monkeypatch.setenv(guard.MASTER_KEY_ENV, "master-key")
+
+    def ask(key: str):
+        request = Request({"type": "http", "method": "GET", "path": path, "headers": [], "query_string": b""})
+        return asyncio.run(guard.user_api_key_auth(request, key))
+
+    assert ask("master-key").user_id == "gateway-admin"
+    if allowed:
+        assert ask("ann-key").key_alias == "ann"
+    else:
+        with pytest.raises(HTTPException) as refused:
+            ask("ann-key")
+        assert refused.value.status_code == 403 and "master key" in refused.value.detail

@@ -306,3 +306,34 @@ def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkey
                                 headers={"Authorization": f"Bearer {KEY}"})
     assert asyncio.run(go()).status_code == 503
     assert _count(f"{counters.FAILED}_total", **label) == before + 1
+
+
+@pytest.mark.parametrize("hide_ui", [True, False])
+@pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/ui/"), ("GET", "/openapi.json"), ("GET", "/docs"),
+                                         ("POST", "/login"), ("GET", "/litellm-asset-prefix/_next/a.js")])
+def test_with_the_ui_hidden_its_pages_and_the_docs_are_a_404_for_anyone(method, path, hide_ui):
+    module = load_like_litellm("request_guard")
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ui"})
+
+    middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "bad key", hide_ui=hide_ui)
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
+            return await c.request(method, path, content=b"username=admin&password=x",
+                                   headers={"Authorization": f"Bearer {KEY}"})
+    r = asyncio.run(go())
+    if hide_ui:
+        assert r.status_code == 404 and "admin UI and API docs are off" in r.text and reached == []
+    else:
+        assert r.status_code == 200 and reached == [path]
+
+
+@pytest.mark.parametrize("path", ["/gateway/status", "/v1/models", "/health/readiness", "/healthz", "/uix", "/docsearch", "/v1/login"])
+def test_hiding_the_ui_leaves_every_other_route_alone(path):
+    module = load_like_litellm("request_guard")
+    assert not module.is_ui_path(path)

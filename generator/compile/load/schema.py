@@ -480,7 +480,7 @@ class Gateway(_Strict):
     """Backends may download weights (an egress network; no port is published either way); false sets
     HF_HUB_OFFLINE=1."""
     admin_ui: StrictBool = False
-    """LiteLLM's UI and admin routes (keys, users, config); off: they answer 403."""
+    """LiteLLM's UI and admin routes (keys, users, config); off: the routes answer 403, the UI and API docs 404."""
     metrics: Literal["full", "light"] = "full"
     """The gateway's own metrics. full: LiteLLM's prometheus callback (requests, errors, latencies, tokens, by
     model, key, team...). light: only the request and error counters by model and status that make status, the

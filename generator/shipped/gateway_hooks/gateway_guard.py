@@ -5,7 +5,8 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
    wrong key is a 401; a person's request for a model not theirs a 403, past a token budget a 429, and their
    rpm/tpm/parallel limits are LiteLLM's limiter's (the UserAPIKeyAuth this returns carries them);
 2. only the OpenAI inference routes are open; LiteLLM's admin/management routes (keys, users,
-   teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`);
+   teams, config, UI, ...) are a 403 unless GATEWAY_ADMIN_ROUTES=1 (`gateway.admin_ui: true`), and its UI pages
+   and API docs a 404 (request_guard.py); `/health`, which makes every backend generate, is the master key's;
 3. a malformed request on any API (chat, completions, responses, messages, count_tokens, embeddings, rerank) is a 400
    naming the field and what it must be, a body over the model's `limits.request_size` a 413, and a request
    past the model's other `limits:` a 400 naming the field and the bound (request_guard.py, request_shapes.py);
@@ -51,6 +52,9 @@ import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, o
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/embeddings", "/rerank", "/models",
                    "/health", "/tokenize")
+# /health (and its other routes) makes every backend the key may use generate, outside any limit: the master key's;
+# a person's monitoring asks these, which answer without touching a backend
+PERSON_HEALTH = ("/health/readiness", "/health/liveliness", "/health/liveness")
 ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
 KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
 
@@ -104,6 +108,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     path = request.url.path
     if (person is not None or not ADMIN_ROUTES) and not path.startswith(OPENAI_PREFIXES):
         raise HTTPException(status_code=403, detail=f"{path} is an admin route, off in this gateway (gateway.admin_ui)")
+    if person is not None and path.startswith("/health") and not path.startswith(PERSON_HEALTH):
+        raise HTTPException(status_code=403, detail=f"{path} makes every backend generate: the master key's; "
+                            f"ask /health/readiness, or `make status` for the models' state")
     api = request_shapes.api_of(path) if request.method == "POST" else None
     if api is not None and not request.scope.get(request_guard.CHECKED):  # the middleware did not see it
         data = await _read_request_body(request)  # cached: LiteLLM reuses it
@@ -143,7 +150,7 @@ def skip_failing_otel_seed() -> bool:
 try:
     count_tokens.install(user_api_key_auth)
     gateway_status.install(check_key)
-    request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit)
+    request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit, hide_ui=not ADMIN_ROUTES)
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
 skip_failing_otel_seed()

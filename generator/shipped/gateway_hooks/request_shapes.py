@@ -84,13 +84,25 @@ def fields(spec: dict[str, Check], required: tuple[str, ...] = (), what: str = "
     return check
 
 
-def tagged(tag: str, variants: dict[str, Check], what: str) -> Check:
-    """An object with a string `tag` (e.g. "type"); a known tag's variant checks the rest, others pass."""
+def tagged(tag: str, variants: dict[str, Check], what: str, closed: bool = False) -> Check:
+    """An object with a string `tag` (e.g. "type"); a known tag's variant checks the rest. Other tags pass, or, when
+    `closed`, are refused naming the tags taken there (LiteLLM 1.108.7 answers some unknown content types with a 500,
+    maps others silently to text)."""
     def check(v: object, at: str) -> str | None:
         if not isinstance(v, dict) or not isinstance(v.get(tag), str):
             return f"`{at}` must be {what}"
         variant = variants.get(v[tag])
-        return variant(v, at) if variant is not None else None
+        if variant is None:
+            return f"`{_join(at, tag)}` must be one of {', '.join(variants)}" if closed else None
+        return variant(v, at)
+    return check
+
+
+def by_field(key: str, variants: dict[str, Check], other: Check) -> Check:
+    """An object checked by the variant its `key` field's value picks (e.g. a message by its role), else `other`."""
+    def check(v: object, at: str) -> str | None:
+        picked = variants.get(v.get(key)) if isinstance(v, dict) and isinstance(v.get(key), str) else None
+        return (picked or other)(v, at)
     return check
 
 
@@ -104,25 +116,46 @@ def shape(checks: Check) -> Callable[[dict], "str | None"]:
 
 # --- OpenAI chat completions --------------------------------------------------------------------------------
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-CHAT_PART = tagged("type", {
-    "text": fields({"text": STRING}, required=("text",)),
-    "image_url": fields({"image_url": either("a string URL or {url}", STRING, fields({"url": STRING}, ("url",)))},
-                        required=("image_url",)),
-    "input_audio": fields({"input_audio": fields({"data": STRING, "format": STRING}, ("data",))},
-                          required=("input_audio",)),
-}, "a content part {type, ...}")
-CHAT_CONTENT = either("a string, a list of content parts {type, ...} or null", STRING, list_of(CHAT_PART, "a list"))
+URL = either("a string URL or {url}", STRING, fields({"url": STRING}, ("url",)))
+TEXT_PART = fields({"text": STRING}, required=("text",))
+# The content part types taken in each message position: what OpenAI's API documents there and vLLM 0.32 reads
+# (vllm/renderers/chat_utils.py: MM_PARSER_MAP; "file" it does not); a media part still needs a model that takes it
+# (vLLM answers 400 "... is not a multimodal model").
+CHAT_PARTS = {
+    "user": {
+        "text": TEXT_PART,
+        "image_url": fields({"image_url": URL}, required=("image_url",)),
+        "input_audio": fields({"input_audio": fields({"data": STRING, "format": STRING}, ("data",))},
+                              required=("input_audio",)),
+        "audio_url": fields({"audio_url": URL}, required=("audio_url",)),
+        "video_url": fields({"video_url": URL}, required=("video_url",)),
+    },
+    "assistant": {"text": TEXT_PART, "refusal": fields({"refusal": STRING}, required=("refusal",)),
+                  "thinking": fields({"thinking": STRING}, required=("thinking",))},
+    "system": {"text": TEXT_PART}, "developer": {"text": TEXT_PART}, "tool": {"text": TEXT_PART},
+}
+
+
+def chat_content(parts: dict[str, Check]) -> Check:
+    return either("a string, a list of content parts {type, ...} or null", STRING,
+                  list_of(tagged("type", parts, "a content part {type, ...}", closed=True), "a list"))
+
+
 TOOL_CALL = fields({"id": STRING, "type": STRING,
                     "function": fields({"name": NAME, "arguments": STRING}, ("name",))}, required=("function",),
                    what="{id, type: function, function: {name, arguments}}")
-CHAT_MESSAGE = fields({
+MESSAGE_FIELDS: dict[str, Check] = {
     "role": one_of(*CHAT_ROLES),
-    "content": CHAT_CONTENT,
     "name": STRING,
     "tool_calls": list_of(TOOL_CALL, "a list of tool calls"),
     "tool_call_id": STRING,
     "reasoning_content": STRING,
-}, required=("role",), what="an object {role, content}")
+}
+CHAT_MESSAGE = by_field("role", {
+    role: fields({**MESSAGE_FIELDS, "content": chat_content(parts)}, required=("role",),
+                 what="an object {role, content}")
+    for role, parts in CHAT_PARTS.items()
+}, fields({**MESSAGE_FIELDS, "content": STRING}, required=("role",), what="an object {role, content}"))
 FUNCTION = fields({"name": NAME, "description": STRING, "parameters": OBJECT, "strict": BOOL}, ("name",),
                   what="{name, parameters}")
 CHAT_TOOL = fields({"type": STRING, "function": FUNCTION}, required=("function",),
@@ -165,18 +198,34 @@ COMPLETIONS = shape(fields({
 RESPONSES_PART = tagged("type", {
     "input_text": fields({"text": STRING}, ("text",)), "output_text": fields({"text": STRING}, ("text",)),
     "input_image": fields({"image_url": STRING, "file_id": STRING, "detail": STRING}),
-}, "a content part {type, ...}")
+    "refusal": fields({"refusal": STRING}, ("refusal",)),
+}, "a content part {type, ...}", closed=True)
 RESPONSES_MESSAGE = fields({
     "role": one_of("user", "assistant", "system", "developer"),
     "content": either("a string or a list of content parts {type, ...}", STRING, list_of(RESPONSES_PART, "")),
 }, required=("role", "content"))
-RESPONSES_ITEM = either("an input item: a message {role, content} or {type, ...}", RESPONSES_MESSAGE, tagged("type", {
+RESPONSES_ITEMS = tagged("type", {
     "message": RESPONSES_MESSAGE,
     "function_call": fields({"name": NAME, "arguments": STRING, "call_id": STRING}, ("name", "arguments", "call_id")),
     "function_call_output": fields({"call_id": STRING, "output": either("", STRING, list_of(OBJECT, ""))},
                                    ("call_id", "output")),
     "reasoning": fields({"summary": list_of(OBJECT, "a list")}),
-}, ""))
+    # Codex's freeform tools (apply_patch) and the web search it may have done: LiteLLM's translation reads both
+    "custom_tool_call": fields({"name": NAME, "input": STRING, "call_id": STRING}, ("name", "call_id")),
+    "custom_tool_call_output": fields({"call_id": STRING}, ("call_id",)),
+    "web_search_call": fields({}),
+}, "an input item {type, ...}", closed=True)
+
+
+def responses_item(v: object, at: str) -> str | None:
+    """An input item: {type, ...}, or a message {role, content} (its type may be left out)."""
+    if isinstance(v, dict) and "type" in v:
+        return RESPONSES_ITEMS(v, at)
+    what = "an input item: a message {role, content} or {type, ...}"
+    return RESPONSES_MESSAGE(v, at) if isinstance(v, dict) else f"`{at}` must be {what}"
+
+
+RESPONSES_ITEM: Check = responses_item
 RESPONSES_TOOL = tagged("type", {
     "function": fields({"name": NAME, "parameters": OBJECT, "description": STRING, "strict": BOOL}, ("name",)),
 }, "a tool {type: function, name, parameters}")
@@ -196,19 +245,31 @@ RESPONSES = shape(fields({
 }, required=("model", "input")))
 
 # --- Anthropic messages (and count_tokens) ------------------------------------------------------------------
+SOURCE_BLOCK = fields({"source": fields({"type": STRING, "media_type": STRING, "data": STRING, "url": STRING},
+                                       ("type",))}, ("source",))
+# inside a tool_result: what Claude Code's tools return (text, an image it read, a document; tool search's references)
+RESULT_BLOCKS: dict[str, Check] = {
+    "text": fields({"text": STRING}, ("text",)), "image": SOURCE_BLOCK, "document": SOURCE_BLOCK,
+    "search_result": fields({}), "tool_reference": fields({}),
+}
 BLOCK = tagged("type", {
     # Anthropic refuses text blocks without non-whitespace text; LiteLLM drops them (empty or blank), and a message
     # left empty is a 500 in its translation
     "text": fields({"text": kind(lambda v: isinstance(v, str) and v.strip() != "", "a string with non-whitespace text")},
                    ("text",)),
-    "image": fields({"source": fields({"type": STRING, "media_type": STRING, "data": STRING, "url": STRING},
-                                      ("type",))}, ("source",)),
+    "image": SOURCE_BLOCK,
     "tool_use": fields({"id": STRING, "name": NAME, "input": OBJECT}, ("id", "name", "input")),
     "tool_result": fields({"tool_use_id": STRING, "is_error": BOOL,
                            "content": either("a string or a list of blocks {type, ...}", STRING,
-                                             list_of(tagged("type", {}, ""), ""))}, ("tool_use_id",)),
+                                             list_of(tagged("type", RESULT_BLOCKS, "a block {type, ...}", closed=True),
+                                                     ""))}, ("tool_use_id",)),
     "thinking": fields({"thinking": STRING, "signature": STRING}, ("thinking",)),
-}, "a content block {type, ...}")
+    "redacted_thinking": fields({"data": STRING}),
+    "document": SOURCE_BLOCK,
+    # Anthropic's server tools (web search) as Claude Code sends them back in its history
+    "server_tool_use": fields({"id": STRING, "name": NAME}, ("id", "name")),
+    "web_search_tool_result": fields({"tool_use_id": STRING}, ("tool_use_id",)),
+}, "a content block {type, ...}", closed=True)
 ANTHROPIC_MESSAGE = fields({
     # a string, not only user/assistant: Claude Code 2.1 sends other roles too (LiteLLM's adapter takes them)
     "role": STRING,
