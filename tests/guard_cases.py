@@ -136,6 +136,9 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
     ("messages", {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                                                              "content": [{"type": "bogus"}]}]}]},
      "`messages[0].content[0].content[0].type` must be one of text, image, document"),
+    ("messages", {"tool_choice": {"type": "thinking"}}, "`tool_choice.type` must be one of auto, any, tool, none"),  # the fuzz test: a 500
+    ("chat", {"response_format": {"type": "xml"}}, "`response_format.type` must be one of json_schema, text, json_object"),
+    ("responses", {"text": {"format": {"type": "xml"}}}, "`text.format.type` must be one of text, json_object, json_schema"),
     ("count_tokens", {"messages": [{"role": "user", "content": [{"type": "bogus"}]}]},
      "`messages[0].content[0].type` must be one of text, image"),
 ]

@@ -415,3 +415,11 @@ def test_a_persons_key_may_not_ask_health_which_makes_every_backend_generate(mon
         with pytest.raises(HTTPException) as refused:
             ask("ann-key")
         assert refused.value.status_code == 403 and "master key" in refused.value.detail
+
+
+def test_the_route_check_leaves_our_own_routes_to_their_own_key_check(monkeypatch):
+    guard = load_like_litellm("gateway_guard")
+    monkeypatch.setenv(guard.MASTER_KEY_ENV, "master-key")
+    assert guard.route_problem("master-key", "/gateway/status") is None
+    assert guard.route_problem("master-key", "/key/generate") is not None  # admin routes: off (gateway.admin_ui)
+    assert guard.route_problem("master-key", "/health") is None

@@ -337,3 +337,30 @@ def test_with_the_ui_hidden_its_pages_and_the_docs_are_a_404_for_anyone(method, 
 def test_hiding_the_ui_leaves_every_other_route_alone(path):
     module = load_like_litellm("request_guard")
     assert not module.is_ui_path(path)
+
+
+def test_a_route_the_key_may_not_ask_is_a_403_before_litellm_sees_the_key():
+    """LiteLLM's error path after custom auth put a person's raw key in its failure metric's hashed_api_key label (the
+    people test found it on /health); the guard answers such routes itself."""
+    module = load_like_litellm("request_guard")
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    def route_check(key, path):
+        return "the master key's" if key == "Bearer person" and path == "/health" else None
+
+    middleware = module.RequestGuard(app, lambda k: k in ("Bearer person", "Bearer master"), "bad key",
+                                     route_check=route_check)
+
+    async def get(path, key):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
+            return await c.get(path, headers={"Authorization": key})
+    r = asyncio.run(get("/health", "Bearer person"))
+    assert r.status_code == 403 and "the master key's" in r.text and "person" not in r.text and reached == []
+    assert asyncio.run(get("/health", "Bearer master")).status_code == 200
+    assert asyncio.run(get("/health/readiness", "Bearer person")).status_code == 200
+    assert reached == ["/health", "/health/readiness"]
