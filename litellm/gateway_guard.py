@@ -58,6 +58,13 @@ OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/
 # a person's monitoring asks these, which answer without touching a backend
 OWN_PREFIX = "/gateway/"
 PERSON_HEALTH = ("/health/readiness", "/health/liveliness", "/health/liveness")
+# besides the inference APIs (request_shapes.py, each metered by the guard and LiteLLM's limiter), all a person's key
+# opens: the model list. Not LiteLLM's other /v1 routes (model info with its api_base, files, batches, audio, images,
+# MCP, agents, ...): a route walk with a person's key (tests/integration/test_people.py) found some reach a backend
+# and others show the deployment
+def is_model_list(path: str) -> bool:
+    """/v1/models, /models and one model's entry; not Google's /models/<m>:generateContent (and :countTokens)."""
+    return path in ("/v1/models", "/models") or (path.startswith(("/v1/models/", "/models/")) and ":" not in path)
 ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
 KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
 
@@ -111,8 +118,14 @@ def route_problem(api_key: str | None, path: str) -> str | None:
     person = None if is_master(api_key) else people.DIRECTORY.who(api_key)
     if (person is not None or not ADMIN_ROUTES) and not path.startswith(OPENAI_PREFIXES):
         return f"{path} is an admin route, off in this gateway (gateway.admin_ui)"
-    if person is not None and path.startswith("/health") and not path.startswith(PERSON_HEALTH):
-        return f"{path} makes every backend generate: the master key's; ask /health/readiness, or `make status`"
+    if person is None:
+        return None
+    if path.startswith("/health"):
+        return None if path in PERSON_HEALTH else \
+            f"{path} makes every backend generate: the master key's; ask /health/readiness, or `make status`"
+    if request_shapes.api_of(path) is None and not is_model_list(path):
+        return f"{path}: a person's key opens the inference APIs (chat, completions, responses, messages, " \
+            "embeddings, rerank) and the model list; the rest is the master key's"
     return None
 
 

@@ -194,6 +194,8 @@ PROMPT = either("a non-empty string or a non-empty list of strings", NAME, list_
     "", min_items=1))
 COMPLETIONS = shape(fields({
     **SAMPLING, "prompt": PROMPT, "best_of": POSITIVE, "logprobs": INTEGER, "echo": BOOL, "suffix": STRING,
+    # LiteLLM 1.108.7 passes its own messages on as well: a 500 "got multiple values for keyword argument"
+    "messages": kind(lambda v: False, "absent: /v1/completions takes `prompt` (messages go to /v1/chat/completions)"),
 }, required=("model", "prompt")))
 
 # --- OpenAI responses ---------------------------------------------------------------------------------------

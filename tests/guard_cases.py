@@ -91,6 +91,7 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
     ("messages", {"messages": [{"role": "user", "content": [{"type": "text", "text": " \n"}]}]},  # the fuzz test: a 500
      "`messages[0].content[0].text` must be a string with non-whitespace text"),
     ("completions", {"best_of": "2"}, "`best_of` must be an integer of at least 1"),
+    ("completions", {"messages": [{"role": "user", "content": "hi"}]}, "`messages` must be absent"),  # the route walk: a 500
     ("completions", {"logprobs": True}, "`logprobs` must be an integer"),
     ("responses", {"input": 5}, "`input` must be a string or a list of input items"),
     ("responses", {"input": [{"role": "user", "content": 5}]}, "`input[0].content` must be a string or a list"),

@@ -56,7 +56,15 @@ OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/
                    "/health", "/tokenize")
 # /health (and its other routes) makes every backend the key may use generate, outside any limit: the master key's;
 # a person's monitoring asks these, which answer without touching a backend
+OWN_PREFIX = "/gateway/"
 PERSON_HEALTH = ("/health/readiness", "/health/liveliness", "/health/liveness")
+# besides the inference APIs (request_shapes.py, each metered by the guard and LiteLLM's limiter), all a person's key
+# opens: the model list. Not LiteLLM's other /v1 routes (model info with its api_base, files, batches, audio, images,
+# MCP, agents, ...): a route walk with a person's key (tests/integration/test_people.py) found some reach a backend
+# and others show the deployment
+def is_model_list(path: str) -> bool:
+    """/v1/models, /models and one model's entry; not Google's /models/<m>:generateContent (and :countTokens)."""
+    return path in ("/v1/models", "/models") or (path.startswith(("/v1/models/", "/models/")) and ":" not in path)
 ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
 KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
 
@@ -102,17 +110,33 @@ def person_auth(person: people.Person) -> UserAPIKeyAuth:
                           rpm_limit=person.rpm, tpm_limit=person.tpm, max_parallel_requests=person.parallel)
 
 
+def route_problem(api_key: str | None, path: str) -> str | None:
+    """Why the holder of `api_key` (a valid key) may not ask `path`, or None. The request guard answers it 403
+    before LiteLLM; custom auth asks again for a request it did not see."""
+    if path.startswith(OWN_PREFIX):  # our routes check their own key (/gateway/status: the master key's)
+        return None
+    person = None if is_master(api_key) else people.DIRECTORY.who(api_key)
+    if (person is not None or not ADMIN_ROUTES) and not path.startswith(OPENAI_PREFIXES):
+        return f"{path} is an admin route, off in this gateway (gateway.admin_ui)"
+    if person is None:
+        return None
+    if path.startswith("/health"):
+        return None if path in PERSON_HEALTH else \
+            f"{path} makes every backend generate: the master key's; ask /health/readiness, or `make status`"
+    if request_shapes.api_of(path) is None and not is_model_list(path):
+        return f"{path}: a person's key opens the inference APIs (chat, completions, responses, messages, " \
+            "embeddings, rerank) and the model list; the rest is the master key's"
+    return None
+
+
 async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     master = is_master(api_key)
     person = None if master else people.DIRECTORY.who(api_key)
     if not master and person is None:
         raise HTTPException(status_code=401, detail=KEY_PROBLEM)
     path = request.url.path
-    if (person is not None or not ADMIN_ROUTES) and not path.startswith(OPENAI_PREFIXES):
-        raise HTTPException(status_code=403, detail=f"{path} is an admin route, off in this gateway (gateway.admin_ui)")
-    if person is not None and path.startswith("/health") and not path.startswith(PERSON_HEALTH):
-        raise HTTPException(status_code=403, detail=f"{path} makes every backend generate: the master key's; "
-                            f"ask /health/readiness, or `make status` for the models' state")
+    if (why := route_problem(api_key, path)) is not None:
+        raise HTTPException(status_code=403, detail=why)
     api = request_shapes.api_of(path) if request.method == "POST" else None
     if api is not None and not request.scope.get(request_guard.CHECKED):  # the middleware did not see it
         data = await _read_request_body(request)  # cached: LiteLLM reuses it
@@ -152,7 +176,7 @@ def skip_failing_otel_seed() -> bool:
 try:
     count_tokens.install(user_api_key_auth)
     gateway_status.install(check_key)
-    request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit, hide_ui=not ADMIN_ROUTES)
+    request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit, hide_ui=not ADMIN_ROUTES, route_check=route_problem)
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
 skip_failing_otel_seed()

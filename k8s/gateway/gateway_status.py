@@ -11,7 +11,9 @@ and ``/metrics``, and its own metrics process (LiteLLM's metrics server, started
 Stateless: each call probes afresh and returns cumulative counters with the gateway's clock; the
 client computes rates from two calls. So any worker of any replica answers the same.
 
-Needs the master key (Authorization: Bearer, or x-api-key), checked by the guard. Installed in front
+``GET /gateway/routes``: every route of the gateway's OpenAPI schema, with its methods.
+
+Both need the master key (Authorization: Bearer, or x-api-key), checked by the guard. Installed in front
 of LiteLLM's routes by gateway_guard.py, like count_tokens.py.
 
 State of a backend, from its ``/health`` (vLLM 0.32 binds its port before loading the model but
@@ -54,6 +56,9 @@ from error_kinds import backend_failure  # noqa: E402  (also the Prometheus rule
 from gateway_start import METRICS_PORT_ENV  # noqa: E402  (gateway_start.py starts the metrics process on it)
 
 PATH = "/gateway/status"
+# every route of the gateway's OpenAPI schema, with its methods (the master key's): what the route walk asks with a
+# person's key (tests/integration/test_people.py); LiteLLM 1.108 adds routes at start and lazily, so no import lists them
+ROUTES_PATH = "/gateway/routes"
 PROBE_CONNECT_TIMEOUT = 2.0
 PROBE_READ_TIMEOUT = 3.0
 
@@ -281,3 +286,17 @@ def install(check_key: Callable[[str], Awaitable[object]]) -> None:
         return JSONResponse(await status())
 
     routes.insert(0, APIRoute(PATH, endpoint, methods=["GET"], name="gateway_status", include_in_schema=False))
+
+    async def listing(request: Request) -> JSONResponse:
+        await check_key(request.headers.get("x-api-key") or request.headers.get("authorization", ""))
+        return JSONResponse({"routes": served_routes(request.app.openapi())})
+
+    routes.insert(0, APIRoute(ROUTES_PATH, listing, methods=["GET"], name="gateway_routes", include_in_schema=False))
+
+
+def served_routes(schema: dict) -> list[dict]:
+    """The routes of the app's OpenAPI schema (built from the app whatever NO_OPENAPI says, with LiteLLM's stubs
+    for its lazily loaded features): path and methods."""
+    verbs = ("get", "post", "put", "patch", "delete")
+    return [{"path": path, "methods": sorted(m.upper() for m in ops if m in verbs)}
+            for path, ops in sorted((schema.get("paths") or {}).items())]

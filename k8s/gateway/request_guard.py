@@ -242,6 +242,11 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
 
 
 Admit = Callable[[str | None, dict], Awaitable["Refusal | None"]]
+RouteCheck = Callable[[str | None, str], "str | None"]  # (key, path) -> why the key may not ask this route, or None
+
+
+def _any_route(key: str | None, path: str) -> str | None:
+    return None
 
 
 async def _admit_all(key: str | None, body: dict) -> Refusal | None:
@@ -266,8 +271,9 @@ class RequestGuard:
     403/429), answered here, before LiteLLM, whose error path would hand the key to its failure callbacks."""
 
     def __init__(self, app: Any, key_is_valid: Callable[[str | None], bool], key_problem: str,
-                 admit: Admit = _admit_all, hide_ui: bool = False) -> None:
+                 admit: Admit = _admit_all, hide_ui: bool = False, route_check: RouteCheck = _any_route) -> None:
         self.app = app
+        self.route_check = route_check
         self.key_is_valid = key_is_valid
         self.key_problem = key_problem
         self.admit = admit
@@ -294,6 +300,14 @@ class RequestGuard:
                 except ClientGone:
                     return None
                 return await respond(send, None, 401, self.key_problem)
+            # a route the key may not ask: 403 here too (LiteLLM's error path after custom auth puts the raw key in its
+            # failure metric's hashed_api_key label)
+            if sent and (why := self.route_check(key_of(headers), scope.get("path", ""))) is not None:
+                try:
+                    await read_body(receive, -1)
+                except ClientGone:
+                    return None
+                return await respond(send, None, 403, why)
             return await self.app(scope, receive, send)
         try:
             refusal, body = await self.check(scope, receive, api)
@@ -380,7 +394,7 @@ def named_in_path(path: str) -> bool:
 
 
 def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: Any = None,
-            admit: Admit = _admit_all, hide_ui: bool = False) -> None:
+            admit: Admit = _admit_all, hide_ui: bool = False, route_check: RouteCheck = _any_route) -> None:
     """Put the guard in front of LiteLLM's middlewares (once per process). The proxy app has started when LiteLLM
     loads custom auth (its lifespan loads the config), so the built middleware stack is wrapped in place."""
     if app is None:
@@ -391,6 +405,6 @@ def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: A
     app.gateway_request_guard = True
     if app.middleware_stack is None:  # not started yet: the ordinary way
         app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem, admit=admit,
-                           hide_ui=hide_ui)
+                           hide_ui=hide_ui, route_check=route_check)
     else:
-        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem, admit, hide_ui)
+        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem, admit, hide_ui, route_check)

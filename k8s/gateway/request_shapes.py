@@ -167,8 +167,8 @@ CHAT_TOOL_CHOICE = either("auto, none, required or {type: function, function: {n
 RESPONSE_FORMAT = tagged("type", {
     "json_schema": fields({"json_schema": fields({"name": NAME, "schema": OBJECT, "strict": BOOL}, ("name",),
                                                  what="{name, schema}")}, required=("json_schema",)),
-    "text": fields({}), "json_object": fields({}),
-}, "{type: text | json_object | json_schema, ...}")
+    "text": fields({}), "json_object": fields({}), "structural_tag": fields({}),  # the last: vLLM's own
+}, "{type: text | json_object | json_schema, ...}", closed=True)
 STREAM_OPTIONS = fields({"include_usage": BOOL, "continuous_usage_stats": BOOL})
 
 SAMPLING = {  # fields the OpenAI APIs (and vLLM's extensions of them) share
@@ -194,6 +194,8 @@ PROMPT = either("a non-empty string or a non-empty list of strings", NAME, list_
     "", min_items=1))
 COMPLETIONS = shape(fields({
     **SAMPLING, "prompt": PROMPT, "best_of": POSITIVE, "logprobs": INTEGER, "echo": BOOL, "suffix": STRING,
+    # LiteLLM 1.108.7 passes its own messages on as well: a 500 "got multiple values for keyword argument"
+    "messages": kind(lambda v: False, "absent: /v1/completions takes `prompt` (messages go to /v1/chat/completions)"),
 }, required=("model", "prompt")))
 
 # --- OpenAI responses ---------------------------------------------------------------------------------------
@@ -242,7 +244,9 @@ RESPONSES = shape(fields({
     "tool_choice": either("auto, none, required or {type, ...}", one_of("auto", "none", "required"),
                           tagged("type", {}, "")),
     "parallel_tool_calls": BOOL, "previous_response_id": STRING, "include": STRINGS, "truncation": STRING,
-    "text": fields({"format": tagged("type", {}, "{type: text | json_object | json_schema, ...}")}),
+    "text": fields({"format": tagged("type", {"text": fields({}), "json_object": fields({}),
+                                              "json_schema": fields({"name": STRING, "schema": OBJECT})},
+                                     "{type: text | json_object | json_schema, ...}", closed=True)}),
     "reasoning": fields({"effort": STRING, "summary": STRING}),
 }, required=("model", "input")))
 
@@ -286,8 +290,9 @@ MESSAGES_FIELDS: dict[str, Check] = {
     "system": either("a string or a list of text blocks {type: text, text}", STRING,
                      list_of(fields({"type": one_of("text"), "text": STRING}, ("type", "text")), "")),
     "tools": list_of(ANTHROPIC_TOOL, "a list of tools {name, input_schema}"),
-    "tool_choice": tagged("type", {"tool": fields({"name": NAME}, ("name",))},
-                          "{type: auto | any | tool | none, ...}"),
+    # closed: another type (e.g. "thinking") is LiteLLM 1.108.7's 500 "Incompatible tool choice param" (the fuzz test)
+    "tool_choice": tagged("type", {"auto": fields({}), "any": fields({}), "tool": fields({"name": NAME}, ("name",)),
+                                   "none": fields({})}, "{type: auto | any | tool | none, ...}", closed=True),
     "thinking": fields({"type": STRING, "budget_tokens": INTEGER}),
 }
 MESSAGES = shape(fields({

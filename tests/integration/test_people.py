@@ -140,6 +140,58 @@ def test_health_which_makes_every_backend_generate_is_the_master_keys_alone(gate
     assert backend_generations(gateway) == after_master
 
 
+def backend_requests(gateway) -> dict[str, float]:
+    """{handler: requests} over the stack's backends (vLLM's own HTTP count), the probes and scrapes left out."""
+    counts: dict[str, float] = {}
+    for m in gateway.plan.models:
+        for line in httpx.get(f"http://127.0.0.1:{m.port}/metrics", timeout=30).text.splitlines():
+            if line.startswith("http_requests_total{"):
+                handler = line.split('handler="', 1)[1].split('"', 1)[0]
+                if handler not in ("/health", "/metrics"):
+                    counts[handler] = counts.get(handler, 0.0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def test_no_route_reaches_a_backend_outside_a_persons_limits(gateway, people):
+    """Issue 48: every route the gateway answers (its OpenAPI schema: /gateway/routes), every method, asked with a
+    person's key. The APIs the guard checks (request_shapes.py: chat, completions, responses, messages, count_tokens,
+    embeddings, rerank) are metered on every request (a person's models and budgets in the guard, LiteLLM's limiter:
+    the rpm test below asks each); every other route must leave the backends untouched and answer no more than the
+    model list and LiteLLM's probes."""
+    import concurrent.futures
+    import re
+
+    from generator.shipped.gateway_hooks.request_shapes import api_of
+
+    root = gateway.url.removesuffix("/v1")
+    routes = httpx.get(f"{root}/gateway/routes", headers={"authorization": f"Bearer {gateway.key}"},
+                       timeout=60).json()["routes"]
+    assert len(routes) > 300 and {"path": "/v1/chat/completions", "methods": ["POST"]} in routes
+    asked = [(r["path"], m) for r in routes for m in r["methods"] if api_of(r["path"]) is None]
+    body = {"model": "tool-caller", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "input": "hi",
+            "prompt": "hi", "query": "hi", "documents": ["a"], "file": "x", "text": "hi", "contents": [{"text": "hi"}]}
+
+    def ask(path: str, method: str) -> tuple[str, str, int]:
+        url = root + re.sub(r"\{[^}:]+\}", "x", path)
+        try:
+            r = httpx.request(method, url, headers={"authorization": f"Bearer {people['bob']}"}, timeout=30,
+                              **({"json": body} if method in ("POST", "PUT", "PATCH") else {}))
+            return path, method, r.status_code
+        except httpx.HTTPError:
+            return path, method, 0
+
+    before = backend_requests(gateway)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda pm: ask(*pm), asked))
+    after = backend_requests(gateway)
+    reached = {h: after[h] - before.get(h, 0.0) for h in after if after[h] > before.get(h, 0.0)}
+    answered = sorted({path for path, _, code in answers if code < 400})
+    print(f"\n{len(answers)} route x method asked (the inference APIs aside); answered < 400: {answered}")
+    assert reached == {}, f"the backends answered {reached} for routes outside the metered APIs"
+    assert set(answered) <= {"/health/readiness", "/health/liveliness", "/health/liveness", "/models", "/v1/models",
+                             "/models/{model_id}"}, answered
+
+
 # one request per API the stack serves, the same person: all count against one rpm
 API_CALLS = (
     ("/chat/completions", lambda: chat("reasoner")),

@@ -423,3 +423,18 @@ def test_the_route_check_leaves_our_own_routes_to_their_own_key_check(monkeypatc
     assert guard.route_problem("master-key", "/gateway/status") is None
     assert guard.route_problem("master-key", "/key/generate") is not None  # admin routes: off (gateway.admin_ui)
     assert guard.route_problem("master-key", "/health") is None
+
+
+@pytest.mark.parametrize("path,opens", [
+    ("/v1/chat/completions", True), ("/chat/completions", True), ("/v1/responses", True), ("/v1/messages", True),
+    ("/v1/messages/count_tokens", True), ("/v1/embeddings", True), ("/v1/rerank", True), ("/v1/models", True),
+    ("/models", True), ("/v1/models/reasoner", True), ("/health/readiness", True),
+    ("/health", False), ("/v1/model/info", False), ("/v1/files", False), ("/v1/audio/transcriptions", False),
+    ("/v1/images/generations", False), ("/v1/responses/input_tokens", False), ("/models/reasoner:generateContent", False),
+    ("/models/reasoner:countTokens", False), ("/v1/mcp/tools", False), ("/key/generate", False),
+])
+def test_a_persons_key_opens_the_inference_apis_and_the_model_list_only(monkeypatch, path, opens):
+    guard = load_like_litellm("gateway_guard")
+    ann = guard.people.Person("ann", None, None, None, None, None, None)
+    monkeypatch.setattr(guard.people.DIRECTORY, "who", lambda key: ann if key == "ann-key" else None)
+    assert (guard.route_problem("ann-key", path) is None) is opens
