@@ -3,8 +3,10 @@ only less work would (busy cores). Standard library only (it runs before any ven
 
     python3 .ci/cpu.py sample FILE   # every 10 s: "<seconds since start> <busy %> <runnable tasks>" (until killed),
                                      # and "proc <seconds> <kind>=<CPU seconds> ...": what used the cores, by kind
-    python3 .ci/cpu.py report FILE   # one line per minute: busy % and a bar (and the phases .ci/run marked ending),
-                                     # then CPU seconds per kind of process over the run
+    python3 .ci/cpu.py report FILE [TESTS]  # one line per minute: busy % and a bar (and the phases .ci/run marked
+                                     # ending), then CPU seconds per kind of process over the run; with TESTS (the
+                                     # PYTEST_TIMELINE file tests/conftest.py appends to), the test files that held
+                                     # the cores
 
 Per kind: each process's own CPU time (utime + stime) read every POLL seconds and attributed by its command line
 (a process inside a container is a host process too); what ran for less than POLL, or in a process's last POLL,
@@ -13,6 +15,7 @@ is counted as "unattributed".
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -80,6 +83,7 @@ def sample(path: Path) -> None:
     used: dict[str, float] = {}
     next_step = start + STEP
     with path.open("a") as f:
+        f.write(f"start {time.time():.1f}\n")  # the wall clock of t=0, for the tests' timeline
         while True:
             time.sleep(POLL)
             now = processes()
@@ -99,12 +103,48 @@ def sample(path: Path) -> None:
             used = {}
 
 
-def report(path: Path) -> None:
+def by_test_file(rows: list[list[str]], timeline: Path, top: int = 25) -> None:
+    """The cores' busy CPU seconds of each 10 s sample split among the test files running in it, by how long each
+    ran in it (approximate: a file that waits beside a busy one gets its share; a module's stack start counts in its
+    first test), then the files that held the most. Spans of the compose phase's pytest runs are marked `compose:`."""
+    start = next((float(r[1]) for r in rows if r[0] == "start"), None)
+    if start is None or not timeline.exists():
+        return
+    spans = []
+    for line in timeline.read_text().splitlines():
+        try:
+            t = json.loads(line)
+            spans.append((t["start"] - start, t["end"] - start, t["file"]))
+        except (ValueError, KeyError):
+            continue
+    cores = os.cpu_count() or 1
+    held: dict[str, float] = {}
+    for r in rows:
+        if r[0] in ("proc", "mark", "start"):
+            continue
+        t1 = float(r[0])
+        t0, cpu = t1 - STEP, float(r[1]) / 100 * STEP * cores
+        overlap: dict[str, float] = {}
+        for a, b, name in spans:
+            if b > t0 and a < t1:
+                overlap[name] = overlap.get(name, 0.0) + min(b, t1) - max(a, t0)
+        total = sum(overlap.values())
+        for name, seconds in (overlap.items() if total else [("(no test running)", 1.0)]):
+            held[name] = held.get(name, 0.0) + cpu * seconds / (total or 1.0)
+    print(f"ci: cpu: by test file (the cores' busy time split among the files running, by wall time; top {top}):")
+    for name, secs in sorted(held.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"ci: cpu:   {name:60} {secs:7.0f} s")
+
+
+def report(path: Path, timeline: Path | None = None) -> None:
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    rows = [r for r in rows if r[0] != "start"] + [r for r in rows if r[0] == "start"]
     minutes: dict[int, list[float]] = {}
     ended: dict[int, list[str]] = {}  # .ci/run's "mark <seconds> <phase>" lines: the phases that ended that minute
     kinds: dict[str, float] = {}
     for t, busy, *rest in rows:
+        if t == "start":
+            continue
         if t == "proc":
             for item in rest:
                 kind, _, secs = item.rpartition("=")
@@ -129,6 +169,8 @@ def report(path: Path) -> None:
     for kind, secs in sorted(kinds.items(), key=lambda kv: -kv[1]):
         print(f"ci: cpu:   {kind:38} {secs:7.0f} s  {100 * secs / max(busy_s, 1):3.0f}%")
     print(f"ci: cpu:   {'unattributed (short-lived processes)':38} {max(0.0, busy_s - attributed):7.0f} s")
+    if timeline is not None:
+        by_test_file(rows, timeline)
 
 
 if __name__ == "__main__":
@@ -136,6 +178,6 @@ if __name__ == "__main__":
     if cmd == "sample":
         sample(Path(arg))
     elif cmd == "report":
-        report(Path(arg))
+        report(Path(arg), Path(sys.argv[3]) if len(sys.argv) > 3 else None)
     else:
         sys.exit(f"usage: {__doc__}")

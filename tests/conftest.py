@@ -1,4 +1,6 @@
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,21 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: group[item.nodeid] == OWN_STACKS)  # stable: the OWN tests last, each part in order
     for item in items:
         item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
+
+
+TIMELINE_ENV = "PYTEST_TIMELINE"  # .ci/run: a file each test's file and wall-clock span is appended to (.ci/cpu.py)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With PYTEST_TIMELINE set, one line per test (setup, call and teardown: a module's stack start is in its first
+    test): the CI's CPU report splits the cores' busy time among the files running (.ci/cpu.py). The compose
+    phase's runs (against GATEWAY_URL) are marked `compose:`."""
+    path = os.environ.get(TIMELINE_ENV)
+    start = time.time()
+    yield
+    if path:
+        where = "compose: " if os.environ.get("GATEWAY_URL") or os.environ.get("COMPOSE_ENV_FILE") else ""
+        line = json.dumps({"file": where + item.nodeid.split("::")[0], "start": start, "end": time.time()})
+        with open(path, "a") as f:
+            f.write(line + "\n")
