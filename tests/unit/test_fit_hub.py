@@ -100,7 +100,10 @@ def without_source(line: str) -> str:
 # --- the repo's models.yml, as a user on a machine that reaches the Hub runs it -----------------------------
 
 def generate(models: Path, out: Path, **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"} | env
+    """The generator CLI with `env`; FIT_HUB_TIMEOUT 30 s, not 3: the stand-in Hub answers from this test process,
+    which a CI run's busy cores kept from answering within 3 s once (glm47-flash's config.json: "skipped").
+    The timeouts have tests of their own (a slow Hub, below)."""
+    environ = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"} | {"FIT_HUB_TIMEOUT": "30"} | env
     return subprocess.run([sys.executable, "-m", "generator", "--models", str(models), "--out", str(out)],
                           cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120)
 
