@@ -238,7 +238,32 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
         if name in body:
             return Refusal(400, f"invalid request: `{name}` is not taken from a request: the gateway's config "
                                 "decides where and how each model is served", name)
-    return limits_problem(body, size, model_limits(body.get("model"))) or prompt_logprobs_problem(api, body)
+    return (limits_problem(body, size, model_limits(body.get("model"))) or prompt_logprobs_problem(api, body)
+            or kind_problem(api, body.get("model")))
+
+
+# API -> the model_info.mode its model must have, and what a model without it is told (the generated config gives
+# pooling models mode embedding or rerank; a chat model has none)
+POOLING_APIS = {
+    "embeddings": ("embedding", "is not an embedding model: its backend serves no /v1/embeddings (vLLM serves "
+                                "embeddings only for a pooling model, `vllm serve ... --runner pooling`)"),
+    "rerank": ("rerank", "is not a rerank model: its backend serves no rerank (vLLM serves it only for a pooling model "
+                         "with a scoring head, `vllm serve ... --runner pooling`)"),
+}
+
+
+def kind_problem(api: str, model: object) -> Refusal | None:
+    """An embeddings or rerank request to a model of another kind: a 400 naming the model, before its backend is
+    asked (it answered 404; the route walk of tests/integration/test_people.py saw those requests reach it)."""
+    import gateway_backends as gb
+
+    if api not in POOLING_APIS or not isinstance(model, str) or (rt := gb.router()) is None:
+        return None
+    mode, why = POOLING_APIS[api]
+    deps = gb.deployments(rt, model)
+    if deps and any(gb.info(dep).get("mode") != mode for dep in deps):
+        return Refusal(400, f"{model} {why}", "model")
+    return None
 
 
 Admit = Callable[[str | None, dict], Awaitable["Refusal | None"]]

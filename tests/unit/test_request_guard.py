@@ -24,6 +24,10 @@ class FakeRouter:
          "model_info": {"gateway_limits": {**LIMITS, "request_bytes": 65536}}},
         {"model_name": "lora-cpu", "litellm_params": {"model": "hosted_vllm/lora-cpu"},
          "model_info": {"gateway_limits": LIMITS, "gateway_no_prompt_logprobs": True}},
+        {"model_name": "emb", "litellm_params": {"model": "hosted_vllm/emb"},
+         "model_info": {"mode": "embedding", "gateway_limits": LIMITS}},
+        {"model_name": "rr", "litellm_params": {"model": "hosted_vllm/rr"},
+         "model_info": {"mode": "rerank", "gateway_limits": LIMITS}},
     ]
 
     def get_model_list(self, model_name):
@@ -210,6 +214,24 @@ def test_embeddings_to_a_model_without_them_is_a_400_naming_the_model():
     assert answer.status_code == 400 and "chat-model is not an embedding model" in answer.detail
     chat = {**data, "proxy_server_request": {"url": "http://gw/v1/chat/completions"}}
     assert asyncio.run(hook.MaxTokensClamp().async_post_call_failure_hook(chat, NotFound("Not Found"), None)) is None
+
+
+@pytest.mark.parametrize("path,body,refused", [
+    ("/v1/embeddings", {"model": "m", "input": "hi"}, "m is not an embedding model"),
+    ("/v1/embeddings", {"model": "rr", "input": "hi"}, "rr is not an embedding model"),
+    ("/v1/embeddings", {"model": "emb", "input": "hi"}, None),
+    ("/v1/rerank", {"model": "m", "query": "q", "documents": ["a"]}, "m is not a rerank model"),
+    ("/v2/rerank", {"model": "emb", "query": "q", "documents": ["a"]}, "emb is not a rerank model"),
+    ("/v1/rerank", {"model": "rr", "query": "q", "documents": ["a"]}, None),
+    ("/v1/embeddings", {"model": "no-such-model", "input": "hi"}, None),  # LiteLLM's own 400 names it
+])
+def test_embeddings_or_rerank_to_a_model_of_another_kind_is_a_400_before_its_backend(guard, path, body, refused):
+    """The route walk saw such requests reach the backend (a 404 there); the config's model_info.mode says the kind."""
+    status, answer, reached = guard(path, body)
+    if refused:
+        assert status == 400 and refused in answer["error"]["message"] and reached is None
+    else:
+        assert status == 200 and reached is not None
 
 
 def test_a_model_named_in_the_path_counts_as_the_requests_model(guard):
