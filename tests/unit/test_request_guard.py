@@ -330,25 +330,31 @@ def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkey
     assert _count(f"{counters.FAILED}_total", **label) == before + 1
 
 
-@pytest.mark.parametrize("hide_ui", [True, False])
-@pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/ui/"), ("GET", "/openapi.json"), ("GET", "/docs"),
-                                         ("POST", "/login"), ("GET", "/litellm-asset-prefix/_next/a.js")])
-def test_with_the_ui_hidden_its_pages_and_the_docs_are_a_404_for_anyone(method, path, hide_ui):
+def behind_the_guard(reached: list, **options):
+    """(the request guard in front of an app that records each path it is asked, ask(method, path, key))."""
     module = load_like_litellm("request_guard")
-    reached = []
 
     async def app(scope, receive, send):
         reached.append(scope["path"])
         await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"ui"})
+        await send({"type": "http.response.body", "body": b"{}"})
 
-    middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "bad key", hide_ui=hide_ui)
+    middleware = module.RequestGuard(app, lambda k: k in (f"Bearer {KEY}", "Bearer person"), "bad key", **options)
 
-    async def go():
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
-            return await c.request(method, path, content=b"username=admin&password=x",
-                                   headers={"Authorization": f"Bearer {KEY}"})
-    r = asyncio.run(go())
+    def ask(method: str, path: str, key: str = f"Bearer {KEY}") -> httpx.Response:
+        async def go():
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
+                return await c.request(method, path, content=b"username=admin&password=x", headers={"Authorization": key})
+        return asyncio.run(go())
+    return ask
+
+
+@pytest.mark.parametrize("hide_ui", [True, False])
+@pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/ui/"), ("GET", "/openapi.json"), ("GET", "/docs"),
+                                         ("POST", "/login"), ("GET", "/litellm-asset-prefix/_next/a.js")])
+def test_with_the_ui_hidden_its_pages_and_the_docs_are_a_404_for_anyone(method, path, hide_ui):
+    reached: list = []
+    r = behind_the_guard(reached, hide_ui=hide_ui)(method, path)
     if hide_ui:
         assert r.status_code == 404 and "admin UI and API docs are off" in r.text and reached == []
     else:
@@ -364,25 +370,13 @@ def test_hiding_the_ui_leaves_every_other_route_alone(path):
 def test_a_route_the_key_may_not_ask_is_a_403_before_litellm_sees_the_key():
     """LiteLLM's error path after custom auth put a person's raw key in its failure metric's hashed_api_key label (the
     people test found it on /health); the guard answers such routes itself."""
-    module = load_like_litellm("request_guard")
-    reached = []
-
-    async def app(scope, receive, send):
-        reached.append(scope["path"])
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"{}"})
-
     def route_check(key, path):
         return "the master key's" if key == "Bearer person" and path == "/health" else None
 
-    middleware = module.RequestGuard(app, lambda k: k in ("Bearer person", "Bearer master"), "bad key",
-                                     route_check=route_check)
-
-    async def get(path, key):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
-            return await c.get(path, headers={"Authorization": key})
-    r = asyncio.run(get("/health", "Bearer person"))
+    reached: list = []
+    ask = behind_the_guard(reached, route_check=route_check)
+    r = ask("GET", "/health", "Bearer person")
     assert r.status_code == 403 and "the master key's" in r.text and "person" not in r.text and reached == []
-    assert asyncio.run(get("/health", "Bearer master")).status_code == 200
-    assert asyncio.run(get("/health/readiness", "Bearer person")).status_code == 200
+    assert ask("GET", "/health").status_code == 200
+    assert ask("GET", "/health/readiness", "Bearer person").status_code == 200
     assert reached == ["/health", "/health/readiness"]
