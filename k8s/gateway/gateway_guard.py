@@ -54,19 +54,21 @@ import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, o
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/embeddings", "/rerank", "/models",
                    "/health", "/tokenize")
+OWN_PREFIX = "/gateway/"  # our own routes (gateway_status.py): each checks its own key
 # /health (and its other routes) makes every backend the key may use generate, outside any limit: the master key's;
 # a person's monitoring asks these, which answer without touching a backend
-OWN_PREFIX = "/gateway/"
 PERSON_HEALTH = ("/health/readiness", "/health/liveliness", "/health/liveness")
-# besides the inference APIs (request_shapes.py, each metered by the guard and LiteLLM's limiter), all a person's key
+ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
+KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
+
+
+# Besides the inference APIs (request_shapes.py, each metered by the guard and LiteLLM's limiter), all a person's key
 # opens: the model list. Not LiteLLM's other /v1 routes (model info with its api_base, files, batches, audio, images,
 # MCP, agents, ...): a route walk with a person's key (tests/integration/test_people.py) found some reach a backend
-# and others show the deployment
+# and others show the deployment.
 def is_model_list(path: str) -> bool:
     """/v1/models, /models and one model's entry; not Google's /models/<m>:generateContent (and :countTokens)."""
     return path in ("/v1/models", "/models") or (path.startswith(("/v1/models/", "/models/")) and ":" not in path)
-ADMIN_ROUTES = os.environ.get("GATEWAY_ADMIN_ROUTES", "") in ("1", "true", "True")
-KEY_PROBLEM = "missing or invalid API key: send `Authorization: Bearer <key>`"
 
 
 def is_master(api_key: str | None) -> bool:
