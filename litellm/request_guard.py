@@ -278,6 +278,16 @@ async def _admit_all(key: str | None, body: dict) -> Refusal | None:
     return None
 
 
+async def refuse(receive: Receive, send: Send, status: int, message: str) -> None:
+    """Answer a request that is not an API's (no body of ours to judge) with `status`, once its body is read to its
+    end and dropped (answering first would look like a reset connection); nothing when the client has gone."""
+    try:
+        await read_body(receive, -1)
+    except ClientGone:
+        return None
+    return await respond(send, None, status, message)
+
+
 def is_ui_path(path: str) -> bool:
     return path in UI_ROUTES or path.startswith(UI_PREFIXES)
 
@@ -309,30 +319,18 @@ class RequestGuard:
             return await self.app(scope, receive, send)
         api = shapes.api_of(scope.get("path", "")) if scope.get("method") == "POST" else None
         if api is None and self.hide_ui and is_ui_path(scope.get("path", "")):
-            try:
-                await read_body(receive, -1)
-            except ClientGone:
-                return None
-            return await respond(send, None, 404, UI_OFF)
+            return await refuse(receive, send, 404, UI_OFF)
         if api is None:
             # any other route: a key that is sent and unknown is a 401 here (LiteLLM's own 401 path would pass the
             # key to its failure callbacks and metrics); no key at all is LiteLLM's to judge (public routes)
             headers = dict(scope.get("headers") or [])
             sent = [headers[h].decode("latin-1") for h in KEY_HEADERS if h in headers]
             if sent and not any(self.key_is_valid(k) for k in sent):
-                try:
-                    await read_body(receive, -1)
-                except ClientGone:
-                    return None
-                return await respond(send, None, 401, self.key_problem)
+                return await refuse(receive, send, 401, self.key_problem)
             # a route the key may not ask: 403 here too (LiteLLM's error path after custom auth puts the raw key in its
             # failure metric's hashed_api_key label)
             if sent and (why := self.route_check(key_of(headers), scope.get("path", ""))) is not None:
-                try:
-                    await read_body(receive, -1)
-                except ClientGone:
-                    return None
-                return await respond(send, None, 403, why)
+                return await refuse(receive, send, 403, why)
             return await self.app(scope, receive, send)
         try:
             refusal, body = await self.check(scope, receive, api)
