@@ -27,7 +27,7 @@ POLL = 2.0  # seconds between readings of every process's CPU time
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = (  # (kind, a regular expression on the command line), first match wins; else the parent's kind
     ("installs (pip, apt, mmdebstrap, npm)", r"\bpip3?\b|\bapt(-get)?\b|\bdpkg\b|mmdebstrap|\bnpm\b"),
-    ("vLLM backends", r"vllm serve|vllm\.entrypoints|VLLM::|runtime\.engine_fork"),
+    ("vLLM backends", r"vllm serve|vllm\.entrypoints|VLLM::|vllm_fork"),
     ("gateway (LiteLLM)", r"litellm"),
     ("on-demand controller", r"generator\.shipped\.on_demand"),
     ("pytest and what it runs", r"pytest"),

@@ -67,3 +67,18 @@ def text_of(gateway, model, tokens: int) -> str:
 def too_long_text(gateway, model) -> str:
     """A prompt that alone is longer than the model's context (by a tenth)."""
     return text_of(gateway, model, model.context + model.context // 10 + 16)
+
+
+def fork_server_of(pid: int | None = None, port: int | None = None):
+    """The vLLM fork server (generator/shipped/on_demand/vllm_fork.py) the backend `pid` (or the one listening on
+    127.0.0.1:`port`: its API server, or the engine it forked, which holds the socket too and may be the one the
+    OS names) was forked from; None when it was spawned."""
+    import psutil
+
+    pids = [pid] if pid is not None else [c.pid for c in psutil.net_connections("tcp")
+                                          if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN]
+    for p in pids:
+        for parent in psutil.Process(p).parents()[:2]:  # the API server's parent, or its engine's grandparent
+            if "--fork-server" in parent.cmdline():
+                return parent
+    return None

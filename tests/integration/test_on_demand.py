@@ -36,7 +36,7 @@ from generator.compile.plan import ControllerPlan, OnDemandPlan
 from generator.demo.scripted_model import NO_END_LOGIT_BIAS
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import free_ports
-from tests.integration.helpers import UNIT
+from tests.integration.helpers import UNIT, fork_server_of
 
 pytestmark = pytest.mark.on_demand
 
@@ -55,7 +55,9 @@ class Stack(LocalStack):
 
     def controller_config(self):
         config = super().controller_config()
-        config["models"][BROKEN]["argv"].append("--no-such-flag")
+        broken = config["models"][BROKEN]
+        broken["argv"].append("--no-such-flag")
+        broken["fork"]["args"].append("--no-such-flag")  # forked from the stack's fork server (LOCAL_ENGINE_FORK)
         return config
 
 
@@ -208,6 +210,7 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         assert "model broken failed to load" in message and "unrecognized arguments: --no-such-flag" in message, message
         assert status()[BROKEN]["state"] == "failed" and "--no-such-flag" in status()[BROKEN]["last_error"]
         assert plain(A) and status()[A]["state"] == "loaded"
+        assert fork_server_of(port=ports[A]) is not None, "A was spawned, not forked from the stack's vLLM fork server"
         steps["4: broken model failed"] = time.monotonic() - t
 
         # 5. A unloads once idle for IDLE seconds

@@ -47,19 +47,21 @@ from rich.table import Table
 from ...compile.gateway_process import (BACKEND_ENV, METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env,
                                         redis_env, serve_command)
 from ...compile.output import ensure_env_file, read_env_file
-from .engine_fork import ENGINE_FORK_ENV
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
 from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, people_file, render_litellm, supervisor_file
 from ...compile.renderers.on_demand import controller_config
 from ...compile.renderers.text import dump_yaml, header
+from ...shipped.on_demand import vllm_fork
 from ..keys import write_hashes
 from . import redis
 from .ports import free_port
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
-ENGINE_FORK_ENTRYPOINT = ["-m", "generator.operate.runtime.engine_fork"]  # the same, its engine forked (CPU examples)
+# the same, its engine forked: the spawned fallback of a LOCAL_ENGINE_FORK backend that no fork server took
+ENGINE_FORK_ENTRYPOINT = ["-m", "generator.shipped.on_demand.vllm_fork"]
+FORK_SERVER = "vllm-fork"  # a fork server's process name: vllm-fork-<its environment's digest> (state.json, logs/)
 CONTROLLER = "on-demand"  # the controller's process name (state.json, logs/on-demand.log)
 CONTROLLER_FILE = "on-demand.json"
 REDIS = "redis"  # the stack's Redis process (state.json, logs/redis.log), when plan.redis
@@ -181,16 +183,17 @@ class LocalStack:
                   **{m.name: f"http://127.0.0.1:{m.port}/health" for m in stack.always_on},
                   **({CONTROLLER: stack.controller_url + "/healthz"} if plan.controller else {})}
         for entry in state.get("procs", []):
-            if entry["name"] in expected and started_at(entry["pid"]) == entry.get("started"):
+            if (entry["name"] in expected or entry["name"].startswith(FORK_SERVER)) and \
+                    started_at(entry["pid"]) == entry.get("started"):
                 stack.procs.append(Proc(entry["name"], entry["cmd"], state_dir / "logs" / f"{entry['name']}.log",
                                         health.get(entry["name"], ""), pid=entry["pid"], started=entry["started"]))
-        if {p.name for p in stack.procs} != expected:
+        if {p.name for p in stack.procs} - {p.name for p in stack.procs if p.name.startswith(FORK_SERVER)} != expected:
             return None
         if plan.redis and not (stack.redis_port and redis.ping(stack.redis_port, stack.keys()[plan.redis.password_env])):
             return None
         try:  # 10 s: a healthy gateway on a loaded machine (a test run's other stacks starting) can take seconds
             with httpx.Client(timeout=10) as client:
-                if not all(client.get(p.health_url).status_code == 200 for p in stack.procs if p.name != REDIS):
+                if not all(client.get(p.health_url).status_code == 200 for p in stack.procs if p.health_url):
                     return None
         except httpx.HTTPError:
             return None
@@ -219,6 +222,8 @@ class LocalStack:
             config["models"][m.name].update(
                 argv=proc.cmd, cwd=os.getcwd(), log=str(proc.log),
                 env={k: v for k, v in proc.env.items() if k != "VLLM_API_KEY"})  # the controller sets the key itself
+            if proc.fork_socket:  # forked from the stack's fork server, in its session (`down` ends it)
+                config["models"][m.name]["fork"] = {"socket": proc.fork_socket, "args": list(proc.fork_args)}
         return {**config, "host": "127.0.0.1", "docker_socket": False}
 
     def _controller(self) -> Proc:
@@ -232,13 +237,42 @@ class LocalStack:
 
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
-        entry = ENGINE_FORK_ENTRYPOINT if m.env.get(ENGINE_FORK_ENV) == "1" else VLLM_ENTRYPOINT
-        cmd = [self.vllm_python, *entry, "--model", m.model, *m.flag_args, "--host", "127.0.0.1"]
+        forked = m.env.get(vllm_fork.ENGINE_FORK_ENV) == "1"
+        args = ("--model", m.model, *m.flag_args, "--host", "127.0.0.1")
+        cmd = [self.vllm_python, *(ENGINE_FORK_ENTRYPOINT if forked else VLLM_ENTRYPOINT), *args]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
         env = {**BACKEND_ENV, **m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
         always = {x.name for x in self.always_on}  # an on-demand model is never waited for (it starts on a request)
         return Proc(m.name, cmd, self.state_dir / "logs" / f"{m.name}.log", f"http://127.0.0.1:{m.port}/health",
-                    env=env, waits_for=tuple(w for w in m.start_after if w in always))
+                    env=env, waits_for=tuple(w for w in m.start_after if w in always),
+                    fork_socket=self._fork_socket(env) if forked else None, fork_args=args)
+
+    # --- the vLLM fork servers (LOCAL_ENGINE_FORK models: generator/shipped/on_demand/vllm_fork.py) ------------------
+    def _fork_socket(self, env: dict[str, str]) -> str | None:
+        """The socket of the fork server for backends of this environment (one server per distinct environment:
+        what torch and vLLM read at import is the server's); None when the state dir's path is too long for one."""
+        digest = hashlib.sha256(json.dumps(vllm_fork.import_env(env), sort_keys=True).encode()).hexdigest()[:12]
+        path = str(self.state_dir / "fork" / f"{digest}.sock")
+        return path if len(path.encode()) <= vllm_fork.MAX_SOCKET_PATH else None
+
+    def _fork_server(self, proc: Proc) -> Proc | None:
+        """The running fork server `proc` forks from, started now if this stack has none for its socket yet."""
+        if proc.fork_socket is None:
+            return None
+        name = f"{FORK_SERVER}-{Path(proc.fork_socket).stem}"
+        if server := next((p for p in self.procs if p.name == name and p.alive()), None):
+            return server
+        Path(proc.fork_socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        server = Proc(name, [self.vllm_python, *ENGINE_FORK_ENTRYPOINT, "--fork-server", proc.fork_socket],
+                      self.state_dir / "logs" / f"{name}.log", "")
+        self._spawn(server, vllm_fork.import_env(proc.env))
+        self.console.print(f"{name}: imports vLLM once; the backends of its environment fork from it")
+        return server
+
+    def _start_fork_servers(self) -> None:
+        """Before the backends (the on-demand ones too): the servers' imports run beside the gateway's."""
+        for m in self.plan.models:
+            self._fork_server(self._backend(m))
 
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
@@ -254,9 +288,16 @@ class LocalStack:
         if problem := self._other_stack_running():  # before anything runs: its record would be overwritten
             raise StackError(problem)
         proc.log.parent.mkdir(parents=True, exist_ok=True)
-        with proc.log.open("ab") as log:
-            proc.popen = subprocess.Popen(proc.cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, start_new_session=True, cwd=os.getcwd())
+        if server := self._fork_server(proc):
+            try:
+                proc.popen = vllm_fork.fork(proc.fork_socket, list(proc.fork_args), {**os.environ, **env}, os.getcwd(),
+                                            str(proc.log), alive=server.alive)
+            except vllm_fork.ForkUnavailable as exc:
+                self.console.print(f"[yellow]{proc.name}: {exc}; started as a process of its own[/]")
+        if proc.popen is None:
+            with proc.log.open("ab") as log:
+                proc.popen = subprocess.Popen(proc.cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL, start_new_session=True, cwd=os.getcwd())
         proc.pid = proc.popen.pid
         proc.started = started_at(proc.pid)
         self.procs.append(proc)
@@ -288,6 +329,7 @@ class LocalStack:
             self.start_redis()
             gateway = self.start_gateway(wait=False)
             self.console.print("gateway: starting (it never waits for a backend)")
+            self._start_fork_servers()
             controller = [self._controller()] if self.controller_config() else []
             if controller:
                 self.console.print(f"{CONTROLLER}: starting (loads {', '.join(m.name for m in self.plan.on_demand)} "
@@ -463,7 +505,8 @@ class LocalStack:
     def stop(self, grace: float = 15) -> None:
         """End exactly the processes this stack started (their whole process groups; the controller's
         session, where its backends run, too: it stops them itself on SIGTERM, this ends what outlived it)."""
-        controllers = [(p.pid, p.started) for p in self.procs if p.name == CONTROLLER]
+        # the controller's session and the fork servers' hold the on-demand backends (vllm_fork.py)
+        controllers = [(p.pid, p.started) for p in self.procs if p.name == CONTROLLER or p.name.startswith(FORK_SERVER)]
         ours = self.owns_state()
         stop_processes(self.procs, grace)
         for sid, started in controllers:

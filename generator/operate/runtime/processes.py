@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from ...shipped.on_demand.process_group import signal_group, tail  # noqa: F401  (one definition; re-exported)
+from ...shipped.on_demand.vllm_fork import ForkedProcess
 
 
 @dataclass
@@ -28,13 +29,15 @@ class Proc:
     cmd: list[str]
     log: Path
     health_url: str
-    popen: subprocess.Popen | None = None
+    popen: subprocess.Popen | ForkedProcess | None = None
     pid: int | None = None
     ready_after: float | None = None
     env: dict[str, str] = field(default_factory=dict)
     waits_for: tuple[str, ...] = ()  # processes that must be ready (or failed) before this one starts
     failed: str | None = None  # why it is not running, once it failed
     started: float | None = None  # its start time, read once at spawn: tells it from a later reuse of its pid
+    fork_socket: str | None = None  # a vLLM backend forked from this fork server (vllm_fork.py), else spawned
+    fork_args: tuple[str, ...] = ()  # its `vllm serve` flags, when forked
 
     def alive(self) -> bool:
         return self.popen.poll() is None if self.popen else _pid_alive(self.pid)

@@ -7,7 +7,9 @@ key is read from the controller's environment (`api_key_env`), as the gateway re
                            "url": "http://<host>:<port>", "service": "<compose service>",
                            "api_key_env": "VLLM_API_KEY_X", "gpus": [0],
                            # local runtime only: how to start the backend as a process
-                           "argv": [...], "env": {...}, "cwd": "/abs", "log": "/abs/x.log"}},
+                           "argv": [...], "env": {...}, "cwd": "/abs", "log": "/abs/x.log",
+                           # ... forked from the stack's vLLM fork server (vllm_fork.py) when it answers
+                           "fork": {"socket": "/abs/fork/x.sock", "args": [...]}}},
      # optional: "host" (default 0.0.0.0), "compose_project" (Docker driver; else $COMPOSE_PROJECT_NAME),
      #           "docker_socket": true (the generator's models.yml setting: /var/run/docker.sock), false (no
      #           Docker: the sleep driver only), or the socket's path}
@@ -48,6 +50,8 @@ class ModelConfig:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     log: str | None = None
+    fork_socket: str | None = None  # local runtime: forked from this vLLM fork server (vllm_fork.py) ...
+    fork_args: tuple[str, ...] = ()  # ... with these `vllm serve` flags (argv is the fallback)
 
     @property
     def spec(self) -> ModelSpec:
@@ -86,7 +90,8 @@ def parse_config(data: dict, source: str = "config") -> ControllerConfig:
             name=name, group=need(m, "group", where), idle_timeout=float(need(m, "idle_timeout", where)), unload=unload,
             url=str(need(m, "url", where)).rstrip("/").removesuffix("/v1"), service=m.get("service", name),
             api_key_env=m.get("api_key_env", ""), gpus=tuple(m.get("gpus", ())), argv=tuple(m.get("argv", ())),
-            env=dict(m.get("env", {})), cwd=m.get("cwd"), log=m.get("log"))
+            env=dict(m.get("env", {})), cwd=m.get("cwd"), log=m.get("log"),
+            fork_socket=(m.get("fork") or {}).get("socket"), fork_args=tuple((m.get("fork") or {}).get("args", ())))
     return ControllerConfig(port=int(need(data, "port", "")), queue=int(data.get("queue", 64)),
                             load_timeout=float(data.get("load_timeout", 900)),
                             drain_timeout=float(data.get("drain_timeout", 300)), models=models,

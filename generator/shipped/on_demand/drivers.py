@@ -1,9 +1,9 @@
 """How a model is loaded and unloaded: the controller's hands (the policy decides, these act).
 
-- LocalProcesses: the local runtime's backends, spawned as runtime/local.py spawns them (argv, env, log),
-  each in its own process group inside the controller's session (so `runtime down`, which ends the
-  controller's whole session, ends them too); ready when /health answers 200; stopped with SIGTERM to
-  the group, then SIGKILL.
+- LocalProcesses: the local runtime's backends, started as runtime/local.py starts them (argv, env, log),
+  each in its own process group inside the controller's session, or forked from the stack's vLLM fork server
+  (vllm_fork.py) inside that server's session (`runtime down` ends both sessions, and them with them); ready when
+  /health answers 200; stopped with SIGTERM to the group, then SIGKILL.
 - Docker: compose backends: the service's container started/stopped through the Docker Engine HTTP API
   on its Unix socket (httpx, already in the gateway image: an async client and no new dependency; the
   Docker SDK for Python is synchronous, built on requests, and would be one more package in the image
@@ -34,6 +34,7 @@ from typing import Protocol
 import httpx
 
 from .config import ModelConfig
+from . import vllm_fork
 from .process_group import signal_group, tail
 
 log = logging.getLogger("on_demand")
@@ -83,7 +84,7 @@ class LocalProcesses:
     def __init__(self, grace: float = 10):
         self._signal_group, self._tail = signal_group, tail
         self.grace = grace
-        self.procs: dict[str, subprocess.Popen] = {}
+        self.procs: dict[str, subprocess.Popen | vllm_fork.ForkedProcess] = {}
 
     def _log(self, m: ModelConfig) -> Path:
         return Path(m.log or f"{m.name}.log")
@@ -99,12 +100,20 @@ class LocalProcesses:
             env["VLLM_API_KEY"] = os.environ[m.api_key_env]
         with path.open("ab") as fh:
             fh.write(f"{MARK}{m.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
-            fh.flush()
+        proc: subprocess.Popen | vllm_fork.ForkedProcess | None = None
+        if m.fork_socket:  # in the fork server's session, a process group of its own: `runtime down` ends it
             try:
-                proc = subprocess.Popen(list(m.argv), env=env, cwd=m.cwd, stdout=fh, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, process_group=0)
-            except OSError as exc:
-                raise LoadError(f"could not start {m.argv[0]}: {exc}") from None
+                proc = await asyncio.to_thread(vllm_fork.fork, m.fork_socket, list(m.fork_args), env,
+                                               m.cwd or os.getcwd(), str(path.absolute()), False)
+            except vllm_fork.ForkUnavailable as exc:
+                log.warning("%s: %s; started as a process of its own", m.name, exc)
+        if proc is None:
+            with path.open("ab") as fh:
+                try:
+                    proc = subprocess.Popen(list(m.argv), env=env, cwd=m.cwd, stdout=fh, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, process_group=0)
+                except OSError as exc:
+                    raise LoadError(f"could not start {m.argv[0]}: {exc}") from None
         self.procs[m.name] = proc
 
         def gone() -> str | None:

@@ -1,0 +1,117 @@
+"""The vLLM fork server (generator/shipped/on_demand/vllm_fork.py) with a stand-in for vLLM (tests/fork_standin.py):
+each child is exactly the process its request describes, Popen's view of it is right, and every way of not having a
+server ends in ForkUnavailable (the caller then spawns). The real vLLM behind it: every CPU stack of the integration
+tests (tests/integration/test_gateway_basics.py checks the demo's backends are forks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from generator.shipped.on_demand import vllm_fork
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_server(sock: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "generator.shipped.on_demand.vllm_fork", "--fork-server", str(sock),
+                             "--module", "tests.fork_standin"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    sock = tmp_path_factory.mktemp("fork") / "s.sock"
+    proc = start_server(sock)
+    yield sock, proc
+    proc.kill()
+    proc.wait(10)
+
+
+def report(log: Path) -> dict:
+    return json.loads(log.read_text().splitlines()[0])
+
+
+def test_a_child_is_the_process_its_request_describes(server, tmp_path):
+    sock, proc = server
+    log = tmp_path / "b.log"
+    env = {"PATH": os.environ["PATH"], "ONLY_THIS": "1", "PYTHONPATH": str(ROOT)}
+    child = vllm_fork.fork(str(sock), ["exit", "3"], env, str(tmp_path), str(log))
+    assert child.wait(30) == 3 and child.poll() == 3 and child.returncode == 3
+    seen = report(log)
+    assert seen["argv"] == ["vllm", "exit", "3"]
+    assert seen["cwd"] == str(tmp_path)
+    assert seen["env"] == env  # exactly the request's, nothing of the server's
+    assert seen["pid"] == child.pid and seen["ppid"] == proc.pid
+    assert seen["sid"] == child.pid  # session=True: a session leader, as Popen(start_new_session=True)
+    assert log.read_text().splitlines()[1] == "to stderr"  # both streams in the log
+
+
+def test_a_child_outside_a_session_keeps_the_servers_with_a_group_of_its_own(server, tmp_path):
+    sock, proc = server
+    child = vllm_fork.fork(str(sock), ["exit", "0"], {}, str(tmp_path), str(tmp_path / "b.log"), session=False)
+    assert child.wait(30) == 0
+    seen = report(tmp_path / "b.log")
+    assert seen["sid"] == os.getsid(proc.pid) and seen["pgid"] == child.pid
+
+
+def test_a_running_child_polls_none_and_a_killed_one_reports_its_signal(server, tmp_path):
+    sock, _ = server
+    children = [vllm_fork.fork(str(sock), ["sleep", "60"], {}, str(tmp_path), str(tmp_path / f"{i}.log"))
+                for i in range(3)]
+    assert [c.poll() for c in children] == [None] * 3
+    with pytest.raises(subprocess.TimeoutExpired):
+        children[0].wait(0.5)
+    for sig, c in zip((signal.SIGKILL, signal.SIGTERM, signal.SIGINT), children):
+        os.killpg(c.pid, sig)
+    assert children[0].wait(30) == -signal.SIGKILL
+    assert children[1].wait(30) == -signal.SIGTERM
+    assert children[2].wait(30) != 0  # Python's own SIGINT handler: KeyboardInterrupt
+
+
+def test_a_child_that_outlives_its_server_is_still_followed(tmp_path):
+    sock = tmp_path / "s.sock"
+    proc = start_server(sock)
+    try:
+        child = vllm_fork.fork(str(sock), ["sleep", "60"], {}, str(tmp_path), str(tmp_path / "b.log"))
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert child.poll() is None  # it runs on without the server
+    os.kill(child.pid, signal.SIGKILL)
+    assert child.wait(30) == vllm_fork.UNKNOWN_EXIT  # its status went to init
+
+
+def test_no_server_is_fork_unavailable(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(vllm_fork.ForkUnavailable, match="no vLLM fork server answers"):
+        vllm_fork.fork(str(tmp_path / "none.sock"), [], {}, str(tmp_path), str(tmp_path / "b.log"), alive=lambda: False)
+    assert time.monotonic() - started < 5  # a dead server is not waited for
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(tmp_path / "stale.sock"))  # bound, never listening: a dead server's socket file
+    with pytest.raises(vllm_fork.ForkUnavailable):
+        vllm_fork.fork(str(tmp_path / "stale.sock"), [], {}, str(tmp_path), str(tmp_path / "b.log"), server_wait=0.5)
+
+
+def test_a_bad_request_is_refused_and_the_server_serves_on(server, tmp_path):
+    sock, _ = server
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(str(sock))
+    conn.sendall(b'{"args": "not a list"}\n')
+    assert "bad request" in json.loads(conn.makefile().readline())["error"]
+    conn.close()
+    child = vllm_fork.fork(str(sock), ["exit", "0"], {}, str(tmp_path), str(tmp_path / "b.log"))
+    assert child.wait(30) == 0
+
+
+def test_the_socket_is_the_owners_only(server):
+    sock, _ = server
+    assert (sock.stat().st_mode & 0o777) == 0o600
