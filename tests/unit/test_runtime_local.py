@@ -4,6 +4,7 @@ reported with exit code and log lines, taken ports refused up front, `down` thro
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import httpx
 import psutil
 import pytest
 import yaml
+from rich.console import Console
 
 from generator.compile.renderers import LITELLM_FILE
 from generator.operate.runtime.local import LocalStack, StackError
@@ -343,3 +345,71 @@ def test_a_state_file_from_before_ids_counts_as_ours_when_it_records_only_our_pr
     finally:
         first.stop(grace=2)
     assert not (first.state_dir / "state.json").exists()
+
+
+# vLLM's interpreter for the fork tests: the real fork server (vllm_fork.py) with the stand-in for vLLM
+# (tests/fork_standin.py) as what it imports and runs; a spawned backend runs the stand-in too
+FORK_PYTHON = """#!{python}
+import os, sys
+args = sys.argv[1:]
+if "--fork-server" in args:
+    args += ["--module", "tests.fork_standin"]
+elif args[:2] == ["-m", "generator.shipped.on_demand.vllm_fork"]:
+    args = ["-m", "tests.fork_standin", *args[2:]]
+os.execv({python!r}, [{python!r}, *args])
+"""
+
+
+def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_gone(tmp_path, plan, monkeypatch):
+    from generator.operate.runtime.local import FORK_SERVER
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)  # the stand-in is imported as tests.fork_standin
+    fake = tmp_path / "vllm-python"
+    fake.write_text(FORK_PYTHON.format(python=sys.executable))
+    fake.chmod(0o755)
+    env = '  env: {LOCAL_ENGINE_FORK: "1"}\n'
+    p = plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n{env}"
+             f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n{env}"
+             f"gateway: {{port: {free_port()}}}\n")
+    stack = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
+    stack.state_dir.mkdir(parents=True)
+    try:
+        procs = [stack._backend(m) for m in p.models]
+        assert stack._watch(procs, timeout=60, fail_fast=True) == ()
+        (server,) = [x for x in stack.procs if x.name.startswith(FORK_SERVER)]  # one environment, one server
+        assert [psutil.Process(x.pid).ppid() for x in procs] == [server.pid] * 2
+        recorded = json.loads((stack.state_dir / "state.json").read_text())
+        assert {e["name"] for e in recorded["procs"]} == {"a", "b", server.name}
+        assert all(os.getsid(x.pid) == x.pid for x in procs)  # session leaders: `down` ends them by session
+        seen = json.loads(procs[0].log.read_text().splitlines()[0])
+        assert seen["argv"][1:] == list(procs[0].fork_args) and seen["env"]["VLLM_API_KEY"] == stack.keys()[p.models[0].api_key_env]
+
+        stack.kill("a")
+        stack.kill(server.name)
+        stack.start_backend("a", timeout=60)  # a new server for it
+        (again,) = [x for x in stack.procs if x.name.startswith(FORK_SERVER)]
+        a = next(x for x in stack.procs if x.name == "a")
+        assert again.pid != server.pid and psutil.Process(a.pid).ppid() == again.pid
+
+        long_state = tmp_path / ("x" * 90) / "state"  # too long a path for a Unix socket: spawned, the same flags
+        assert LocalStack(p, long_state, vllm_python=str(fake))._backend(p.models[1]).fork_socket is None
+    finally:
+        stack.stop(grace=2)
+    assert not any(x.alive() for x in procs) and not server.alive() and not again.alive()
+
+    broken = tmp_path / "broken-python"  # a fork server that dies at start: the backend is spawned, with a line
+    broken.write_text(FORK_PYTHON.format(python=sys.executable).replace('args += ["--module", "tests.fork_standin"]',
+                                                                        "sys.exit(1)"))
+    broken.chmod(0o755)
+    console = Console(record=True, width=200)
+    spawned = LocalStack(p, tmp_path / "state2", vllm_python=str(broken), console=console)
+    spawned.state_dir.mkdir(parents=True)
+    try:
+        proc = spawned._backend(p.models[1])
+        assert spawned._watch([proc], timeout=60, fail_fast=True) == ()
+        assert psutil.Process(proc.pid).ppid() == os.getpid()  # spawned by this process, not forked
+        said = console.export_text()
+        assert "b: no vLLM fork server answers" in said and "started as a process of its own" in said, said
+    finally:
+        spawned.stop(grace=2)
