@@ -35,7 +35,7 @@ import httpx
 
 from .config import ModelConfig
 from . import vllm_fork
-from .process_group import signal_group, tail
+from .process_group import group_members, signal_group, tail
 
 log = logging.getLogger("on_demand")
 HEALTH_POLL = 0.5  # seconds between /health probes while a backend loads
@@ -141,6 +141,11 @@ class LocalProcesses:
             self._signal_group(proc.pid, signal.SIGKILL)
             await asyncio.to_thread(proc.wait, 10)
         self._signal_group(proc.pid, signal.SIGKILL)  # whatever of its group outlived it (engine subprocesses)
+        # ... and until it is gone: vLLM's engine, a fork of the API server, holds its listening socket too, and the
+        # API server may exit before the engine it killed (an "unloaded" model whose port still answered, in CI)
+        deadline = time.monotonic() + self.grace
+        while group_members(proc.pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
 
     async def alive(self, m: ModelConfig) -> bool:
         proc = self.procs.get(m.name)
