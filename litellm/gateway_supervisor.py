@@ -102,20 +102,30 @@ def children(pid: int) -> dict[int, bytes]:
     return found
 
 
-FORK_SERVER = b"multiprocessing.forkserver"  # in the command line of multiprocessing's fork server
+FORK_SERVER = b"multiprocessing.forkserver"  # in the command line of a fork server multiprocessing started itself
+
+
+def fork_server_of(pid: int) -> int | None:
+    """The fork server the gateway process `pid` starts its workers from: a child of it with its own command line
+    (gateway_serve.py forks it from the gateway process) or multiprocessing's own (FORK_SERVER); None without one."""
+    try:
+        own = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    return next((child for child, cmdline in children(pid).items() if cmdline == own or FORK_SERVER in cmdline), None)
 
 
 def workers_of(pid: int) -> set[int]:
-    """uvicorn's worker processes of the gateway process `pid`: the children of its fork server (gateway_serve.py:
-    forked from it, so with its command line) or its own children started by multiprocessing's spawn (`spawn_main`:
-    LiteLLM's own CLI); empty when the gateway runs a single process. multiprocessing's resource tracker, a child
-    too, is neither."""
-    found = set()
-    for child, cmdline in children(pid).items():
-        if b"spawn_main" in cmdline:
-            found.add(child)
-        elif FORK_SERVER in cmdline:
-            found |= {worker for worker, line in children(child).items() if line == cmdline}
+    """uvicorn's worker processes of the gateway process `pid`: the children of its fork server (forked from it, so
+    with its command line) or its own children started by multiprocessing's spawn (`spawn_main`: LiteLLM's own CLI);
+    empty when the gateway runs a single process. multiprocessing's resource tracker, a child too, is neither."""
+    found = {child for child, cmdline in children(pid).items() if b"spawn_main" in cmdline}
+    if (server := fork_server_of(pid)) is not None:
+        try:
+            line = (Path("/proc") / str(server) / "cmdline").read_bytes()
+        except OSError:  # it ended meanwhile
+            return found
+        found |= {worker for worker, cmdline in children(server).items() if cmdline == line}
     return found
 
 

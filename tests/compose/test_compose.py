@@ -256,11 +256,14 @@ def test_the_gateway_container_resolves_its_worker_count_from_its_own_cpus(deplo
         assert line == f"gateway-supervisor: gateway: {given} worker(s) (gateway.workers: {given} in models.yml)", line
     processes = docker("top", container_of("litellm"), "-o", "pid,ppid,args").splitlines()
     rows = {int(p.split()[0]): (int(p.split()[1]), p.split(None, 2)[2]) for p in processes[1:]}  # pid: (ppid, args)
-    # the process that runs gateway_serve.py (not the supervisor, which names it in its arguments)
-    (serving,) = [pid for pid, (_, args) in rows.items() if args.split()[1:2] == ["/etc/litellm/gateway_serve.py"]]
-    # uvicorn's workers: forked from the fork server the LiteLLM parent started (gateway_serve.py), so its children
-    # with its command line; none spawned (each importing LiteLLM again)
-    (server,) = [pid for pid, (ppid, args) in rows.items() if ppid == serving and FORK_SERVER.decode() in args]
-    workers = [pid for pid, (ppid, args) in rows.items() if ppid == server and args == rows[server][1]]
+    # the processes that run gateway_serve.py (not the supervisor, which names it in its arguments): the one the
+    # supervisor started, its fork server (a fork of it made once it imported LiteLLM: its child with its command
+    # line, not multiprocessing's fresh interpreter) and uvicorn's workers (forks of that server); none spawned
+    # (each importing LiteLLM again)
+    serving_like = {pid for pid, (_, args) in rows.items() if args.split()[1:2] == ["/etc/litellm/gateway_serve.py"]}
+    (serving,) = [pid for pid in serving_like if rows[pid][0] not in serving_like]
+    (server,) = [pid for pid in serving_like if rows[pid][0] == serving]
+    assert not any(FORK_SERVER.decode() in args for _, args in rows.values()), "\n".join(processes)
+    workers = [pid for pid in serving_like if rows[pid][0] == server]
     assert len(workers) == (cpus if given == "auto" else int(given)), "\n".join(processes)
     assert not any("spawn_main" in p for p in processes), "\n".join(processes)

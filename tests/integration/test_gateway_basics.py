@@ -150,12 +150,14 @@ def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
     assert len(workers) == (n if n > 1 else 0), (line, workers)  # with one worker uvicorn serves in the parent
     if n == 1:
         return
-    # forked from one fork server that imported LiteLLM (gateway_serve.py), not spawned: none imported it again
+    # forked from one fork server, itself a fork of the gateway process made once it had imported LiteLLM
+    # (gateway_serve.py), not spawned: none imported it again, not even the fork server
     (server,) = {psutil.Process(w).ppid() for w in workers}
-    assert FORK_SERVER.decode() in " ".join(psutil.Process(server).cmdline()), psutil.Process(server).cmdline()
+    serving = psutil.Process(server).ppid()
+    assert psutil.Process(server).cmdline() == psutil.Process(serving).cmdline(), psutil.Process(server).cmdline()
+    assert FORK_SERVER.decode() not in " ".join(psutil.Process(server).cmdline())  # not multiprocessing's own
     assert all(psutil.Process(w).cmdline() == psutil.Process(server).cmdline() for w in workers), workers
-    # the fork server's preload is skipped without a word when the import fails: pydantic's compiled core mapped in
-    # it says LiteLLM was imported there (a bare fork server imports nothing of the kind)
+    # pydantic's compiled core mapped in it says LiteLLM was imported before the fork (a bare fork server has none)
     assert "_pydantic_core" in Path(f"/proc/{server}/maps").read_text(), "the fork server did not import LiteLLM"
     assert not any("spawn_main" in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children(recursive=True))
 

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from generator.operate.runtime.ports import free_port
-from generator.shipped.gateway_hooks.gateway_supervisor import workers_of
+from generator.shipped.gateway_hooks.gateway_supervisor import fork_server_of, workers_of
 
 HOOKS = Path(__file__).resolve().parents[2] / "generator" / "shipped" / "gateway_hooks"
 # the app: its answer names the worker, the process that imported the app module and the hook module's word, which
@@ -90,8 +90,9 @@ def _workers(answers: set[tuple[int, int, str]]) -> set[int]:
 
 @pytest.mark.parametrize("fork", [True, False], ids=["fork-server", "spawned"])
 def test_workers_are_counted_forked_or_spawned_and_after_a_rolling_restart(tmp_path, fork):
-    """Workers forked from the fork server carry its command line and did not import the app themselves; spawned
-    ones run multiprocessing's `spawn_main` and did. workers_of finds the 2 either way (not the resource tracker nor
+    """Workers forked from the fork server (itself a fork of the gateway process, made once it imported the app)
+    carry its command line and did not import the app themselves; spawned ones run multiprocessing's `spawn_main` and
+    did. workers_of finds the 2 either way (not the resource tracker nor
     the fork server), and the 2 new ones after SIGHUP, which serve the hook module as it is now; every answer comes
     from a worker it counted."""
     proc, port = _run(tmp_path, fork)
@@ -102,11 +103,12 @@ def test_workers_are_counted_forked_or_spawned_and_after_a_rolling_restart(tmp_p
         imported_elsewhere = {worker != imported_in for worker, imported_in, _ in answers}
         assert imported_elsewhere == {fork}, answers
         parents = {psutil.Process(w).ppid() for w in first}
-        if fork:  # one fork server, a child of the gateway process, imported the app for both
-            assert {imported_in for _, imported_in, _ in answers} == parents != {proc.pid}, (answers, parents)
+        if fork:  # the gateway process imported the app once; its fork server (a fork of it) and the workers did not
+            assert {imported_in for _, imported_in, _ in answers} == {proc.pid} != parents, (answers, parents)
             (server,) = parents
+            assert psutil.Process(server).cmdline() == psutil.Process(proc.pid).cmdline()  # a fork, not a new interpreter
             assert all(psutil.Process(w).cmdline() == psutil.Process(server).cmdline() for w in first)
-            assert psutil.Process(server).ppid() == proc.pid
+            assert psutil.Process(server).ppid() == proc.pid and fork_server_of(proc.pid) == server
         else:
             assert parents == {proc.pid}
             assert all("spawn_main" in " ".join(psutil.Process(w).cmdline()) for w in first)
