@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -392,8 +393,9 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
         a = next(x for x in stack.procs if x.name == "a")
         assert again.pid != server.pid and psutil.Process(a.pid).ppid() == again.pid
 
-        long_state = tmp_path / ("x" * 90) / "state"  # too long a path for a Unix socket: spawned, the same flags
-        assert LocalStack(p, long_state, vllm_python=str(fake))._backend(p.models[1]).fork_socket is None
+        long_state = tmp_path / ("x" * 90) / "state"  # too long a path for a Unix socket: a private folder in /tmp
+        deep = LocalStack(p, long_state, vllm_python=str(fake))._backend(p.models[1]).fork_socket
+        assert deep is not None and Path(deep).parent.parent == Path(tempfile.gettempdir()), deep
     finally:
         stack.stop(grace=2)
     assert not any(x.alive() for x in procs) and not server.alive() and not again.alive()

@@ -30,9 +30,11 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -252,8 +254,11 @@ class LocalStack:
         """The socket of the fork server for backends of this environment (one server per distinct environment:
         what torch and vLLM read at import is the server's); None when the state dir's path is too long for one."""
         digest = hashlib.sha256(json.dumps(vllm_fork.import_env(env), sort_keys=True).encode()).hexdigest()[:12]
-        path = str(self.state_dir / "fork" / f"{digest}.sock")
-        return path if len(path.encode()) <= vllm_fork.MAX_SOCKET_PATH else None
+        path = self.state_dir / "fork" / f"{digest}.sock"
+        if len(str(path).encode()) > vllm_fork.MAX_SOCKET_PATH:  # a deep state dir: a private folder in /tmp instead
+            where = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:16]
+            path = Path(tempfile.gettempdir()) / f"llm-gateway-fork-{where}" / f"{digest}.sock"
+        return str(path) if len(str(path).encode()) <= vllm_fork.MAX_SOCKET_PATH else None
 
     def _fork_server(self, proc: Proc) -> Proc | None:
         """The running fork server `proc` forks from, started now if this stack has none for its socket yet."""
@@ -262,7 +267,12 @@ class LocalStack:
         name = f"{FORK_SERVER}-{Path(proc.fork_socket).stem}"
         if server := next((p for p in self.procs if p.name == name and p.alive()), None):
             return server
-        Path(proc.fork_socket).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder = Path(proc.fork_socket).parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = folder.lstat()
+        if folder.is_symlink() or mode.st_uid != os.getuid() or mode.st_mode & 0o077:  # someone else's: never used
+            self.console.print(f"[yellow]{folder} is not this user's private folder: {proc.name} is not forked[/]")
+            return None
         server = Proc(name, [self.vllm_python, *ENGINE_FORK_ENTRYPOINT, "--fork-server", proc.fork_socket],
                       self.state_dir / "logs" / f"{name}.log", "")
         self._spawn(server, vllm_fork.import_env(proc.env))
@@ -508,9 +518,14 @@ class LocalStack:
         # the controller's session and the fork servers' hold the on-demand backends (vllm_fork.py)
         controllers = [(p.pid, p.started) for p in self.procs if p.name == CONTROLLER or p.name.startswith(FORK_SERVER)]
         ours = self.owns_state()
+        sockets = [Path(p.cmd[-1]) for p in self.procs if p.name.startswith(FORK_SERVER)]
         stop_processes(self.procs, grace)
         for sid, started in controllers:
             end_session(sid, started)
+        for socket_path in sockets:  # a dead server's socket; its folder too when it is the one in /tmp
+            socket_path.unlink(missing_ok=True)
+            if socket_path.parent.name.startswith("llm-gateway-fork-"):
+                shutil.rmtree(socket_path.parent, ignore_errors=True)
         self.procs.clear()
         if ours:
             (self.state_dir / "state.json").unlink(missing_ok=True)
