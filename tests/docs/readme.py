@@ -54,6 +54,7 @@ WHERE: list[tuple[str, str]] = [
      "models.yml (that stack's key, not compose/.env's), the path this command takes for the on-demand stack"),
     (r"^make status K8S=1$", NOT_HERE + "a Kubernetes cluster (a port-forward to its gateway)"),
     (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
+    (r"^make lint$", CI + "its own phase, right after the installs (.ci/run); make check runs it too"),
     (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
      RUN),  # the tests against the running demo, as a user copies them
     (r"^make compose-test$", CI + "its own phase (a real Docker engine)"),
