@@ -157,8 +157,8 @@ def report(path: Path, timeline: Path | None = None) -> None:
         print("ci: cpu: no samples")
         return
     every = [b for m in minutes.values() for b in m]
-    print(f"ci: cpu: {os.cpu_count()} cores, busy {sum(every) / len(every):.0f}% on average over {len(every) * STEP:.0f}s "
-          f"(per minute below; an idle core is time a phase beside could use)")
+    print(f"ci: cpu: {os.cpu_count()} cores, busy {sum(every) / len(every):.0f}% on average "
+          f"over {len(every) * STEP:.0f}s (per minute below; an idle core is time a phase beside could use)")
     for m, values in sorted(minutes.items()):
         avg = sum(values) / len(values)
         phases = f"  <- {', '.join(ended[m])} ended" if m in ended else ""

@@ -12,11 +12,10 @@ from pathlib import Path
 from rich.console import Console
 
 from generator.compile.gateway_process import BASE_ENV
-from generator.compile.renderers import gateway_modules
-from generator.compile.renderers.litellm import supervisor_file
-from generator.compile.renderers.text import dump_yaml
 from generator.compile.plan import Plan
-from generator.compile.renderers.litellm import model_entry
+from generator.compile.renderers import gateway_modules
+from generator.compile.renderers.litellm import model_entry, supervisor_file
+from generator.compile.renderers.text import dump_yaml
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.processes import Proc
 

@@ -33,7 +33,7 @@ class LoadGen:
         self.session: aiohttp.ClientSession | None = None
         self.failures: Counter[str] = Counter()  # what went wrong, for the report
 
-    async def __aenter__(self) -> "LoadGen":
+    async def __aenter__(self) -> LoadGen:
         # idle connections are dropped before uvicorn's 5 s keep-alive ends, so a request never
         # goes out on a connection the server is closing (a client-side race, not a gateway error)
         connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=3)
@@ -59,7 +59,7 @@ class LoadGen:
                 if not ok:
                     self.failures[f"HTTP {resp.status}"] += 1
                 return latency if ok else None
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             self.failures[type(e).__name__] += 1
             return None
 

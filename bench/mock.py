@@ -140,7 +140,7 @@ class NginxMock:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> "NginxMock":
+    def __enter__(self) -> NginxMock:
         self.start()
         return self
 

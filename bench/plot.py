@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 COLORS = {"direct": "tab:gray", "default": "tab:red", "generated": "tab:green"}
 
@@ -39,7 +39,8 @@ def plot(report: dict, path: Path) -> None:
             lat.legend(fontsize=7)
             rate.legend(fontsize=7)
     m = report.get("machine", {})
-    fig.suptitle(f"{report['summary'].replace('; ', chr(10), 1)}\n{m.get('cpu', '')}, {m.get('cpus', '?')} CPUs, LiteLLM {m.get('litellm', '?')}",
+    fig.suptitle(f"{report['summary'].replace('; ', chr(10), 1)}\n"
+                 f"{m.get('cpu', '')}, {m.get('cpus', '?')} CPUs, LiteLLM {m.get('litellm', '?')}",
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -3,8 +3,8 @@
 The generated gateway (1 worker, pinned to the gateway CPUs) in front of the nginx mock, loaded with
 --concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
 /v1/messages) while `py-spy record --gil` samples the thread holding the GIL (the CPU the Python code
-uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). Prints, per API, the functions with the most samples
-on the stack (inclusive) grouped by where they live (our hooks, LiteLLM, the server stack), and the
+uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). Prints, per API, the functions with the
+most samples on the stack (inclusive) grouped by where they live (our hooks, LiteLLM, the server stack), and the
 share of our own modules; writes the collapsed stacks to --out for a flame graph.
 """
 

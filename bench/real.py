@@ -24,9 +24,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from generator.errors import ConfigError, print_problems
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file
+from generator.errors import ConfigError, print_problems
 
 from .loadgen import LoadGen, Target
 

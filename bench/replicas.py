@@ -49,8 +49,8 @@ from rich.console import Console
 from rich.table import Table
 
 from generator.compile.load.loader import load_plan
-from generator.compile.plan import ModelPlan
 from generator.compile.load.schema import TOP_LEVEL
+from generator.compile.plan import ModelPlan
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import consecutive_free_ports, free_port
 

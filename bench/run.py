@@ -29,8 +29,8 @@ from generator.errors import ConfigError, print_problems
 
 from .arms import Arm, start_gateways
 from .loadgen import LoadGen, Target
-from .procs import tree_cpu_s
 from .mock import MockError
+from .procs import tree_cpu_s
 from .session import MODELS, bench_session, model_port
 from .stats import PointStats, max_rate, median_point, next_rate, point_stats, summary_line, workers_for
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from generator.compile.load.loader import load_plan
 from generator.compile.plan import Plan

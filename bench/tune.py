@@ -3,7 +3,8 @@
 Every variant runs as its own gateway (pinned to the gateway CPUs, all started first) and is
 measured in adjacent pairs with the defaults gateway: sequential p50 of a small request, capacity
 (the rate it completes with --concurrency requests always in flight) and the gateway's CPU time
-per request. The table gives the median over the pairs of the difference or ratio. The table in bench/README.md comes from this.
+per request. The table gives the median over the pairs of the difference or ratio. The table in bench/README.md comes
+from this.
 `--baseline NAME` pairs every variant with another one instead (e.g. the generated gateway without
 its prometheus callback, for what the gateway's metrics cost); `--models` takes another bench
 models.yml (other ports: variants listen on gateway.port + 10 + i).

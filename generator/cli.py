@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print_problems(exc, err)
         err.print("nothing was written", soft_wrap=True)
         return EXIT_BAD_INPUT
-    except Exception as exc:  # a bug of ours, not the user's input
+    except Exception as exc:  # noqa: BLE001 - a bug of ours, not the user's input
         if args.verbose:
             traceback.print_exc()
         err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc} (run with --verbose for details)", soft_wrap=True)

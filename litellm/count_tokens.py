@@ -10,15 +10,15 @@ never send a prompt to the internet for it, and should count with the tokenizer 
 This route takes precedence over LiteLLM's (installed first in the app's routes by
 gateway_guard.py, at config load): it translates the request to chat the way LiteLLM does for
 /v1/messages and asks vLLM's ``/tokenize`` on the configured ``api_base`` of the requested model
-(its chat template and tokenizer): the only host ever contacted is that backend. An unknown model is a 404 naming the models; a backend that
-cannot count is a 502; errors use the Anthropic error shape.
+(its chat template and tokenizer): the only host ever contacted is that backend. An unknown model is a 404 naming the
+models; a backend that cannot count is a 502; errors use the Anthropic error shape.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import Request
 from fastapi.responses import JSONResponse

@@ -11,7 +11,7 @@ Standard library only: unit tests and the fuzz test import it alone.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 Check = Callable[[object, str], "str | None"]  # (value, its path) -> "`path` must be ..." or None
 
@@ -112,7 +112,7 @@ def _join(at: str, key: str) -> str:
     return f"{at}.{key}" if at else key
 
 
-def shape(checks: Check) -> Callable[[dict], "str | None"]:
+def shape(checks: Check) -> Callable[[dict], str | None]:
     return lambda body: checks(body, "")
 
 
@@ -318,7 +318,7 @@ RERANK = shape(fields({
 
 # API name -> (the paths it is served on, its check). Paths are matched by their end, so that LiteLLM's
 # aliases (/chat/completions, /v1/chat/completions, /openai/deployments/<m>/chat/completions) share one check.
-APIS: dict[str, tuple[tuple[str, ...], Callable[[dict], "str | None"]]] = {
+APIS: dict[str, tuple[tuple[str, ...], Callable[[dict], str | None]]] = {
     "chat": (("/chat/completions",), CHAT),
     "completions": (("/completions",), COMPLETIONS),
     "responses": (("/responses",), RESPONSES),

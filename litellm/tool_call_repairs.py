@@ -21,7 +21,8 @@ pass through as they come.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncGenerator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 

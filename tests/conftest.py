@@ -4,7 +4,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from hypothesis import settings
 
 from generator.operate.runtime.ports import DEFAULT_RANGE, RANGE_ENV

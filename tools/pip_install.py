@@ -131,7 +131,8 @@ def main(argv: list[str]) -> int:
     except NotForUv as exc:
         why = str(exc)
     except subprocess.CalledProcessError as exc:
-        why = f"{' '.join(map(str, exc.cmd[:4]))} failed: {((exc.stderr or '').strip().splitlines() or ['no message'])[-1]}"
+        last = ((exc.stderr or "").strip().splitlines() or ["no message"])[-1]
+        why = f"{' '.join(map(str, exc.cmd[:4]))} failed: {last}"
     except OSError as exc:
         why = str(exc)
     else:

@@ -131,7 +131,7 @@ class ModelPlan:
     fit: str = ""  # one line: the fit check's estimate and verdict, or why it was skipped (summary only)
     context_from: str = ""  # where a context taken from the model's config came from ("": the flag or field)
     memory_fraction: float = 0.0  # --gpu-memory-utilization (or vLLM's default): its share of each of its GPUs
-    volumes: tuple["Mount", ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
+    volumes: tuple[Mount, ...] = ()  # models.yml `volumes:` (defaults first, then the model's)
     on_demand: OnDemandPlan | None = None  # None: always on (started with the stack)
     # hosts a client's image_url / video_url / audio_url may name (vLLM --allowed-media-domains); (): none
     media_domains: tuple[str, ...] = ()
@@ -159,7 +159,7 @@ class ModelPlan:
         """The models.yml key this backend comes from (where its errors point)."""
         return self.replica_of or self.name
 
-    def as_adapter(self, a: AdapterPlan) -> "ModelPlan":
+    def as_adapter(self, a: AdapterPlan) -> ModelPlan:
         """What a client sees of adapter `a`: this model under the adapter's name, with its defaults, output budget
         and description (for client configs; never a backend of its own)."""
         return replace(self, name=a.name, served_name=a.name, replica_of="", replica=0, replicas=1,

@@ -57,7 +57,7 @@ ALSO = {"LitellmParams": "defaults.litellm", "OnDemand": "defaults.on_demand", "
 class _NoFieldTitles(GenerateJsonSchema):
     """Field titles would only repeat the key ("Max Tokens"); a type's own title (a size, a duration) stays."""
 
-    def field_title_should_be_set(self, schema) -> bool:  # noqa: ANN001 (pydantic-core's schema union)
+    def field_title_should_be_set(self, schema) -> bool:  # schema untyped: pydantic-core's schema union
         return False
 
 
@@ -91,7 +91,8 @@ def json_schema() -> dict[str, Any]:
     service_names = sorted(RESERVED_NAMES - set(TOP_LEVEL))
     return _tidy({
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$comment": f"GENERATED from generator/compile/load/schema.py by `{REFRESH}` (python -m generator.compile.schema_docs); do not edit",
+        "$comment": f"GENERATED from generator/compile/load/schema.py by `{REFRESH}` "
+                    "(python -m generator.compile.schema_docs); do not edit",
         "title": "models.yml",
         "description": "One entry per self-hosted model (any key other than "
                        + ", ".join(TOP_LEVEL) + "), plus those optional blocks. docs/models-yml.md explains them.",
@@ -100,8 +101,9 @@ def json_schema() -> dict[str, Any]:
         "propertyNames": {"anyOf": [
             {"enum": list(TOP_LEVEL)},
             {"pattern": MODEL_NAME.pattern, "not": {"enum": service_names},
-             "description": "a model name: lowercase letters, digits and '-', starting and ending with a letter or "
-                            f"digit (a DNS label); {', '.join(service_names)} name services of the stack"},
+             "description": "a model name: lowercase letters, digits and '-', "
+                            "starting and ending with a letter or digit (a DNS label); "
+                            f"{', '.join(service_names)} name services of the stack"},
         ]},
         "additionalProperties": models["additionalProperties"],
         "not": {"propertyNames": {"enum": list(TOP_LEVEL)}, "description": "at least one model"},
@@ -178,10 +180,12 @@ def reference(schema: dict[str, Any] | None = None) -> str:
     out = [
         "# models.yml field reference",
         "",
-        f"<!-- GENERATED from generator/compile/load/schema.py by `{REFRESH}` (python -m generator.compile.schema_docs); do not edit. -->",
+        f"<!-- GENERATED from generator/compile/load/schema.py by `{REFRESH}` "
+        "(python -m generator.compile.schema_docs); do not edit. -->",
         "",
         "Every field models.yml takes, its type and its default, generated from the typed schema the generator",
-        "validates with (`generator/compile/load/schema.py`), so it cannot drift; `make check` fails when this page is stale.",
+        "validates with (`generator/compile/load/schema.py`), so it cannot drift; "
+        "`make check` fails when this page is stale.",
         "What the fields are for, with examples: [models.yml](models-yml.md); the rules checked across fields and",
         "models: [rules](rules.md). The same schema, as JSON Schema for editors: "
         f"[`{SCHEMA_FILE}`](../{SCHEMA_FILE}).",

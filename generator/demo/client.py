@@ -50,8 +50,8 @@ def ask_for_a_tool_call(client: OpenAI, m: ModelPlan) -> tuple[str, dict]:
     call = message.tool_calls[0].function
     try:
         return call.name, json.loads(call.arguments)
-    except json.JSONDecodeError:
-        raise DemoFailed(f"{m.served_name} called {call.name} with arguments that are not JSON: {call.arguments!r:.120}")
+    except json.JSONDecodeError as exc:
+        raise DemoFailed(f"{m.served_name} called {call.name} with arguments that are not JSON: {call.arguments!r:.120}") from exc
 
 
 def ask_for_reasoning(client: OpenAI, m: ModelPlan) -> tuple[str, str]:

@@ -58,7 +58,8 @@ REASONING = "The user wants the weather, so I will call the tool."
 ANSWER = "It is 21 degrees and sunny in Paris."
 PARIS = Call("get_weather", {"city": "Paris", "unit": "celsius"})
 TYPED = Call("record", {
-    "text": 'She said "hi"\nthen left: café ☕ 東京',  # quotes, a newline, non-ASCII (2, 3 and 4 UTF-8 bytes... and CJK)
+    # quotes, a newline, non-ASCII (2, 3 and 4 UTF-8 bytes... and CJK)
+    "text": 'She said "hi"\nthen left: café ☕ 東京',
     "count": 42, "ratio": 0.25, "urgent": True,
     "options": {"depth": 2, "mode": "fast"}, "tags": ["a", "b c"],
 })

@@ -62,7 +62,7 @@ def _pair(v: np.ndarray, k: int, x: float) -> None:
 
 def _word_vectors() -> np.ndarray:
     emb = np.zeros((VOCAB_SIZE, HIDDEN), np.float32)
-    for t, (topic, words) in enumerate(TOPICS.items()):
+    for t, words in enumerate(TOPICS.values()):
         for i, w in enumerate(words):
             v = emb[VOCAB[w]]
             _pair(v, t, 1.0)               # the topic's direction (dims 0..5)
@@ -117,8 +117,8 @@ def reranker_tensors(c=20.0, gq=8.0, gd=2.0, theta=5.0, pool_gain=0.5, cls_w=4.0
     bq = np.zeros(H, f)
     Wk = np.zeros((H, H), f)
     Wv = np.zeros((H, H), f)
-    bq[0] = c; Wk[0, SEG] = 1.0          # head 1 (dims 0..31): the query's tokens (segment +)
-    bq[32] = -c; Wk[32, SEG] = 1.0       # head 2 (dims 32..63): the document's tokens (segment -)
+    bq[0], Wk[0, SEG] = c, 1.0           # head 1 (dims 0..31): the query's tokens (segment +)
+    bq[32], Wk[32, SEG] = -c, 1.0        # head 2 (dims 32..63): the document's tokens (segment -)
     for k in range(2 * N_TOPICS):
         Wv[k, k] = 1.0                   # head 1 carries the topics to dims 0..5
         Wv[32 + k, k] = 1.0              # head 2 to dims 32..37
@@ -214,7 +214,9 @@ def config(kind: str, max_pos: int = MAX_POS) -> dict:
 
 def files(kind: str) -> dict[str, bytes]:
     from safetensors.numpy import save
-    js = lambda o: (json.dumps(o, indent=2) + "\n").encode()
+    def js(o: object) -> bytes:
+        return (json.dumps(o, indent=2) + "\n").encode()
+
     out = {"config.json": js(config(kind)), "tokenizer.json": js(tokenizer_json()),
            "tokenizer_config.json": js({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": MAX_POS,
                                         "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",

@@ -63,7 +63,7 @@ class ScriptPlayer(LogitsProcessor):
         for row, state in self.rows.items():
             if row < logits.shape[0]:
                 allowed = logits[row] > float("-inf")  # a grammar (tool_choice required / named) masked the rest
-                token = state.next_token(lambda t: bool(allowed[t]), self.book.eos)
+                token = state.next_token(lambda t: bool(allowed[t]), self.book.eos)  # noqa: B023 - called here
                 logits[row] = float("-inf")
                 logits[row, token] = 0.0
         return logits

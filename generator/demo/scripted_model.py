@@ -105,7 +105,7 @@ CHAT_TEMPLATE = """\
 {%- if add_generation_prompt %}
 {{- '<|im_start|>assistant\\n' }}
 {%- endif %}
-"""
+"""  # noqa: E501 - a chat template: a line of Jinja per line, as the real models' templates have them
 
 
 def _script(script: str) -> dict[int, int]:

@@ -32,7 +32,6 @@ import yaml
 from rich.console import Console
 
 from ..compile.load.loader import load_plan
-from .keys import write_hashes
 from ..compile.output import ENV_FILE, ensure_env_file, read_env_file, remove_orphans, render_files, write_files
 from ..compile.renderers import COMPOSE_FILE
 from ..compile.renderers.compose import ON_DEMAND_PROFILE
@@ -40,6 +39,7 @@ from ..compile.renderers.stack import ENV_HEADER
 from ..errors import ConfigError, print_problems
 from ..shipped.gateway_hooks.gateway_supervisor import digest as gateway_digest
 from .changes import GATEWAY, REDEFINED, Change, flags, plan_changes
+from .keys import write_hashes
 from .live_adapters import IN_CONTAINER, LiveUpdateError, Post, call, load_calls, parse_printed, unload_calls
 
 GATEWAY_DIR = "litellm"

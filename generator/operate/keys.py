@@ -23,7 +23,9 @@ from ..compile.load.loader import load_plan
 from ..compile.output import ensure_env_file, read_env_file
 from ..compile.plan import PersonPlan, Plan
 from ..compile.renderers.clients import person_clients
-from ..compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE, ENV_HEADER as K8S_ENV_HEADER, K8S_DIR
+from ..compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE
+from ..compile.renderers.k8s import ENV_HEADER as K8S_ENV_HEADER
+from ..compile.renderers.k8s import K8S_DIR
 from ..compile.renderers.stack import ENV_FILE, ENV_HEADER
 from ..errors import ConfigError, Problem, print_problems
 from ..shipped.gateway_hooks.people import KEYS_FILE, key_hash

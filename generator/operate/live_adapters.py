@@ -26,8 +26,8 @@ the local runtime, `docker compose exec` of the backend container for compose (a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
 LOAD, UNLOAD = "/v1/load_lora_adapter", "/v1/unload_lora_adapter"
@@ -60,7 +60,8 @@ def _item(token: str) -> tuple[str, str]:
 
 
 def split_command(cmd: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """(the command without its adapter flags, {adapter: path} of --lora-modules, {--max-loras/--max-lora-rank: value})."""
+    """(the command without its adapter flags, {adapter: path} of --lora-modules,
+    {--max-loras/--max-lora-rank: value})."""
     rest: list[str] = []
     modules: dict[str, str] = {}
     values: dict[str, str] = {}

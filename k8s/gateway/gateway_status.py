@@ -40,7 +40,7 @@ import asyncio
 import os
 import sys
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 from fastapi import Request
@@ -57,7 +57,8 @@ from gateway_start import METRICS_PORT_ENV  # noqa: E402  (gateway_start.py star
 
 PATH = "/gateway/status"
 # every route of the gateway's OpenAPI schema, with its methods (the master key's): what the route walk asks with a
-# person's key (tests/integration/test_people.py); LiteLLM 1.108 adds routes at start and lazily, so no import lists them
+# person's key (tests/integration/test_people.py); LiteLLM 1.108 adds routes at start and lazily, so no import lists
+# them
 ROUTES_PATH = "/gateway/routes"
 PROBE_CONNECT_TIMEOUT = 2.0
 PROBE_READ_TIMEOUT = 3.0

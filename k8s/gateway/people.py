@@ -33,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import stack_redis  # noqa: E402
+
 PEOPLE_FILE = "people.json"
 KEYS_FILE = "people-keys.json"
 RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
@@ -136,7 +137,7 @@ def model_problem(person: Person, model: object) -> str | None:
 
 def periods(now: dt.datetime) -> dict[str, tuple[str, int]]:
     """{"day"|"month": (its key suffix, seconds until it ends)} for this UTC instant."""
-    now = now.astimezone(dt.timezone.utc)
+    now = now.astimezone(dt.UTC)
     tomorrow = (now + dt.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     month_end = (now.replace(day=28) + dt.timedelta(days=4)).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     return {"day": (now.strftime("%Y-%m-%d"), int((tomorrow - now).total_seconds()) + 1),
@@ -168,7 +169,7 @@ async def over_budget(person: Person, now: dt.datetime | None = None) -> tuple[s
     client = redis_client() if limits else None
     if client is None:
         return None
-    spans = periods(now or dt.datetime.now(dt.timezone.utc))
+    spans = periods(now or dt.datetime.now(dt.UTC))
     names = list(limits)
     used = await client.mget([budget_key(person.name, p, spans[p][0]) for p in names])
     for period, value in zip(names, used):
@@ -182,7 +183,7 @@ async def add_tokens(name: str, tokens: int, now: dt.datetime | None = None) -> 
     client = redis_client()
     if client is None or tokens <= 0:
         return
-    spans = periods(now or dt.datetime.now(dt.timezone.utc))
+    spans = periods(now or dt.datetime.now(dt.UTC))
     async with client.pipeline(transaction=False) as pipe:
         for period, (suffix, ttl) in spans.items():
             key = budget_key(name, period, suffix)
@@ -196,7 +197,7 @@ async def used_tokens(name: str, now: dt.datetime | None = None) -> dict[str, in
     client = redis_client()
     if client is None:
         return {"day": 0, "month": 0}
-    spans = periods(now or dt.datetime.now(dt.timezone.utc))
+    spans = periods(now or dt.datetime.now(dt.UTC))
     values = await client.mget([budget_key(name, p, s) for p, (s, _) in spans.items()])
     return {p: int(v or 0) for p, v in zip(spans, values)}
 
@@ -210,7 +211,7 @@ def _budget_counter() -> Any:
     from litellm.integrations.custom_logger import CustomLogger
 
     class BudgetCounter(CustomLogger):
-        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):  # noqa: ANN001
+        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
             try:
                 payload = kwargs.get("standard_logging_object") or {}
                 name = (payload.get("metadata") or {}).get("user_api_key_alias")

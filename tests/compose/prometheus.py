@@ -11,8 +11,8 @@ import httpx
 
 from generator.compile.gateway_process import GATEWAY_METRICS_PORT, METRICS_PORT_ENV
 from generator.compile.load.loader import load_plan
-from generator.compile.renderers.metrics import JOBS, PROMETHEUS
 from generator.compile.load.schema import _seconds
+from generator.compile.renderers.metrics import JOBS, PROMETHEUS
 
 
 @dataclass

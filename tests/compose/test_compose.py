@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
-import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import openai
@@ -22,7 +22,8 @@ from .prometheus import GATEWAY_JOB, VLLM_JOB, prometheus_of
 from .stack import connects, container_of, docker, events_file, host_addresses, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
-PROBE = "import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5)\nexcept Exception as e:\n    sys.exit(f'{type(e).__name__}: {e}')"
+PROBE = ("import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5)\n"
+         "except Exception as e:\n    sys.exit(f'{type(e).__name__}: {e}')")
 
 
 def _backend_port(deployed, service: str) -> int:
@@ -31,7 +32,8 @@ def _backend_port(deployed, service: str) -> int:
 
 
 def _backend_key(deployed, service: str) -> str:
-    """The backend's own key: `VLLM_API_KEY: ${VLLM_API_KEY_<MODEL>:?...}` in the compose file, its value in compose/.env."""
+    """The backend's own key: `VLLM_API_KEY: ${VLLM_API_KEY_<MODEL>:?...}` in the compose file, its value in
+    compose/.env."""
     ref = deployed.doc["services"][service]["environment"]["VLLM_API_KEY"]
     return deployed.env[ref.removeprefix("${").split(":")[0]]
 
@@ -126,7 +128,7 @@ def _first_events() -> dict[tuple[str, str], datetime]:
         action = {"start": "start", "health_status: healthy": "healthy"}.get(e.get("Action") or e.get("status"))
         service = e["Actor"]["Attributes"].get("com.docker.compose.service")
         if action and service:
-            first.setdefault((service, action), datetime.fromtimestamp(e["timeNano"] / 1e9, timezone.utc))
+            first.setdefault((service, action), datetime.fromtimestamp(e["timeNano"] / 1e9, UTC))
     return first
 
 

@@ -55,7 +55,8 @@ WHERE: list[tuple[str, str]] = [
     (r"^make status K8S=1$", NOT_HERE + "a Kubernetes cluster (a port-forward to its gateway)"),
     (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
     (r"^make lint$", CI + "its own phase, right after the installs (.ci/run); make check runs it too"),
-    (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
+    (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 "
+     r"GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
      RUN),  # the tests against the running demo, as a user copies them
     (r"^make compose-test$", CI + "its own phase (a real Docker engine)"),
     (r"^make apply( DRY_RUN=1)?$", CI + "inside make compose-test (tests/compose/test_apply.py applies changed copies of the "
@@ -85,7 +86,8 @@ WHERE: list[tuple[str, str]] = [
     (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
     (r"^cd compose && docker compose (up -d && docker compose )?--profile on-demand (create|down)$", NOT_HERE + "a GPU compose stack with on-demand models; "
      "tests/unit/test_on_demand.py checks the profile and the controller in the generated file; make compose-test's "
-     "last step makes a CPU model on demand with make apply (which runs the create) and stops it with the profile's down"),
+     "last step makes a CPU model on demand with make apply (which runs the create) "
+     "and stops it with the profile's down"),
     (r"^cd compose && docker compose up -d", NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
                                                        "compose file of the same shape (examples/cpu-compose) in a real engine"),
     (r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",

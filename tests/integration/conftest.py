@@ -24,14 +24,14 @@ import pytest
 import yaml
 from openai import OpenAI
 
-from generator.demo.script import script_of
 from generator.compile.load.loader import load_plan
+from generator.compile.load.schema import TOP_LEVEL
 from generator.compile.plan import ModelPlan, Plan
-from generator.operate.runtime.local import LocalStack
-from generator.operate.runtime.ports import free_ports
 from generator.demo.families import Family, families
 from generator.demo.family_model import family_of
-from generator.compile.load.schema import TOP_LEVEL
+from generator.demo.script import script_of
+from generator.operate.runtime.local import LocalStack
+from generator.operate.runtime.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODELS = ROOT / "examples/cpu-demo/models.yml"

@@ -10,8 +10,8 @@ hypothesis-jsonschema 0.23.1 (its last release) fails inside Hypothesis 6.170 ("
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from hypothesis import strategies as st
 

@@ -29,8 +29,9 @@ MODES = ("ok", "hang", "cut")
 
 def _fake_models(gateway_port: int, fakes: dict[str, int]) -> str:
     """The fake stack's models.yml, on free ports (never a demo's or another checkout's)."""
+    # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
     return f"""
-gateway: {{port: {gateway_port}, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}, workers: 1}}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
+gateway: {{port: {gateway_port}, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}, workers: 1}}
 """ + "".join(f"""
 {mode}:
   gpus: []

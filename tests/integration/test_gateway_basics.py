@@ -11,11 +11,11 @@ import pytest
 
 from generator.demo.script import ANSWER_TEXT
 from generator.operate.runtime.local import FORK_SERVER as VLLM_FORK_SERVER
-from generator.shipped.on_demand.vllm_fork import ENGINE_FORK_ENV
 from generator.shipped.gateway_hooks.gateway_supervisor import (
     FORK_SERVER,
     supervised_workers,
 )
+from generator.shipped.on_demand.vllm_fork import ENGINE_FORK_ENV
 
 from .helpers import collect_stream, fork_server_of
 

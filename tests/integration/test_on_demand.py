@@ -221,7 +221,8 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
             time.sleep(0.5)
         steps[f"5: A idle-unloaded (idle_timeout {IDLE}s)"] = time.monotonic() - t
         assert not _port_open(ports[A]) and not _port_open(ports[B])
-        # what a user sees: `make status` (python -m generator.operate.status) on this stack shows the controller's states
+        # what a user sees: `make status` (python -m generator.operate.status) on this stack shows the controller's
+        # states
         import subprocess
         import sys
         out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
@@ -279,7 +280,8 @@ def standin_stack(tmp_path_factory):
     gateway_port, controller_port, *ports = free_ports(6)  # never an example's, a demo's or another checkout's
     # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
     (tmp / "models.yml").write_text(f"gateway: {{port: {gateway_port}, workers: 1}}\n" + "".join(
-        f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
+        f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n"
+        f"  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
         for (name, delay), port in zip((("fast", 0), ("slow", 6), ("never", 120), ("broken", 0)), ports)))
     plan = load_plan(tmp / "models.yml")
     plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(m.name, 0, "stop")) for m in plan.models),

@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
-from generator.shipped.gateway_hooks.people import API_KEY_PREFIX, key_hash
 from generator.operate.keys import LOCAL_HEADER, drop_key, person_key, write_hashes
+from generator.shipped.gateway_hooks.people import API_KEY_PREFIX, key_hash
 
 RELOAD = 5.0  # seconds the issue allows for a key change to reach the running gateway
 
@@ -250,7 +250,7 @@ def test_a_used_up_token_budget_is_429_until_the_period_ends(gateway, people):
 
     from generator.shipped.gateway_hooks.people import budget_key, periods
 
-    day, left = periods(dt.datetime.now(dt.timezone.utc))["day"]
+    day, left = periods(dt.datetime.now(dt.UTC))["day"]
     key = budget_key("bob", "day", day)
     r = redis_client(gateway)
     before = int(r.get(key) or 0)

@@ -16,7 +16,6 @@ import os
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import anthropic
 import httpx

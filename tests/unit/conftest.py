@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import ConfigError
 from generator.compile.load.loader import load_plan
+from generator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "::"}

@@ -57,7 +57,7 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> "FakeHub":
+    def __enter__(self) -> FakeHub:
         self._thread.start()
         return self
 

@@ -1,4 +1,5 @@
-"""The apply planner (generator/operate/changes.py): each kind of change to models.yml -> what happens to each service."""
+"""The apply planner (generator/operate/changes.py): each kind of change to models.yml -> what happens to each
+service."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.operate.changes import Change, command_changes, plan_changes
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
 from generator.compile.renderers import COMPOSE_FILE
+from generator.operate.changes import Change, command_changes, plan_changes
 
 BASE = """
 gpu_memory: 80GiB

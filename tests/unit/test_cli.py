@@ -114,8 +114,11 @@ def test_the_generated_master_key_is_one_litellm_starts_with(tmp_path):
     """LiteLLM 1.108 refuses to start with an unset, empty or publicly known master key (even with custom_auth);
     ours passes its own boot check as the gateway runs it, and nothing generated sets its override."""
     from litellm.proxy.auth.master_key_boot_check import (
-        WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_ENV_VAR, WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_SETTING, SafeMasterKey,
-        master_key_boot_verdict)
+        WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_ENV_VAR,
+        WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_SETTING,
+        SafeMasterKey,
+        master_key_boot_verdict,
+    )
 
     assert main(["--models", str(GOOD), "--out", str(tmp_path), "-q"]) == 0
     key = read_env_file(tmp_path / ENV_FILE)["LITELLM_MASTER_KEY"]

@@ -35,7 +35,7 @@ small:
   gpus: [2]
   command: vllm serve o/small --max-model-len 16K --enable-auto-tool-choice --tool-call-parser hermes --served-model-name org/small
   litellm: {max_tokens: 2K}
-"""
+"""  # noqa: E501 - models.yml lines as a user writes them
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ reasoner:
 tool-caller:
   gpus: []
   command: vllm serve {root}/tool-caller --max-model-len 8K --enable-auto-tool-choice --tool-call-parser hermes
-"""
+"""  # noqa: E501 - models.yml lines as a user writes them
 
 
 

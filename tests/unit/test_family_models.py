@@ -12,8 +12,16 @@ import pytest
 
 from generator.compile.load.loader import load_plan
 from generator.demo import family_model
-from generator.demo.conformance import (AFTER_TOOL, AGENT_SCRIPTS, SCRIPTS, TOOLS, choose, default_script,
-                                        scripts_for, selector)
+from generator.demo.conformance import (
+    AFTER_TOOL,
+    AGENT_SCRIPTS,
+    SCRIPTS,
+    TOOLS,
+    choose,
+    default_script,
+    scripts_for,
+    selector,
+)
 from generator.demo.families import families, family
 from generator.demo.script_cursor import Row
 

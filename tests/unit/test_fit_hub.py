@@ -16,15 +16,15 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 import checkpoints
+import pytest
 from conftest import ROOT
 from fake_hub import FakeHub, commit_of
+
 from generator.compile.load import fit, model_files
-from generator.errors import ConfigError
 from generator.compile.load.sizes import parse_size
 from generator.compile.load.vllm_command import load_catalog, parse_serve_command
+from generator.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fit"
 GIB = 2**30

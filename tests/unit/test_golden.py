@@ -70,7 +70,7 @@ def test_only_the_gateway_and_prometheus_are_published_and_only_on_loopback(comp
     assert published == {"litellm", "prometheus"}
     assert all(p.startswith("127.0.0.1:") for name in published for p in services[name]["ports"])
     assert compose["networks"]["backends"]["internal"] is True
-    for name, s in services.items():
+    for s in services.values():
         assert "backends" in s["networks"]
         assert "no-new-privileges:true" in s["security_opt"]
 

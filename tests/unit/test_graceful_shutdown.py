@@ -1,5 +1,6 @@
 """generator/shipped/gateway_hooks/graceful_shutdown.py: a stopping worker answers a request a client sends it on a
-connection it just accepted or on an idle keep-alive one, with `Connection: close`; the last test runs a real uvicorn."""
+connection it just accepted or on an idle keep-alive one, with `Connection: close`; the last test runs a real
+uvicorn."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generator/shipped/gateway_hooks"))
-import graceful_shutdown  # noqa: E402
-import pytest  # noqa: E402
+import graceful_shutdown
+import pytest
 
 
 class Cycle:

@@ -19,7 +19,8 @@ import yaml
 from generator.cli import main
 from generator.compile.load.loader import load_plan
 from generator.compile.output import ENV_FILE, read_env_file, render_files
-from generator.compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE, k8s_warnings
+from generator.compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE
+from generator.compile.renderers.k8s import k8s_warnings
 from generator.compile.renderers.litellm import GATEWAY_MODULES
 from tests.unit.golden import GOLDEN, assert_golden
 
@@ -164,8 +165,10 @@ def test_same_input_same_bytes_and_a_second_run_writes_nothing(tmp_path, capsys)
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):
         assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(out), "-q"]) == 0
-    generated = lambda d: {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*"))  # noqa: E731
-                           if p.is_file() and p.name != "secrets.env"}
+    def generated(d):
+        return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*"))
+                if p.is_file() and p.name != "secrets.env"}
+
     assert generated(a) == generated(b) and len(generated(a)) == 7 + len(GATEWAY_MODULES)
     capsys.readouterr()
     assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(a), "-q"]) == 0
@@ -286,7 +289,7 @@ def test_cpu_models_ask_for_no_gpu_and_wait_for_their_local_weights(tmp_path):
 
 
 def test_hub_models_get_no_weights_volume(repo_docs):
-    for name, dep in by_kind(repo_docs, "Deployment").items():
+    for dep in by_kind(repo_docs, "Deployment").values():
         assert "initContainers" not in dep["spec"]["template"]["spec"]
 
 

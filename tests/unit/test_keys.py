@@ -4,10 +4,8 @@ key directory (gateway_hooks/people.py) reads the files again when they change."
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -95,7 +93,7 @@ def test_model_problem_names_the_model_and_the_allowed_ones():
 def test_budget_periods_end_at_utc_midnight_and_the_first_of_the_month():
     import datetime as dt
 
-    spans = periods(dt.datetime(2026, 12, 31, 23, 59, 30, tzinfo=dt.timezone.utc))
+    spans = periods(dt.datetime(2026, 12, 31, 23, 59, 30, tzinfo=dt.UTC))
     assert spans["day"] == ("2026-12-31", 31) and spans["month"] == ("2026-12", 31)
 
 

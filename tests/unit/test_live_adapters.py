@@ -126,7 +126,7 @@ class FakeBackend(BaseHTTPRequestHandler):
     """vLLM's two routes as 0.32 answers them: the key like every /v1 route, 400 for a name loaded already."""
     loaded: dict[str, str] = {}
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.headers.get("Authorization") != "Bearer k":
             code, text = 401, '{"error": "Unauthorized"}'

@@ -173,7 +173,8 @@ def test_an_adapter_name_that_is_a_model_name_is_refused(name, owner, dirs, prob
 
 
 def test_two_models_with_an_adapter_of_one_name_are_refused(dirs, problems):
-    other = f"other:\n  gpus: []\n  command: vllm serve org/o --max-model-len 4K\n  adapters:\n    one: {{path: {dirs['one']}}}\n"
+    other = ("other:\n  gpus: []\n  command: vllm serve org/o --max-model-len 4K\n"
+             f"  adapters:\n    one: {{path: {dirs['one']}}}\n")
     (msg,) = problems(chat(f"    one: {{path: {dirs['one']}}}\n") + other)
     assert "other.adapters.one" in msg and "an adapter of chat" in msg
 
@@ -266,7 +267,7 @@ def test_every_replica_serves_the_same_adapters_and_the_router_spreads_them(dirs
 
 
 def test_kubernetes_mounts_a_local_adapter_like_local_weights(dirs, plan):
-    p = plan(chat(f"    one: {{path: adapters/one}}\n    hub: {{repo: org/lora}}\n"))  # a path, though Hub-id shaped
+    p = plan(chat("    one: {path: adapters/one}\n    hub: {repo: org/lora}\n"))  # a path, though Hub-id shaped
     files = render_files(p, ("k8s",))
     dep = next(d for rel, text in files.items() if rel.endswith(".yaml") for d in yaml.safe_load_all(text)
                if d and d.get("kind") == "Deployment" and d["metadata"]["name"] == "chat")

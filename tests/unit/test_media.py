@@ -96,6 +96,6 @@ def test_no_http_url_has_the_placeholder_as_its_host(scheme, host, port):
     url = f"{scheme}://{host}" + (f":{port}" if port else "") + "/x.png"
     try:
         parsed = parse_url(url)
-    except Exception:  # a URL urllib3 cannot parse is refused by vLLM as well
+    except Exception:  # noqa: BLE001 - a URL urllib3 cannot parse is refused by vLLM as well
         return
     assert parsed.hostname != NO_MEDIA_DOMAIN

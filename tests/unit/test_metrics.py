@@ -20,16 +20,33 @@ import pytest
 import yaml
 
 from generator.cli import main
+from generator.compile.gateway_process import LIGHT_METRICS_ENV, gateway_env
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file, render_files
 from generator.compile.renderers.compose import render_compose
+from generator.compile.renderers.dashboard import (
+    DASHBOARD_FILE,
+    DATASOURCE_FILE,
+    PROVIDER_FILE,
+    RATE,
+    dashboard,
+    queries,
+)
 from generator.compile.renderers.litellm import local_api_base, render_litellm
-from generator.compile.renderers.dashboard import DASHBOARD_FILE, DATASOURCE_FILE, PROVIDER_FILE, RATE, dashboard, queries
-from generator.compile.renderers.metrics import (BACKEND_DOWN_ALERT, BACKEND_ERRORS, BACKEND_STATE, CLIENT_ERRORS,
-                                                 GPU_GIVEN, GPU_MODELS, GPU_USED, PROMETHEUS_FILE, RULES_FILE,
-                                                 failed_requests, prometheus_config)
+from generator.compile.renderers.metrics import (
+    BACKEND_DOWN_ALERT,
+    BACKEND_ERRORS,
+    BACKEND_STATE,
+    CLIENT_ERRORS,
+    GPU_GIVEN,
+    GPU_MODELS,
+    GPU_USED,
+    PROMETHEUS_FILE,
+    RULES_FILE,
+    failed_requests,
+    prometheus_config,
+)
 from generator.shipped.gateway_hooks.error_kinds import backend_failure
-from generator.compile.gateway_process import LIGHT_METRICS_ENV, gateway_env
 from tests.unit.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +158,9 @@ def test_metrics_are_on_by_default_and_off_means_no_prometheus_at_all(models):
 def test_light_gateway_metrics_drop_litellms_callback_and_turn_the_guards_counters_on(models):
     full = load_plan(models(CPU_STACK))
     light = load_plan(models("gateway: {metrics: light}\n" + CPU_STACK))
-    callbacks = lambda plan: render_litellm(plan, local_api_base)["litellm_settings"]["callbacks"]
+    def callbacks(plan):
+        return render_litellm(plan, local_api_base)["litellm_settings"]["callbacks"]
+
     assert "prometheus" in callbacks(full) and "prometheus" not in callbacks(light)
     assert callbacks(light) == [c for c in callbacks(full) if c != "prometheus"]  # the hooks stay
     assert LIGHT_METRICS_ENV not in gateway_env(full.gateway) and gateway_env(light.gateway)[LIGHT_METRICS_ENV] == "1"
@@ -292,8 +311,8 @@ def test_an_unloaded_on_demand_model_reads_stopped_and_only_a_real_failure_alert
             {"labels": f'{{__name__="{BACKEND_STATE}",model="{m}"}}', "value": v} for m, v in want.items()]}],
         "alert_rule_test": [{"eval_time": "5m", "alertname": BACKEND_DOWN_ALERT, "exp_alerts": [
             {"exp_labels": {"severity": "critical", "model": "broken"},
-             "exp_annotations": {"summary": "broken: its backend is down (Prometheus cannot scrape it, and it is not "
-                                            "an on-demand model the controller stopped)"}}]}]}]}
+             "exp_annotations": {"summary": "broken: its backend is down (Prometheus cannot scrape it, "
+                                            "and it is not an on-demand model the controller stopped)"}}]}]}]}
     run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
     # control: the stopped model read as down fails
@@ -325,7 +344,9 @@ def test_each_gpu_is_mapped_to_the_models_sharing_it(promtool, gpu_files, tmp_pa
     """promtool's rule unit test: DCGM series for GPUs 0 and 1 -> used and given memory with models= labels."""
     out = _write(tmp_path, {RULES_FILE: gpu_files[RULES_FILE]})
     mib = 1024
-    dcgm = lambda gpu, metric: f'{metric}{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="h",modelName="H100"}}'
+    def dcgm(gpu, metric):
+        return f'{metric}{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="h",modelName="H100"}}'
+
     test = {
         "rule_files": [str(out / RULES_FILE)],
         "evaluation_interval": "30s",
@@ -339,8 +360,10 @@ def test_each_gpu_is_mapped_to_the_models_sharing_it(promtool, gpu_files, tmp_pa
             ],
             "promql_expr_test": [
                 {"expr": GPU_USED, "eval_time": "1m", "exp_samples": [
-                    {"labels": f'{{__name__="{GPU_USED}",gpu="0",UUID="GPU-0",Hostname="h",modelName="H100",models="big"}}', "value": 0.75},
-                    {"labels": f'{{__name__="{GPU_USED}",gpu="1",UUID="GPU-1",Hostname="h",modelName="H100",models="qwen3-8b,small-chat"}}',
+                    {"labels": f'{{__name__="{GPU_USED}",gpu="0",UUID="GPU-0",Hostname="h",modelName="H100",'
+                               'models="big"}', "value": 0.75},
+                    {"labels": f'{{__name__="{GPU_USED}",gpu="1",UUID="GPU-1",Hostname="h",modelName="H100",'
+                               'models="qwen3-8b,small-chat"}',
                      "value": 0.5}]},
                 {"expr": GPU_GIVEN, "eval_time": "1m", "exp_samples": [
                     {"labels": f'{{__name__="{GPU_GIVEN}",gpu="0",models="big"}}', "value": 0.92},

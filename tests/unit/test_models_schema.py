@@ -15,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from generator.compile import schema_docs
-from generator.errors import ConfigError
 from generator.compile.load.loader import _parse
 from generator.compile.load.yaml_source import load_source
+from generator.errors import ConfigError
 from tests.unit.test_fuzz_models_yml import mutated_documents
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from generator.operate.runtime.ports import free_port
 from generator.shipped.on_demand.config import ModelConfig
 from generator.shipped.on_demand.drivers import Docker, LoadError
-from generator.operate.runtime.ports import free_port
 
 STANDIN = Path(__file__).resolve().parent / "standin_backend.py"
 
@@ -219,12 +219,14 @@ def test_a_config_the_controller_cannot_use_exits_2_with_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)],
                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        "error: models.m: unload: stop of a container needs the Docker socket (on_demand.docker_socket: true in models.yml)"]
+        "error: models.m: unload: stop of a container needs the Docker socket "
+        "(on_demand.docker_socket: true in models.yml)"]
 
 
 def test_the_controllers_copy_for_its_container_imports_without_the_rest_of_the_project(tmp_path):
-    """Compose runs the controller from the generated on-demand/ copy in the gateway's image: no generator.operate.runtime
-    there, no psutil (a top-level import of the local-process helpers broke the container: found by make compose-test)."""
+    """Compose runs the controller from the generated on-demand/ copy in the gateway's image: no
+    generator.operate.runtime there, no psutil (a top-level import of the local-process helpers broke the container:
+    found by make compose-test)."""
     from generator.compile.load.loader import load_plan
     from generator.compile.renderers.on_demand import package_files
 
@@ -233,7 +235,8 @@ def test_the_controllers_copy_for_its_container_imports_without_the_rest_of_the_
         (tmp_path / rel).write_text(text)
     copy = tmp_path / "on-demand"
     code = (f"import sys; sys.path.insert(0, {str(copy)!r}); sys.modules['generator.operate.runtime'] = None; "
-            "sys.modules['psutil'] = None; import generator, generator.shipped.on_demand.__main__, generator.shipped.on_demand.server; "
+            "sys.modules['psutil'] = None; "
+            "import generator, generator.shipped.on_demand.__main__, generator.shipped.on_demand.server; "
             f"assert generator.__file__.startswith({str(copy)!r}), generator.__file__")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -20,9 +20,8 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from generator.shipped.on_demand.metrics import STATE_METRIC
-
 from generator.operate.runtime.ports import free_port
+from generator.shipped.on_demand.metrics import STATE_METRIC
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -7,6 +7,7 @@ import re
 from importlib.metadata import version
 
 from conftest import ROOT
+
 from generator.compile.load.schema import LITELLM_IMAGE, LITELLM_VERSION
 
 

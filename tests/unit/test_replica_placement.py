@@ -55,7 +55,7 @@ def redis_db(redis_port):
     db.close()
 
 
-def placement(port: int) -> "rr.Placement":
+def placement(port: int) -> rr.Placement:
     import redis.asyncio as aioredis
 
     return rr.Placement(lambda: aioredis.Redis(port=port, password=PASSWORD, socket_timeout=rr.REDIS_TIMEOUT,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 import shutil
 from collections import Counter
 from pathlib import Path

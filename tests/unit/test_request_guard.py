@@ -271,7 +271,7 @@ def test_the_guard_reads_the_limits_the_renderer_wrote_through_litellms_own_rout
     """model_info.gateway_limits survives LiteLLM's Router (its model_info keeps fields it does not know)."""
     from litellm import Router
 
-    from generator.compile.renderers.litellm import render_litellm, local_api_base
+    from generator.compile.renderers.litellm import local_api_base, render_litellm
 
     p = plan("m:\n  gpus: []\n  command: vllm serve x/y --max-model-len 4096\n  limits: {n: 3, request_size: 8KiB}\n")
     monkeypatch.setenv("VLLM_API_KEY_M", "k")

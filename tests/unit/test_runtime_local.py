@@ -53,7 +53,8 @@ def server(stack: LocalStack, name: str, delay: float = 0.5, waits_for: tuple[st
 
 
 def crasher(stack: LocalStack, name: str) -> Proc:
-    code = "import sys; print('loading weights'); print('ValueError: No available memory for the cache blocks'); sys.exit(3)"
+    code = ("import sys; print('loading weights'); "
+            "print('ValueError: No available memory for the cache blocks'); sys.exit(3)")
     return Proc(name, [sys.executable, "-c", code], stack.state_dir / f"{name}.log", "http://127.0.0.1:9/health")
 
 

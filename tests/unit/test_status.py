@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from generator.operate import status
 from generator.compile.load.loader import load_plan
+from generator.operate import status
 from generator.operate.runtime.ports import free_port
 from generator.operate.runtime.processes import started_at
 
@@ -38,7 +38,7 @@ litellm_proxy_failed_requests_metric_total{exception_class="BadRequestError",exc
 litellm_proxy_failed_requests_metric_total{exception_class="APIConnectionError",exception_status="500",requested_model="reasoner"} 2.0
 litellm_proxy_failed_requests_metric_total{exception_class="Timeout",exception_status="408",requested_model="tool-caller"} 1.0
 litellm_proxy_failed_requests_metric_total{exception_class="AuthenticationError",exception_status="401",requested_model="tool-caller"} 3.0
-"""
+"""  # noqa: E501 - /metrics lines as LiteLLM writes them
 
 
 # --- the route: parsing ----------------------------------------------------------------------------
@@ -92,7 +92,7 @@ litellm_proxy_total_requests_metric_total{api_key_alias="None",hashed_api_key="g
 litellm_input_tokens_metric_total{api_key_alias="ann",requested_model="reasoner"} 30.0
 # TYPE litellm_output_tokens_metric counter
 litellm_output_tokens_metric_total{api_key_alias="ann",requested_model="reasoner"} 12.0
-"""
+"""  # noqa: E501 - /metrics lines as LiteLLM writes them
     g = route.gateway_metrics(text)
     assert g["people"] == {"ann": {"reasoner": {"requests": 5.0, "input_tokens": 30.0, "output_tokens": 12.0}}}
     rows = status.usage(g, {"ann": {"day": 42, "month": 42, "limits": {"day": 1000}}})

@@ -8,8 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from litellm.types.llms.openai import (FunctionCallArgumentsDoneEvent, OutputItemDoneEvent,
-                                       ResponseCompletedEvent)
+from litellm.types.llms.openai import FunctionCallArgumentsDoneEvent, OutputItemDoneEvent, ResponseCompletedEvent
 from litellm.types.utils import ChatCompletionDeltaToolCall, Delta, Function, ModelResponseStream, StreamingChoices
 
 from tests.unit.test_gateway_hooks import load_like_litellm

@@ -104,7 +104,7 @@ def test_model_names_must_be_dns_labels_and_not_reserved(problems):
 
 def test_yaml_syntax_error_names_file_and_line(problems):
     (msg,) = problems("m1:\n  gpus: [0\n  command: x\n")
-    assert msg.startswith(str("")) and "YAML syntax error" in msg and ":3:" in msg
+    assert msg.startswith("") and "YAML syntax error" in msg and ":3:" in msg
 
 
 def test_empty_file_and_wrong_top_level(problems):

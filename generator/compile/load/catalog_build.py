@@ -27,8 +27,10 @@ ARCHITECTURES_PATH = Path(__file__).parent / "data" / "vllm_architectures.json"
 # Flags that older vLLM releases accepted and the pinned one rejects, with what to do instead.
 # Each one is checked against the parser below: a flag that still exists is an error here.
 REMOVED_FLAGS = {
-    "--enable-reasoning": "was removed in vLLM 0.10; --reasoning-parser alone turns reasoning on: delete --enable-reasoning",
-    "--disable-log-requests": "was removed; request logging is off by default (--enable-log-requests turns it on): delete it",
+    "--enable-reasoning": "was removed in vLLM 0.10; --reasoning-parser alone turns reasoning on: "
+                          "delete --enable-reasoning",
+    "--disable-log-requests": "was removed; request logging is off by default (--enable-log-requests turns it on): "
+                              "delete it",
     "--use-v2-block-manager": "was removed; the v2 block manager is the only one: delete it",
     "--num-scheduler-steps": "was removed with the V0 engine: delete it",
     "--worker-use-ray": "was removed: use --distributed-executor-backend ray",
@@ -125,8 +127,8 @@ def build_architectures() -> dict:
 
     import vllm
     from vllm.config.model import iter_architecture_defaults
-    from vllm.model_executor.models.interfaces_base import is_pooling_model, is_text_generation_model
     from vllm.model_executor.models import registry as vllm_registry
+    from vllm.model_executor.models.interfaces_base import is_pooling_model, is_text_generation_model
     from vllm.model_executor.models.registry import ModelRegistry
     from vllm.transformers_utils.config import _ST_POOLING_MODULE_TYPES
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pydantic import ValidationError
 
@@ -27,7 +27,8 @@ from ..plan import (
     RedisPlan,
     RequestLimits,
 )
-from . import adapters as lora, fit, model_files, pooling, rules
+from . import adapters as lora
+from . import fit, model_files, pooling, rules
 from .media import media_env, media_flags, media_warnings
 from .parser_support import parser_warnings
 from .schema import (
@@ -62,7 +63,8 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
         elif err["type"] == "missing":
             msg = f"required field {path[-1]!r} is missing"
         elif err["type"] in ("model_type", "dict_type"):
-            msg = f"expected a mapping of fields (name: value lines), got {type(err['input']).__name__} {err['input']!r:.40}"
+            msg = (f"expected a mapping of fields (name: value lines), "
+                   f"got {type(err['input']).__name__} {err['input']!r:.40}")
         problems.append(Problem(src.where(path), ".".join(map(str, path)), msg))
     return problems
 
@@ -283,8 +285,8 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             verdict = _fit(plan, cmd, meta, fraction, file.gpu_memory)
             if verdict.problem:
                 findings.append(((name, "command"), (f"replica {i}: " if entry.replicas > 1 else "") + verdict.problem + (
-                    "; with --max-model-len auto vLLM would shorten the context to what fits, but the gateway must "
-                    "know it: set --max-model-len" if auto and context_from else "")))
+                    "; with --max-model-len auto vLLM would shorten the context to what fits, "
+                    "but the gateway must know it: set --max-model-len" if auto and context_from else "")))
             plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fraction)
             weights[backend] = verdict.weights
             if plan.port == file.gateway.port:

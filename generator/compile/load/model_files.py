@@ -8,10 +8,10 @@
 2. cache: what an earlier run fetched from the Hub for the same endpoint, repo and revision, kept in
    huggingface_hub's assets cache ($HF_ASSETS_CACHE, else $HF_HOME/assets) under llm-gateway/fit/.
    No request is made, and huggingface_hub is not even imported.
-3. Hub: config.json, tokenizer_config.json and modules.json (sentence-transformers) with `hf_hub_download` (into the Hugging Face cache, where
-   vLLM finds them later) and the safetensors headers with `HfApi.get_safetensors_metadata` (HTTP range
-   requests of each shard's first bytes), at the command's --revision. HF_ENDPOINT, HF_TOKEN and
-   HF_HUB_OFFLINE are honoured as huggingface_hub honours them. Each request waits at most
+3. Hub: config.json, tokenizer_config.json and modules.json (sentence-transformers) with `hf_hub_download` (into the
+   Hugging Face cache, where vLLM finds them later) and the safetensors headers with
+   `HfApi.get_safetensors_metadata` (HTTP range requests of each shard's first bytes), at the command's --revision.
+   HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE are honoured as huggingface_hub honours them. Each request waits at most
    FIT_HUB_TIMEOUT seconds (default 3) and the fetches of all models, made side by side, at most
    TOTAL_TIMEOUTS times that; what cannot be fetched gets a one-line reason, never a traceback.
 
@@ -27,9 +27,9 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote, urlsplit
 
 from .vllm_command import ServeCommand

@@ -260,8 +260,8 @@ MAX_REPORTED = 3  # per GPU: failing sets named one by one; the rest are counted
 def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
                     memory: int | dict[int, int] | None = None) -> list[Finding]:
     """The memory rule for each set of models that can be resident together (every always-on model plus at most
-    one model of each on-demand group), not the whole file: models of one on-demand group take turns. A sleeping model (unload: sleep, not the loaded one of its
-    group) keeps its process, so its CUDA context counts.
+    one model of each on-demand group), not the whole file: models of one on-demand group take turns. A sleeping
+    model (unload: sleep, not the loaded one of its group) keeps its process, so its CUDA context counts.
 
     GPU by GPU (the rule is per GPU, and any choice of at most one model per group on one GPU can happen):
     the worst set (per group, the choice that needs most) fits -> every set fits; else the smallest failing
@@ -279,7 +279,10 @@ def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalo
                 groups[m.on_demand.group].append(m)
         sleepers = [m.name for m in on_gpu if m.on_demand and m.on_demand.unload == "sleep"]
 
-        def check(choice: tuple[ModelPlan, ...]) -> Finding | None:
+        # this iteration's always, gpu, sleepers and context bound as defaults (B023): the two functions are only
+        # called within it, but a closure would read the loop's later values
+        def check(choice: tuple[ModelPlan, ...], always: list[ModelPlan] = always, gpu: int = gpu,
+                  sleepers: list[str] = sleepers) -> Finding | None:
             loaded = {m.name for m in choice}
             members = sorted((*always, *choice), key=lambda m: order[m.name])
             asleep = {gpu: [n for n in sleepers if n not in loaded]}
@@ -287,7 +290,8 @@ def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalo
 
         context = CONTEXT_OVERHEAD / (gpu_memory_of(memory, gpu) or DEFAULT_GPU_MEMORY)
 
-        def need(m: ModelPlan | None, group: list[ModelPlan]) -> float:
+        def need(m: ModelPlan | None, group: list[ModelPlan], sleepers: list[str] = sleepers,
+                 context: float = context) -> float:
             """What a group's choice (m loaded, or None) adds on this GPU, as a share of it."""
             processes = sum(1 for x in group if x is not m and x.name in sleepers) + (m is not None)
             return (fractions[m.name] if m else 0.0) + processes * context

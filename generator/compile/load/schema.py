@@ -102,7 +102,8 @@ def _not_metrics_port(value: int) -> int:
 # or one starting with a ${VAR} that compose interpolates; `:` inside ${...} is allowed) or a named volume.
 VOLUME = re.compile(r"^(?P<source>(?:\$\{[^}]*\}|[^:$])+):(?P<target>/[^:]*)(?::(?P<mode>ro|rw))?$")
 VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # what Docker accepts as a volume name
-VOLUME_HINT = "use host:container[:ro], e.g. /srv/models:/models:ro, ${MODELS_DIR:?set it}:/models:ro or a named volume weights:/models"
+VOLUME_HINT = ("use host:container[:ro], e.g. /srv/models:/models:ro, ${MODELS_DIR:?set it}:/models:ro "
+               "or a named volume weights:/models")
 
 
 def _volume(value: object) -> str:
@@ -565,8 +566,8 @@ ADAPTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # what clients send as "mo
 
 class Adapter(_Strict):
     """A LoRA adapter of this model (vLLM `--lora-modules`): a gateway model of its own name, served by the base
-    model's backend with the base's context, max_tokens clamp, tool and reasoning parsers (docs/embeddings-rerank-lora.md).
-    Give `path` or `repo`."""
+    model's backend with the base's context, max_tokens clamp, tool and reasoning parsers
+    (docs/embeddings-rerank-lora.md). Give `path` or `repo`."""
 
     path: str | None = None
     """The adapter's directory (adapter_config.json + weights) as the backend sees it: a local path for the local

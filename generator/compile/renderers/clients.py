@@ -203,7 +203,8 @@ def person_clients(plan: Plan, person: PersonPlan, key: str) -> dict[str, str]:
     models = tuple(m for m in agent_models(plan) if person.models is None or m.served_name in person.models)
     if not models:
         raise ConfigError([Problem(plan.source, f"people.{person.name}.models", (
-            "none of this person's models takes tools (--enable-auto-tool-choice), which coding agents always send"))])
+            "none of this person's models takes tools (--enable-auto-tool-choice), "
+            "which coding agents always send"))])
     base = f"{CLIENTS_DIR}/people/{person.name}"
     note = f"# {person.name}'s key is in this file: keep it private (make key NAME={person.name} ROTATE=1 replaces it).\n"
     claude = "\n".join(f"{k}={v}" if k == "ANTHROPIC_AUTH_TOKEN" else f"{k}={shlex.quote(v)}"

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from ...errors import Problem
-from ..gateway_process import (BACKEND_ENV, CONFIG_DIR, GATEWAY_METRICS_PORT, GATEWAY_START_BUDGET, gateway_args,
-                               gateway_env, redis_env, serve_command)
+from ..gateway_process import (
+    BACKEND_ENV,
+    CONFIG_DIR,
+    GATEWAY_METRICS_PORT,
+    GATEWAY_START_BUDGET,
+    gateway_args,
+    gateway_env,
+    redis_env,
+    serve_command,
+)
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING

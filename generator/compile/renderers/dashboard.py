@@ -16,8 +16,20 @@ import json
 from dataclasses import dataclass
 
 from ..plan import Plan
-from .metrics import (BACKEND_STATE, GPU_FRACTION, GPU_GIVEN, GPU_USED, JOBS, PROMETHEUS, PROMETHEUS_PORT, STATE_DOWN,
-                      STATE_STOPPED, STATE_UP, failed_requests, gpu_users)
+from .metrics import (
+    BACKEND_STATE,
+    GPU_FRACTION,
+    GPU_GIVEN,
+    GPU_USED,
+    JOBS,
+    PROMETHEUS,
+    PROMETHEUS_PORT,
+    STATE_DOWN,
+    STATE_STOPPED,
+    STATE_UP,
+    failed_requests,
+    gpu_users,
+)
 from .text import dump_yaml, header
 
 GRAFANA = "grafana"  # compose service
@@ -128,9 +140,11 @@ def people_panels() -> list[Panel]:
                      "{{api_key_alias}} {{requested_model}} {{status_code}}"),), "reqps"),
         Panel("Tokens/s per person (in / out)", "litellm_input_tokens_metric and litellm_output_tokens_metric by "
               "the person's name and model",
-              (Query(f"sum by (api_key_alias, requested_model) (rate(litellm_input_tokens_metric_total{{{who}}}[{RATE}]))",
+              (Query("sum by (api_key_alias, requested_model) "
+                     f"(rate(litellm_input_tokens_metric_total{{{who}}}[{RATE}]))",
                      "{{api_key_alias}} {{requested_model}} in"),
-               Query(f"sum by (api_key_alias, requested_model) (rate(litellm_output_tokens_metric_total{{{who}}}[{RATE}]))",
+               Query("sum by (api_key_alias, requested_model) "
+                     f"(rate(litellm_output_tokens_metric_total{{{who}}}[{RATE}]))",
                      "{{api_key_alias}} {{requested_model}} out"))),
     ]
 

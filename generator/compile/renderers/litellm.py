@@ -6,8 +6,8 @@ import copy
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..gateway_process import REDIS_HOST_ENV, REDIS_PORT_ENV, SERVE_MODULE, START_MODULE
 from ..plan import AdapterPlan, ModelPlan, Plan

@@ -121,7 +121,8 @@ def backend_rules() -> dict:
     stopped = f"({BACKEND_STOPPED} == 1)"
     return {"name": "llm-gateway-backends", "rules": [
         {"record": BACKEND_STOPPED,
-         "expr": f'max by (model) ({STATE_METRIC}{{job="{JOBS["on_demand"]}",state=~"{"|".join(UNLOADED_STATES)}"}})'},
+         "expr": f'max by (model) ({STATE_METRIC}'
+                 f'{{job="{JOBS["on_demand"]}",state=~"{"|".join(UNLOADED_STATES)}"}})'},
         {"record": BACKEND_STATE,
          "expr": f'(max by (model) (up{{job="{JOBS["vllm"]}"}}) unless on(model) {stopped}) '
                  f"or on(model) ({STATE_STOPPED} * {stopped})"},

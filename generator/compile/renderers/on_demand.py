@@ -1,5 +1,5 @@
-"""Plan -> what the on-demand controller (generator/shipped/on_demand/) reads: litellm/on-demand.json, and in compose the
-controller's own modules, copied into on-demand/ (the gateway's image has Python but not this project).
+"""Plan -> what the on-demand controller (generator/shipped/on_demand/) reads: litellm/on-demand.json, and in compose
+the controller's own modules, copied into on-demand/ (the gateway's image has Python but not this project).
 
 Written only when some model is on demand (models.yml `on_demand:`). The config names every on-demand model's
 backend (URL, compose service, GPUs, the variable holding its key: never a key) and the controller's limits.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..plan import ModelPlan, Plan
 from .text import header, json_header

@@ -5,8 +5,8 @@ Adding a target = writing its renderer module and one `Target(...)` in it, liste
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..plan import Plan
 

@@ -16,8 +16,10 @@ GENERATED_MARKS = (GENERATED_MARK, JSON_MARK)
 
 def header(plan: Plan, comment: str = "#", regenerate: str = "make regenerate") -> str:
     return (
-        f"{comment} GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by `python -m generator`;\n"
-        f"{comment} vLLM flags checked against vLLM {plan.vllm_version}. Do not edit: change models.yml, run `{regenerate}`.\n"
+        f"{comment} GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) "
+        "by `python -m generator`;\n"
+        f"{comment} vLLM flags checked against vLLM {plan.vllm_version}. "
+        f"Do not edit: change models.yml, run `{regenerate}`.\n"
     )
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..conformance import Turn
 
@@ -39,7 +40,7 @@ class Family:
     notes: tuple[str, ...] = field(default_factory=tuple)  # what cannot run here, and why
     # a family whose real vocabulary vLLM needs (gpt-oss: harmony renders the prompt itself) builds its own files:
     # name -> bytes, scripts.json included (family_model.scripts_json); None: the scripted BPE and a 1-layer Llama
-    files: Callable[["Family"], dict[str, bytes]] | None = None
+    files: Callable[[Family], dict[str, bytes]] | None = None
 
     thinks: bool = True  # False: the reasoning parser is served but the scripts are non-thinking turns
     parallel_calls: bool = True  # False: one call per turn (gpt-oss: <|call|> ends the generation)

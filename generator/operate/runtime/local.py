@@ -37,17 +37,24 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import httpx
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ...compile.gateway_process import (BACKEND_ENV, METRICS_PORT_ENV, gateway_args, gateway_env, metrics_env,
-                                        redis_env, serve_command)
+from ...compile.gateway_process import (
+    BACKEND_ENV,
+    METRICS_PORT_ENV,
+    gateway_args,
+    gateway_env,
+    metrics_env,
+    redis_env,
+    serve_command,
+)
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
@@ -74,7 +81,7 @@ class StackError(RuntimeError):
     """The stack could not start (a port is taken, the gateway failed, or a backend failed when every one
     is required); the message names the process and carries its last log lines."""
 
-    def __init__(self, message: str, failures: tuple["Failure", ...] = ()):
+    def __init__(self, message: str, failures: tuple[Failure, ...] = ()):
         super().__init__(message)
         self.failures = failures
 
@@ -164,7 +171,7 @@ class LocalStack:
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     @classmethod
-    def attach(cls, plan: Plan, state_dir: Path, vllm_python: str, **kw) -> "LocalStack | None":
+    def attach(cls, plan: Plan, state_dir: Path, vllm_python: str, **kw) -> LocalStack | None:
         """The stack an earlier `up` left running for this same plan, with handles on its processes (so
         `kill`, `start_backend` and `stop` work on it); None unless every process it recorded is still
         the one it started and the gateway and every backend answer their health check."""
@@ -482,7 +489,8 @@ class LocalStack:
                         for p in procs:
                             if p.ready_after is None and not p.failed:
                                 if p.popen is None:
-                                    fail(p, f"never started: still waiting for {', '.join(p.waits_for)} after {timeout:.0f}s")
+                                    fail(p, f"never started: still waiting for {', '.join(p.waits_for)} "
+                                            f"after {timeout:.0f}s")
                                 else:
                                     stop_processes([p])  # a half-started backend would hold memory and a port
                                     fail(p, f"not ready after {timeout:.0f}s (stopped)")
@@ -560,7 +568,7 @@ class LocalStack:
                 f"gateway {state.get('gateway_url')}): stop it with `python -m generator.operate.runtime down --state-dir "
                 f"{self.state_dir}`, or give this stack another state dir")
 
-    def __enter__(self) -> "LocalStack":
+    def __enter__(self) -> LocalStack:
         self.start()
         return self
 

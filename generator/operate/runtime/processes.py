@@ -165,4 +165,5 @@ def port_problem(port: int, who: str) -> str | None:
     except (psutil.Error, OSError):
         pass
     return (f"port {port} ({who}) is already in use{holder}; stop that process (if it is another stack: "
-            f"`python -m generator.operate.runtime down --state-dir <its state dir>`) or give {who} another port in models.yml")
+            "`python -m generator.operate.runtime down --state-dir <its state dir>`) "
+            f"or give {who} another port in models.yml")

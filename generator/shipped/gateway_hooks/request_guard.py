@@ -30,7 +30,8 @@ import json
 import os
 import re
 import sys
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it

@@ -33,8 +33,8 @@ from typing import Protocol
 
 import httpx
 
-from .config import ModelConfig
 from . import vllm_fork
+from .config import ModelConfig
 from .process_group import group_members, signal_group, tail
 
 log = logging.getLogger("on_demand")
@@ -119,7 +119,8 @@ class LocalProcesses:
         def gone() -> str | None:
             if proc.poll() is None:
                 return None
-            return f"exited with code {proc.returncode} before it was ready: {last_error_line(self._tail(path))} (log: {path})"
+            return (f"exited with code {proc.returncode} before it was ready: "
+                    f"{last_error_line(self._tail(path))} (log: {path})")
 
         try:
             await wait_healthy(m.url, timeout, gone)

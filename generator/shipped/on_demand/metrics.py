@@ -11,7 +11,7 @@ models.yml name, as the vllm job's target label).
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from .policy import State
 

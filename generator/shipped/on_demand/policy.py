@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
-class State(str, Enum):
+class State(str, Enum):  # noqa: UP042 - a StrEnum's str() is its value, this one's State.X: kept as it was
     STOPPED = "stopped"
     LOADING = "loading"
     LOADED = "loaded"

@@ -20,7 +20,7 @@ import asyncio
 import json
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import httpx
 
@@ -120,7 +120,7 @@ class Controller:
             try:
                 self.policy.tick(self.clock())
                 self._act()
-            except Exception:  # noqa: BLE001 - a bug here must not stop every later timeout and idle unload
+            except Exception:  # a bug here must not stop every later timeout and idle unload (logged)
                 log.exception("tick")
 
     # --- policy <-> actions ---------------------------------------------------------------------
@@ -151,7 +151,7 @@ class Controller:
         except LoadError as exc:
             log.error("%s: load failed after %.1fs: %s", a.model, time.monotonic() - start, exc)
             self.policy.load_failed(a.model, str(exc), self.clock())
-        except Exception as exc:  # noqa: BLE001 - any driver error is this model's failure, not the controller's
+        except Exception as exc:  # any driver error is this model's failure, not the controller's (logged)
             log.exception("%s: load failed", a.model)
             self.policy.load_failed(a.model, f"{type(exc).__name__}: {exc}", self.clock())
         else:

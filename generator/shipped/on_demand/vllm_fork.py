@@ -150,9 +150,12 @@ def fork(socket_path: str, args: list[str], env: dict[str, str], cwd: str, log: 
             if not chunk:
                 raise ForkUnavailable(f"the vLLM fork server on {socket_path} ended before it forked")
             answer += chunk
-    except (OSError, socket.timeout) as exc:
+    except ForkUnavailable:
         conn.close()
-        raise exc if isinstance(exc, ForkUnavailable) else ForkUnavailable(f"vLLM fork server {socket_path}: {exc}")
+        raise
+    except OSError as exc:  # TimeoutError included
+        conn.close()
+        raise ForkUnavailable(f"vLLM fork server {socket_path}: {exc}") from exc
     line, rest = answer.split(b"\n", 1)
     reply = json.loads(line)
     if "pid" not in reply:
@@ -188,7 +191,7 @@ def run_serve(args: list[str], module: str = SERVE_MODULE) -> int:
         return 0
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - whatever ends the backend: its traceback in the log, exit code 1
         traceback.print_exc()
         return 1
     finally:
@@ -226,7 +229,7 @@ def _child(request: dict, inherited: list[int], module: str) -> None:
         except ImportError:
             pass
         code = run_serve(list(request["args"]), module)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - the forked child never returns into the server: traceback, os._exit
         traceback.print_exc()
     finally:
         os._exit(code)

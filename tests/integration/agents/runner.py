@@ -16,9 +16,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 DEAD_PROXY = "http://127.0.0.1:9"  # discard port: nothing listens, connections fail at once
 PROMPT = "What is the weather in Paris? Use the get_weather tool."
@@ -34,7 +34,8 @@ class Run:
 
     def explain(self) -> str:
         tail = "\n".join(json.dumps(e)[:400] for e in self.events[-6:])
-        return f"{len(self.events)} events after {self.seconds:.1f}s, exit {self.returncode}\n{tail}\nstderr: {self.stderr[-1500:]}"
+        return (f"{len(self.events)} events after {self.seconds:.1f}s, exit {self.returncode}\n{tail}\n"
+                f"stderr: {self.stderr[-1500:]}")
 
 
 def base_env(home: Path, extra: dict[str, str]) -> dict[str, str]:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from generator.compile.output import render_files, write_files
+from generator.compile.renderers.clients import PROVIDER_ID
 from generator.demo.conformance import AFTER_TOOL, AGENT_CALLS, REASONING, SCRIPTS, selector
 from generator.demo.families import family
 from generator.demo.script import ANSWER_TEXT, REASONING_TEXT, TOOL_CALL
-from generator.compile.output import render_files, write_files
-from generator.compile.renderers.clients import PROVIDER_ID
 
 from .conftest import TIMINGS
 from .runner import PROMPT, Run, base_env, fresh_home, run_agent
@@ -75,19 +75,22 @@ def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path,
                               "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"})
         cmd = [str(agent_bin / "opencode"), "run", "--format", "json", "--thinking",
                "-m", f"{PROVIDER_ID}/{model.served_name}", prompt]
-        done = lambda e: e.get("type") == "error" or (  # noqa: E731
-            e.get("type") == "step_finish" and (not whole_session or e["part"].get("reason") == "stop"))
+        def done(e):
+            return e.get("type") == "error" or (
+                e.get("type") == "step_finish" and (not whole_session or e["part"].get("reason") == "stop"))
     elif agent == "claude-code":
         env = base_env(home, _claude_env(clients, gateway.key))
         cmd = [str(agent_bin / "claude"), "-p", "--output-format", "stream-json", "--verbose",
                "--model", model.served_name, prompt]
-        done = lambda e: e.get("type") in (("result",) if whole_session else ("user", "result"))  # noqa: E731
+        def done(e):
+            return e.get("type") in (("result",) if whole_session else ("user", "result"))
     else:
         shutil.copytree(clients / "codex", home / ".codex")  # Codex writes sessions into CODEX_HOME
         env = base_env(home, {**key, "CODEX_HOME": str(home / ".codex")})
         cmd = [str(agent_bin / "codex"), "exec", "--json", "--skip-git-repo-check", "--profile", model.name, prompt]
-        done = lambda e: e.get("type") in ("turn.completed", "turn.failed", "error") or (  # noqa: E731
-            "unsupported call: get_weather" in e.get("stderr", ""))
+        def done(e):
+            return e.get("type") in ("turn.completed", "turn.failed", "error") or (
+                "unsupported call: get_weather" in e.get("stderr", ""))
     result = run_agent(cmd, env, work, done, timeout=TIMEOUT)
     TIMINGS.append(f"{agent:12} {model.served_name:12} {result.seconds:6.1f} s  "
                    f"{'stopped after its first round' if result.finished else 'NOT finished'}")

@@ -16,6 +16,7 @@ that is no Service name, an on-demand model) are ConfigErrors, so the CLI exits 
 from __future__ import annotations
 
 from ....errors import ConfigError, Problem
+from ....shipped.gateway_hooks.people import KEYS_FILE
 from ...load.schema import VLLM_IMAGE
 from ...plan import Plan
 from ..litellm import gateway_modules, people_file, render_litellm
@@ -25,7 +26,6 @@ from .backend import backend_objects, backend_problems, local_adapters, local_we
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .monitoring import MONITORING_FILE, monitoring_objects
-from ....shipped.gateway_hooks.people import KEYS_FILE
 from .objects import GATEWAY, KEYS_SECRET, PART_OF, PEOPLE_SECRET
 from .redis import REDIS_FILE, redis_objects
 
