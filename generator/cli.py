@@ -81,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     target = TARGETS[args.target]
     files = rendered[args.target]
     changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
-    env_file, env_header = target.keys_file or (None, None)
-    added = ensure_env_file(args.out / env_file, plan.secret_envs, env_header) if env_file else []
+    keys = target.keys_file  # (the file of the stack's keys, its header), or None
+    env_file = keys[0] if keys else None
+    added = ensure_env_file(args.out / keys[0], plan.secret_envs, keys[1]) if keys else []
     if env_file and plan.people:  # the hashes of people's keys (make key) for the gateway, for the people still there
         write_hashes(plan, args.out / env_file, args.out / Path(files_dir(target.name)))
     if not args.quiet:

@@ -49,11 +49,11 @@ def write_files(files: dict[str, str], out_dir: Path) -> list[str]:
             os.chmod(tmp, 0o644)
             staged.append((Path(tmp), target))
             changed.append(rel)
-        for tmp, target in staged:
-            os.replace(tmp, target)
+        for staged_tmp, target in staged:
+            os.replace(staged_tmp, target)
     finally:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
+        for staged_tmp, _ in staged:
+            staged_tmp.unlink(missing_ok=True)
     return changed
 
 

@@ -274,6 +274,18 @@ class Plan:
     def on_demand(self) -> tuple[ModelPlan, ...]:
         return tuple(m for m in self.models if m.on_demand is not None)
 
+    def required_controller(self) -> ControllerPlan:
+        """`controller`, for what renders the on-demand controller (called only when some model is on demand)."""
+        if self.controller is None:
+            raise ValueError("no model is on demand: the plan has no controller")
+        return self.controller
+
+    def required_redis(self) -> RedisPlan:
+        """`redis`, for what renders the stack's Redis or points at it (called only when the stack needs one)."""
+        if self.redis is None:
+            raise ValueError("the stack needs no Redis: the plan has none")
+        return self.redis
+
     @property
     def served(self) -> tuple[ModelPlan, ...]:
         """One backend per name clients send (a replicated model's first replica): client configs, /v1/models."""

@@ -142,7 +142,8 @@ def _type(s: dict[str, Any]) -> str:
     if kind == "array":
         return "list of " + _type(s.get("items", {}))
     if kind == "object":
-        values = s.get("additionalProperties") or next(iter(s.get("patternProperties", {}).values()), {})
+        extra = s.get("additionalProperties")  # a schema, or false / true (no other field / any)
+        values = extra if isinstance(extra, dict) and extra else next(iter(s.get("patternProperties", {}).values()), {})
         return "mapping of name to " + (_type(values) if values else "value")
     if kind in ("integer", "number"):
         low = s.get("minimum", s.get("exclusiveMinimum"))
@@ -153,7 +154,7 @@ def _type(s: dict[str, Any]) -> str:
         if low is not None:
             return f"{word} >= {low}" if "minimum" in s else f"{word} > {low}"
         return word
-    return {"boolean": "true / false", "string": "text"}.get(kind, str(kind))
+    return {"boolean": "true / false", "string": "text"}.get(str(kind), str(kind))
 
 
 def _default(s: dict[str, Any], required: bool) -> str:

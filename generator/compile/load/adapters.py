@@ -108,8 +108,8 @@ def lora_flags(name: str, cmd: ServeCommand, adapters: tuple[AdapterPlan, ...], 
                                             "adapter loading (which `make apply` uses to add an adapter without a "
                                             "restart) with more than one API server; remove --api-server-count"))
     ranks = allowed_ranks(catalog)
-    known = [a for a in adapters if a.rank is not None]
-    top = max(known, key=lambda a: a.rank) if known else None
+    known = [(a, a.rank) for a in adapters if a.rank is not None]  # (adapter, its rank)
+    top = max(known, key=lambda k: k[1]) if known else None
     set_rank = cmd.value("--max-lora-rank")
     chosen: int | None = None  # the rank written, from the adapters whose rank is known
     out: list[str] = [] if cmd.enabled("--enable-lora") else ["--enable-lora"]
@@ -117,18 +117,19 @@ def lora_flags(name: str, cmd: ServeCommand, adapters: tuple[AdapterPlan, ...], 
     if cmd.value("--max-loras") is None:
         out += ["--max-loras", str(len(adapters))]
     if set_rank is not None:
-        for a in known:
-            if a.rank > int(set_rank):
+        for a, rank in known:
+            if rank > int(set_rank):
                 findings.append(((name, "adapters", a.name),
-                                 f"adapter {a.name} has rank {a.rank} ({a.rank_from}), above the command's "
+                                 f"adapter {a.name} has rank {rank} ({a.rank_from}), above the command's "
                                  f"--max-lora-rank {set_rank}: vLLM would refuse to load it; raise --max-lora-rank "
-                                 f"to {next((r for r in ranks if r >= a.rank), ranks[-1])} or remove it and let the "
+                                 f"to {next((r for r in ranks if r >= rank), ranks[-1])} or remove it and let the "
                                  "generator choose"))
     elif top is not None:
-        fits = [r for r in ranks if r >= top.rank]
+        top_adapter, top_rank = top
+        fits = [r for r in ranks if r >= top_rank]
         if not fits:
-            findings.append(((name, "adapters", top.name),
-                             f"adapter {top.name} has rank {top.rank} ({top.rank_from}), above the largest "
+            findings.append(((name, "adapters", top_adapter.name),
+                             f"adapter {top_adapter.name} has rank {top_rank} ({top_adapter.rank_from}), above the largest "
                              f"--max-lora-rank vLLM {catalog.vllm_version} accepts ({ranks[-1]}); serve an adapter of "
                              f"rank <= {ranks[-1]}"))
         else:

@@ -65,8 +65,9 @@ def _type_name(action: argparse.Action) -> str:
     if fn is None:
         return "str"
     name = getattr(fn, "__name__", type(fn).__name__)
-    if name == "_optional_type" and fn.__closure__:
-        name = getattr(fn.__closure__[0].cell_contents, "__name__", "str")
+    closure = getattr(fn, "__closure__", None)  # a function's (action.type may also be a FileType or a str)
+    if name == "_optional_type" and closure:
+        name = getattr(closure[0].cell_contents, "__name__", "str")
     return {
         "int": "int",
         "float": "float",

@@ -7,7 +7,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ...errors import ConfigError, Problem
 from ..plan import (
@@ -85,22 +85,22 @@ def _field_hint(path: tuple) -> str:
     )
 
     parent = path[-3] if len(path) > 2 and isinstance(path[-2], int) else path[-2] if len(path) > 1 else ""
-    k8s = {"gateway": GatewayK8s, "metrics": MetricsK8s}.get(str(path[0]), ModelK8s)
+    top: dict[str, type[BaseModel]] = {"gateway": GatewayK8s, "metrics": MetricsK8s}
+    k8s = top.get(str(path[0]), ModelK8s)
     on_demand = Controller if len(path) == 2 else OnDemand  # top-level block, or a model's (or defaults')
     if path[0] == "people" and len(path) == 3:
-        owner = Person
-        close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
-        return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
+        close = difflib.get_close_matches(str(path[-1]), list(Person.model_fields), n=1)
+        return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(Person.model_fields)}"
     if len(path) > 3 and path[-3] == "adapters":  # <model>.adapters.<name>.<field>
         from .schema import Adapter
 
         close = difflib.get_close_matches(str(path[-1]), list(Adapter.model_fields), n=1)
         return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(Adapter.model_fields)}"
-    owner = {"litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics,
-             "grafana": Grafana, "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand,
-             "media": Media, "limits": Limits}.get(str(parent))
-    if owner is None:
-        owner = {"gateway": Gateway, "metrics": Metrics}.get(str(path[0]), ModelEntry)
+    sections: dict[str, type[BaseModel]] = {
+        "litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics, "grafana": Grafana,
+        "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand, "media": Media, "limits": Limits}
+    blocks: dict[str, type[BaseModel]] = {"gateway": Gateway, "metrics": Metrics}
+    owner = sections.get(str(parent)) or blocks.get(str(path[0]), ModelEntry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
 
@@ -126,8 +126,7 @@ def _parse(src: Source) -> ModelsFile:
     try:
         parsed = ModelsFile.model_validate(doc)
     except ValidationError as exc:
-        problems += _schema_problems(src, exc)
-        parsed = None
+        raise ConfigError(problems + _schema_problems(src, exc)) from None
     if problems:
         raise ConfigError(problems)
     return parsed
@@ -207,7 +206,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     warnings: list[str] = []
     models: list[ModelPlan] = []
     fractions: dict[str, float] = {}
-    explicit_ports = set()
+    explicit_ports: set[int] = set()
     commands: dict[str, ServeCommand] = {}
     flag_problems: list[Problem] = []
     weights: dict[str, int | None] = {}  # bytes of each model's weights, when the fit check could read them
@@ -224,8 +223,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         port_flag = cmd.value("--port")
         if port_flag and entry.port and int(port_flag) != entry.port:
             findings.append(((name, "port"), f"port {entry.port} disagrees with --port {port_flag}; keep one"))
-        if port_flag or entry.port:
-            explicit_ports.update(int(port_flag or entry.port) + i for i in range(entry.replicas))
+        port = int(port_flag) if port_flag else entry.port or None
+        if port is not None:
+            explicit_ports.update(port + i for i in range(entry.replicas))
     names, found = rules.replica_names({name: entry.replicas for name, entry in file.models.items()})
     findings += found
     owner = {backend: name for name, backends in names.items() for backend in backends}
@@ -233,9 +233,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     files = model_files.gather(commands, notify)
     auto_port = FIRST_AUTO_PORT
     for name, entry in file.models.items():
-        cmd = commands.get(name)
-        if cmd is None:
+        if name not in commands:  # its command did not parse (flag_problems)
             continue
+        cmd = commands[name]
         meta = files[name]
         if meta.problem:
             findings.append(((name, "command"), meta.problem))
@@ -369,17 +369,17 @@ def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[Perso
     people, findings = [], []
     for name, entry in file.people.items():
         entry = entry or Person()
-        allowed = None
+        allowed: tuple[str, ...] | None = None
         if entry.models is not None:
-            allowed = []
+            chosen: list[str] = []
             for i, model in enumerate(entry.models):
                 if model in served:
-                    allowed.append(served[model])
+                    chosen.append(served[model])
                     continue
                 close = difflib.get_close_matches(model, list(served), n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"the models are: {', '.join(sorted(served))}"
                 findings.append((("people", name, "models", i), f"{model!r} is not a model of this file; {hint}"))
-            allowed = tuple(dict.fromkeys(allowed))
+            allowed = tuple(dict.fromkeys(chosen))
         people.append(PersonPlan(name=name, models=allowed, rpm=entry.rpm, tpm=entry.tpm, parallel=entry.parallel,
                                  tokens_per_day=entry.tokens_per_day, tokens_per_month=entry.tokens_per_month,
                                  description=entry.description.strip()))
@@ -448,7 +448,8 @@ def _fit(m: ModelPlan, cmd: ServeCommand, meta: model_files.ModelFiles, fraction
          memory: int | dict[int, int] | None) -> fit.Verdict:
     """The fit check for one model; a config of another shape makes it a skip, never a crash."""
     sizes = [rules.gpu_memory_of(memory, g) for g in m.gpus]
-    smallest = None if None in sizes or not sizes else min(sizes)
+    known = [s for s in sizes if s is not None]
+    smallest = min(known) if known and len(known) == len(sizes) else None
     try:
         return fit.check(meta, cmd, m.gpus, m.context, fraction, smallest, m.env, kv_cache=m.kind == pooling.CHAT)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # a file of another shape

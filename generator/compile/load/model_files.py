@@ -253,9 +253,10 @@ def _save(ep: str, model: str, revision: str | None, entry: dict) -> None:
 
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
-    while exc is not None and exc not in seen:
-        seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and link not in seen:
+        seen.append(link)
+        link = link.__cause__ or link.__context__
     return seen
 
 

@@ -81,12 +81,12 @@ GENERATION_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "--reason
 def pooling_fields(name: str, kind: str, why: str, cmd: ServeCommand, entry: ModelEntry) -> list[Finding]:
     """An embedding or rerank model generates no text: a request default of its own (`litellm:`) or a tool or
     reasoning flag would never apply. (`defaults.litellm` is for the chat models: it is left out silently.)"""
-    findings = []
+    findings: list[Finding] = []
     what = f"{name} is {'an' if kind == 'embedding' else 'a'} {kind} model ({why}): it generates no text, so"
     for field in sorted(entry.litellm.model_dump(exclude_none=True)):
         findings.append(((name, "litellm", field), f"{what} `litellm.{field}` would never apply; remove it"))
     for flag in GENERATION_FLAGS:
-        if cmd.last(flag) is not None and not cmd.last(flag).negated:
+        if cmd.enabled(flag):
             findings.append(((name, "command"), f"{what} {flag} would never apply; remove it"))
     return findings
 
@@ -127,24 +127,27 @@ def replica_gpus(name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]]
     """Each replica's GPUs: `gpus` split in order into chunks of tensor x pipeline x data parallel size, or one
     list per replica; every replica's list then passes gpu_count. [] (CPU): `replicas` processes, no GPU."""
     nested = bool(gpus) and isinstance(gpus[0], list)
+    # the schema takes either GPUs or lists of them, never both: one of these two is `gpus`, the other empty
+    lists = [g for g in gpus if isinstance(g, list)]
+    flat = [g for g in gpus if not isinstance(g, list)]
     if nested:
         if len(gpus) != replicas:
             fix = (f"set replicas: {len(gpus)}" if replicas == 1 else
                    f"give {replicas} lists (one per replica) or set replicas: {len(gpus)}")
             return [], [((name, "gpus"), f"gpus gives {len(gpus)} list(s) of GPUs for replicas: {replicas}; {fix}")]
-        sets = [tuple(g) for g in gpus]
-    elif not gpus or replicas == 1:
-        sets = [tuple(gpus)] * replicas
+        sets = [tuple(g) for g in lists]
+    elif not flat or replicas == 1:
+        sets = [tuple(flat)] * replicas
     else:
         size = world_size(cmd)
-        if len(set(gpus)) != len(gpus):
-            return [], [((name, "gpus"), f"gpus {gpus} lists a GPU twice")]
-        if len(gpus) != replicas * size:
+        if len(set(flat)) != len(flat):
+            return [], [((name, "gpus"), f"gpus {flat} lists a GPU twice")]
+        if len(flat) != replicas * size:
             return [], [((name, "gpus"),
-                         f"{len(gpus)} GPU(s) {gpus} do not split into {replicas} replicas of {size} GPU(s) each "
+                         f"{len(flat)} GPU(s) {flat} do not split into {replicas} replicas of {size} GPU(s) each "
                          f"(tensor x pipeline x data parallel size {size}): give {replicas * size} GPUs, one list "
                          f"per replica (e.g. gpus: [[0, 1], [2, 3]]), or change replicas")]
-        sets = [tuple(gpus[i * size:(i + 1) * size]) for i in range(replicas)]
+        sets = [tuple(flat[i * size:(i + 1) * size]) for i in range(replicas)]
     findings: list[Finding] = []
     for i, chunk in enumerate(sets):
         for path, msg in gpu_count(name, cmd, list(chunk)):
@@ -296,7 +299,7 @@ def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalo
             processes = sum(1 for x in group if x is not m and x.name in sleepers) + (m is not None)
             return (fractions[m.name] if m else 0.0) + processes * context
 
-        worst = tuple(m for ms in groups.values() if (m := max([None, *ms], key=lambda x: need(x, ms))))
+        worst = tuple(w for ms in groups.values() if (w := max([None, *ms], key=lambda x: need(x, ms))) is not None)
         worst_finding = check(worst)
         if worst_finding is None:
             continue
@@ -356,7 +359,7 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backend
             if gpu in last_on:
                 deps[m.name].add(last_on[gpu])
             last_on[gpu] = m.name
-    findings = []
+    findings: list[Finding] = []
     for name, wanted in explicit.items():
         if name in on_demand and wanted:
             findings.append(((name, "start_after"),
@@ -421,7 +424,7 @@ def controller_port(port: int, gateway_port: int, models: list[ModelPlan]) -> li
 
 def unique(models: list[ModelPlan]) -> list[Finding]:
     """Served names and ports: one per model (the replicas of one model share its served name)."""
-    findings = []
+    findings: list[Finding] = []
     for attr, label in (("served_name", "served model name"), ("port", "port")):
         seen: dict = {}
         for m in models:
@@ -433,7 +436,9 @@ def unique(models: list[ModelPlan]) -> list[Finding]:
 
 
 def _mount(text: str) -> Mount:
-    m = VOLUME.match(text)  # the schema has checked the syntax
+    m = VOLUME.match(text)
+    if m is None:  # the schema checks the syntax first
+        raise ValueError(f"{text!r} is not a volume (host:container[:ro|rw])")
     return Mount(m["source"], m["target"].rstrip("/") or "/", m["mode"] == "ro")
 
 
@@ -463,7 +468,7 @@ def metrics_ports(metrics, gateway_port: int) -> list[Finding]:
     """Prometheus's and Grafana's host ports: distinct from each other and from the gateway's."""
     if not metrics.enabled:
         return []
-    findings = []
+    findings: list[Finding] = []
     if metrics.port == gateway_port:
         findings.append((("metrics", "port"), f"port {metrics.port} is the gateway's port; pick another (e.g. 9090)"))
     g = metrics.grafana

@@ -505,7 +505,10 @@ StorageSize = Annotated[str, BeforeValidator(_env_value),
 
 
 def _seconds(duration: str) -> float:
-    number, unit = re.match(r"^([0-9]+)([a-z]+)$", duration.lower()).groups()
+    m = re.match(r"^([0-9]+)([a-z]+)$", duration.lower())
+    if m is None:  # the field's pattern checks it first
+        raise ValueError(f"{duration!r} is not a duration such as 15s, 5m or 15d")
+    number, unit = m.groups()
     return int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[unit]
 
 

@@ -86,7 +86,7 @@ class ServeCommand:
 
     def enabled(self, name: str) -> bool:
         flag = self.last(name)
-        return bool(flag) and not flag.negated
+        return flag is not None and not flag.negated
 
 
 def _split(command: str) -> list[str]:

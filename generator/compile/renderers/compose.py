@@ -133,7 +133,7 @@ def redis_command(password_env: str, port: int) -> str:
 def redis_service(plan: Plan) -> dict:
     """The stack's Redis (plan.redis): on the backend network only, never published; the gateway's workers share
     their counters there. `sh -c`: the official image's entrypoint and docker/redis (Debian's package) alike."""
-    r = plan.redis
+    r = plan.required_redis()
     return {
         "image": r.image,
         "entrypoint": ["sh", "-c", redis_command("$" + r.password_env, r.port)],
@@ -154,7 +154,7 @@ def controller_service(plan: Plan) -> dict:
     for it (starts its container, or wakes it from vLLM's sleep mode), unloads it when idle or when its group
     needs room. Same image as the gateway (Python + aiohttp); its modules come from ../on-demand. Backend network
     only, never published; the Docker socket only with on_demand.docker_socket (SECURITY.md), never the gateway's."""
-    c = plan.controller
+    c = plan.required_controller()
     env = {"PYTHONPATH": PACKAGE_MOUNT, **{m.api_key_env: secret_ref(m.api_key_env) for m in plan.on_demand}}
     volumes = [f"../litellm:{CONFIG_DIR}:ro", f"../{PACKAGE_DIR}:{PACKAGE_MOUNT}:ro"]
     if c.docker_socket:
@@ -267,7 +267,7 @@ def compose_problems(plan: Plan) -> list[Problem]:
     return [Problem(plan.source, f"{m.name}.on_demand.unload",
                     "on_demand unload: stop in compose needs the controller to start/stop containers: set "
                     "on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model")
-            for m in plan.on_demand if m.on_demand.unload == "stop"]
+            for m in plan.on_demand if m.on_demand is not None and m.on_demand.unload == "stop"]
 
 
 def render_compose(plan: Plan) -> dict:

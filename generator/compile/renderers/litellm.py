@@ -94,7 +94,7 @@ CONTROLLER_SERVICE = "on-demand"  # the on-demand controller's compose service a
 def controller_api_base(m: ModelPlan, plan: Plan, host: str) -> str:
     """An on-demand model as the gateway reaches it: through the controller, which loads it first. The
     controller forwards the request (and its Authorization header, the backend's key) unchanged."""
-    return f"http://{host}:{plan.controller.port}/m/{m.name}/v1"
+    return f"http://{host}:{plan.required_controller().port}/m/{m.name}/v1"
 
 
 NO_PROMPT_LOGPROBS = "gateway_no_prompt_logprobs"  # model_info: no prompt logprobs on this backend (guard: 400)

@@ -87,7 +87,7 @@ def scrape_configs(plan: Plan) -> list[dict]:
                      "static_configs": [{"targets": [f"{DCGM}:{DCGM_PORT}"]}]})
     if plan.on_demand:
         jobs.append({"job_name": JOBS["on_demand"], "metrics_path": "/metrics",
-                     "static_configs": [{"targets": [f"{CONTROLLER_SERVICE}:{plan.controller.port}"]}]})
+                     "static_configs": [{"targets": [f"{CONTROLLER_SERVICE}:{plan.required_controller().port}"]}]})
     return jobs
 
 

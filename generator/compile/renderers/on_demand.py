@@ -29,9 +29,7 @@ def compose_backend_url(m: ModelPlan) -> str:
 
 def controller_config(plan: Plan, backend_url: Callable[[ModelPlan], str] = compose_backend_url) -> dict:
     """The controller's settings and its models; `backend_url(m)` -> "http://host:port" of m's vLLM (no /v1)."""
-    c = plan.controller
-    if c is None:
-        raise ValueError("no model is on demand: the plan has no controller")
+    c = plan.required_controller()
     return {
         "port": c.port,
         "queue": c.queue,
@@ -40,9 +38,9 @@ def controller_config(plan: Plan, backend_url: Callable[[ModelPlan], str] = comp
         "docker_socket": c.docker_socket,
         "models": {
             m.name: {
-                "group": m.on_demand.group,
-                "idle_timeout": m.on_demand.idle_timeout,
-                "unload": m.on_demand.unload,
+                "group": od.group,
+                "idle_timeout": od.idle_timeout,
+                "unload": od.unload,
                 "url": backend_url(m),
                 "service": m.name,  # compose service: its container carries com.docker.compose.service=<this>
                 "served_name": m.served_name,
@@ -50,6 +48,7 @@ def controller_config(plan: Plan, backend_url: Callable[[ModelPlan], str] = comp
                 "gpus": list(m.gpus),
             }
             for m in plan.on_demand
+            if (od := m.on_demand) is not None  # every one of them
         },
     }
 

@@ -137,7 +137,7 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
         "securityContext": container_security(),
     }
     requests = {k: v for k, v in (("cpu", m.k8s.cpu), ("memory", m.k8s.memory)) if v}
-    resources = {"requests": requests} if requests else {}
+    resources: dict[str, dict] = {"requests": requests} if requests else {}  # limits: GPU counts
     if limits := gpu_limits(m, plan):
         resources["limits"] = limits
     if resources:

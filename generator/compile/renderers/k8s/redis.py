@@ -13,7 +13,7 @@ REDIS_FILE = "redis.yaml"  # under k8s/
 
 
 def deployment(plan: Plan) -> dict:
-    r = plan.redis
+    r = plan.required_redis()
     probe = {"exec": {"command": ["sh", "-c", f'REDISCLI_AUTH="${r.password_env}" redis-cli -p {r.port} ping | grep -q PONG']},
              "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
     container = {
@@ -40,14 +40,14 @@ def deployment(plan: Plan) -> dict:
 
 
 def service(plan: Plan) -> dict:
-    r = plan.redis
+    r = plan.required_redis()
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": r.service, "labels": labels("redis", r.service)},
             "spec": {"type": "ClusterIP", "selector": selector("redis", r.service),
                      "ports": [{"name": "redis", "port": r.port, "targetPort": "redis", "protocol": "TCP"}]}}
 
 
 def network_policy(plan: Plan) -> dict:
-    r = plan.redis
+    r = plan.required_redis()
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": f"{r.service}-from-gateway-only", "labels": labels("redis", r.service)},
             "spec": {"podSelector": {"matchLabels": selector("redis", r.service)}, "policyTypes": ["Ingress"],
