@@ -66,7 +66,7 @@ def flags(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
     return words, out
 
 
-def command_changes(old: list[str], new: list[str]) -> list[str]:
+def command_changes(old: list[str] | None, new: list[str] | None) -> list[str]:
     (old_words, old_flags), (new_words, new_flags) = flags(old or []), flags(new or [])
     lines = [f"{shlex.join(old_words)} -> {shlex.join(new_words)}"] if old_words != new_words else []
     for flag in dict.fromkeys([*old_flags, *new_flags]):
@@ -197,7 +197,7 @@ def plan_changes(old_doc: dict, new_doc: dict, old_files: dict[str, str], new_fi
             continue
         details = service_changes(old, new)
         changed = (name in recreate) if recreate is not None else bool(details)
-        if changed and not details:
+        if changed and not details and recreate is not None:  # changed without details: Docker said so
             details = [recreate[name] or REDEFINED]
         files = gateway_file_changes(old_files, new_files) if name == GATEWAY else []
         live = live_update(old, new) if changed and name != GATEWAY and (

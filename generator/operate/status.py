@@ -323,7 +323,7 @@ def render(rep: dict) -> Group | Text:
             _num(m["prompt_tokens_per_s"], "{:.1f}"), _num(m["generation_tokens_per_s"], "{:.1f}"),
             "-" if m["ttft_p50_s"] is None else f"{1000 * m['ttft_p50_s']:.0f} ms",
             _num(m["gateway_errors_total"]))
-    notes = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"]
+    notes: list[Text | Table] = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"]
              if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")]
     if g.get("error"):
         notes.insert(0, Text(g["error"], style="red" if g["state"] != "healthy" else "dim"))
@@ -377,12 +377,13 @@ def main(argv: list[str] | None = None) -> int:
     with httpx.Client(timeout=args.timeout, trust_env=False) as client:
         if args.watch:
             return watch(client, target, args.interval)
-        before = fetch(client, target)
-        if "error" not in before:
+        first = fetch(client, target)
+        before: dict | None = None
+        if "error" not in first:
             time.sleep(args.interval)
-            after = fetch(client, target)
+            before, after = first, fetch(client, target)
         else:
-            after, before = before, None
+            after = first
         rep = report(before if before and "error" not in before else None, after, target)
     if args.json:
         print(json.dumps(rep, indent=1))

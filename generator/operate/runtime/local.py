@@ -305,7 +305,7 @@ class LocalStack:
         if problem := self._other_stack_running():  # before anything runs: its record would be overwritten
             raise StackError(problem)
         proc.log.parent.mkdir(parents=True, exist_ok=True)
-        if server := self._fork_server(proc):
+        if proc.fork_socket is not None and (server := self._fork_server(proc)):
             try:
                 proc.popen = vllm_fork.fork(proc.fork_socket, list(proc.fork_args), {**os.environ, **env}, os.getcwd(),
                                             str(proc.log), alive=server.alive)
