@@ -151,6 +151,13 @@ class Supervisor:
         self.short_since: float | None = None
         self.left: set[int] = set()  # old workers not yet exited
 
+    @property
+    def gateway(self) -> subprocess.Popen:
+        """The gateway's process, once start() (which run() calls first) has started it."""
+        if self.child is None:
+            raise RuntimeError("the gateway is not started yet (Supervisor.start)")
+        return self.child
+
     def start(self) -> None:
         self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
         self.child = subprocess.Popen(self.cmd)
@@ -181,7 +188,7 @@ class Supervisor:
 
     def reload(self, new: str) -> bool:
         """Move the gateway onto `new`; False when it cannot start yet (workers still starting)."""
-        old_workers = workers_of(self.child.pid)
+        old_workers = workers_of(self.gateway.pid)
         if self.workers > 1 and len(old_workers) < self.workers:
             return False  # uvicorn is starting (or replacing a dead) worker: it reads the files as they are now
         if self.workers > 1:
@@ -190,24 +197,24 @@ class Supervisor:
             self.rolling = (new, old_workers, len(old_workers), time.monotonic())
             self.left = set(old_workers)
             self.short_since = None
-            self.child.send_signal(signal.SIGHUP)
+            self.gateway.send_signal(signal.SIGHUP)
         else:
             say(f"config {self.applied} -> {new}: one worker, restarting the gateway "
                 f"(requests in flight are cut; gateway.workers >= 2 reloads without a cut)")
-            self.child.terminate()
+            self.gateway.terminate()
             try:
-                self.child.wait(timeout=30)
+                self.gateway.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.child.kill()
-                self.child.wait()
+                self.gateway.kill()
+                self.gateway.wait()
             self.child = subprocess.Popen(self.cmd)
             say(f"reloaded {new} (restarted, pid {self.child.pid})")
         self.applied = new
         return True
 
-    def check_rolling(self) -> None:
-        new, old, n, since = self.rolling
-        now = workers_of(self.child.pid)
+    def check_rolling(self, rolling: tuple[str, set[int], int, float]) -> None:
+        new, old, n, since = rolling
+        now = workers_of(self.gateway.pid)
         for pid in sorted(self.left - now):  # it exits once its last request (a stream too) is answered
             say(f"old worker {pid} exited after {time.monotonic() - since:.1f}s")
         self.left &= now
@@ -239,7 +246,7 @@ class Supervisor:
     def loop(self) -> int:
         seen = self.applied
         while True:
-            code = self.child.poll()
+            code = self.gateway.poll()
             if code is not None:
                 if not self.stopping:
                     say(f"the gateway exited with code {code}")
@@ -249,19 +256,19 @@ class Supervisor:
                     while (reaped := os.waitpid(-1, os.WNOHANG))[0] > 0:
                         if self.metrics and reaped[0] == self.metrics.pid:
                             self.metrics.returncode = os.waitstatus_to_exitcode(reaped[1])
-                        if reaped[0] == self.child.pid:
-                            self.child.returncode = os.waitstatus_to_exitcode(reaped[1])
+                        if reaped[0] == self.gateway.pid:
+                            self.gateway.returncode = os.waitstatus_to_exitcode(reaped[1])
                             break
                 except ChildProcessError:
                     pass
-                if self.child.returncode is not None:
+                if self.gateway.returncode is not None:
                     continue
             time.sleep(POLL)
             if self.stopping:
                 continue
             self.check_metrics()
             if self.rolling:
-                self.check_rolling()
+                self.check_rolling(self.rolling)
                 continue
             now = digest(self.folder)
             if (now != self.applied and now == seen) or self.force:  # stable for one poll: all files renamed in

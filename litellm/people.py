@@ -79,7 +79,7 @@ class Directory:
         self.hashes: dict[str, str] = {}
 
     def _stamp(self) -> tuple:
-        stamps = []
+        stamps: list[tuple[int, int, int] | None] = []
         for path in (self.people_path, self.keys_path):
             try:
                 st = os.stat(path)

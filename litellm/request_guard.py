@@ -378,7 +378,9 @@ class RequestGuard:
         if isinstance(data, dict) and "model" not in data and (named := MODEL_IN_PATH.search(path)):
             data = {"model": named[1], **data}  # for the checks only: LiteLLM reads the path itself
         try:
-            refusal = judge(api, data, size) or litellm_refusal(data, path)
+            refusal = judge(api, data, size)  # refuses a body that is not an object
+            if refusal is None and isinstance(data, dict):
+                refusal = litellm_refusal(data, path)
         except Exception:  # noqa: BLE001  never break a request on our own failure: LiteLLM judges it
             return None, body
         if refusal is None and isinstance(data, dict):
@@ -387,7 +389,7 @@ class RequestGuard:
             except Exception:  # noqa: BLE001  e.g. the stack's Redis is down: never let a person past their limits
                 refusal = Refusal(503, "the gateway cannot check this key's limits right now (its Redis does not "
                                        "answer); try again shortly", None, {"retry-after": "5"})
-        if refusal is None and not named_in_path(path):
+        if refusal is None and isinstance(data, dict) and not named_in_path(path):
             scope["parsed_body"] = (tuple(data.keys()), data)  # where LiteLLM looks before parsing the body itself
         return refusal, body
 

@@ -53,7 +53,8 @@ def _read(path: str) -> str | None:
 def _cgroup_dirs(root: str) -> tuple[list[str], list[str]]:
     """(v2 directories, v1 cpu-controller directories) of this process's cgroup and its parents, deepest
     first. Inside a container with its own cgroup namespace the path is "/", i.e. the mount root."""
-    v2, v1 = [], []
+    v2: list[str] = []
+    v1: list[str] = []
     for line in (_read(f"{root}/proc/self/cgroup") or "").splitlines():
         hier, controllers, path = (line.split(":", 2) + ["", ""])[:3]
         if hier == "0" and controllers == "":
@@ -185,7 +186,10 @@ def start_metrics(args: list[str], env=os.environ) -> subprocess.Popen | None:
         env[LITELLM_PORT_ENV] = env[METRICS_PORT_ENV]
         return None
     env.pop(LITELLM_PORT_ENV, None)  # one server on the port: LiteLLM's CLI would start a second one
-    return subprocess.Popen(metrics_command(args, dict(env)), env=dict(env))
+    command = metrics_command(args, dict(env))
+    if command is None:  # no port (as checked above)
+        return None
+    return subprocess.Popen(command, env=dict(env))
 
 
 def main(argv: list[str]) -> None:

@@ -70,6 +70,11 @@ def replica_of(deployment: Mapping) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def replica_names(deployments: list) -> list[str]:
+    """The replica names of `deployments` (each of candidates()' has one), in their order."""
+    return [name for d in deployments if (name := replica_of(d)) is not None]
+
+
 def deployment_id(deployment: Mapping) -> str | None:
     info = deployment.get("model_info")
     value = info.get("id") if isinstance(info, Mapping) else None
@@ -169,7 +174,7 @@ def choose(deployments: list, request: Mapping | None, messages: object = None) 
     key = conversation_key(request, messages)
     if key is None or len(live) == 1:
         return live
-    chosen = rendezvous(key, [replica_of(d) for d in live])
+    chosen = rendezvous(key, replica_names(live))
     return [d for d in live if replica_of(d) == chosen]
 
 
@@ -325,9 +330,9 @@ async def route(placement: Placement, deployments: list, request: Mapping | None
     key = conversation_key(request, messages)
     member = request_id(request)
     model = str(named[0].get("model_name") or "")
-    names = placement.replicas(model, [replica_of(d) for d in named])  # with those in cooldown: not live
+    names = placement.replicas(model, replica_names(named))  # with those in cooldown: not live
     order = preference(key or member or uuid.uuid4().hex, names)  # no conversation: ties go anywhere
-    chosen = await placement.place(model, key, order, {replica_of(d) for d in live}, member, hold_seconds())
+    chosen = await placement.place(model, key, order, set(replica_names(live)), member, hold_seconds())
     if chosen is None:
         return choose(deployments, request, messages)
     return [d for d in live if replica_of(d) == chosen] or live

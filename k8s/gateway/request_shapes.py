@@ -12,11 +12,12 @@ Standard library only: unit tests and the fuzz test import it alone.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeGuard
 
 Check = Callable[[object, str], "str | None"]  # (value, its path) -> "`path` must be ..." or None
 
 
-def _is_int(v: object) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -103,7 +104,8 @@ def tagged(tag: str, variants: dict[str, Check], what: str, closed: bool = False
 def by_field(key: str, variants: dict[str, Check], other: Check) -> Check:
     """An object checked by the variant its `key` field's value picks (e.g. a message by its role), else `other`."""
     def check(v: object, at: str) -> str | None:
-        picked = variants.get(v.get(key)) if isinstance(v, dict) and isinstance(v.get(key), str) else None
+        value = v.get(key) if isinstance(v, dict) else None
+        picked = variants.get(value) if isinstance(value, str) else None
         return (picked or other)(v, at)
     return check
 

@@ -251,6 +251,8 @@ def messages_as_chat(body: dict) -> dict:
 
     keep = ("model", "messages", "system", "tools", "tool_choice", "max_tokens")
     chat = AnthropicAdapter().translate_completion_input_params({k: body[k] for k in keep if body.get(k) is not None})
+    if chat is None:  # its annotation allows it; a bad request is its ValueError too
+        raise ValueError("LiteLLM's AnthropicAdapter translated the request to nothing")
     payload: dict = {"messages": plain(chat["messages"]), "add_generation_prompt": True}
     if chat.get("tools"):
         payload["tools"] = plain(chat["tools"])

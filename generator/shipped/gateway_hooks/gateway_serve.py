@@ -100,7 +100,7 @@ def serve_workers_from_a_fork_server(preload: list[str] = PRELOAD) -> str | None
     context = ForkServerWithEnv()
     context.set_forkserver_preload(preload)
     _fork_server_here(preload)
-    subprocess_module.spawn = context
+    subprocess_module.spawn = context  # type: ignore[assignment]  # typed as its spawn context: the point is the swap
     return None
 
 

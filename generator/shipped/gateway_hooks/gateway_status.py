@@ -205,7 +205,7 @@ async def backend(name: str, dep: object) -> dict:
     health, metrics = await asyncio.gather(fetch(root + "/health"), fetch(root + "/metrics", gb.backend_headers(dep)))
     state, reason = state_of(health.status_code if isinstance(health, httpx.Response) else health)
     on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
-    if on_demand:
+    if on_demand and isinstance(health, httpx.Response):  # (on_demand comes from a response)
         state, reason = on_demand_state(on_demand, health)
     parsed = None
     if isinstance(metrics, httpx.Response) and metrics.status_code == 200:

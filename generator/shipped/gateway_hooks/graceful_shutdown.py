@@ -59,7 +59,7 @@ def _patch(protocol_class) -> None:
         if getattr(self, "_gateway_stopping", False) and _in_progress(self.cycle):
             _closing(self.cycle)
 
-    shutdown._answers_accepted = True
+    shutdown._answers_accepted = True  # type: ignore[attr-defined]  # a marker on the function: patched once
     protocol_class.shutdown = shutdown
     protocol_class.data_received = data_received
 

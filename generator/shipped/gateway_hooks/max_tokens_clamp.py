@@ -189,7 +189,7 @@ class MaxTokensClamp(CustomLogger):
             if prompt_tokens is not None:
                 break
         counted = prompt_tokens is not None
-        if not counted:
+        if prompt_tokens is None:
             prompt_tokens = upper_bound
         context = context or max_model_len
         if context is None:
@@ -236,7 +236,7 @@ class MaxTokensClamp(CustomLogger):
         retry = retry_after_of(original_exception)
         if retry and not getattr(original_exception, "headers", None):
             try:
-                original_exception.headers = {"retry-after": retry}
+                original_exception.headers = {"retry-after": retry}  # type: ignore[attr-defined]  # any exception type
             except AttributeError:  # an exception type with a read-only headers property: left as it is
                 pass
         return not_an_embedding_model(request_data, original_exception)

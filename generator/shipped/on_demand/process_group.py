@@ -17,9 +17,11 @@ def tail(path: Path, lines: int = 25) -> str:
 
 
 def signal_group(pid: int | None, sig: int) -> None:
+    if pid is None:  # never started
+        return
     try:
         os.killpg(pid, sig)  # the group the stack created with start_new_session
-    except (ProcessLookupError, PermissionError, TypeError):
+    except (ProcessLookupError, PermissionError):
         pass
 
 

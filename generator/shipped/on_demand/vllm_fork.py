@@ -66,7 +66,8 @@ class ForkedProcess:
     """A backend forked by the server, seen as a subprocess.Popen: pid, poll(), wait(timeout), returncode."""
 
     def __init__(self, conn: socket.socket, pid: int):
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
         self._conn: socket.socket | None = conn
         self._buf = b""
 
@@ -79,7 +80,7 @@ class ForkedProcess:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.returncode is None:
             left = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
-            if left <= 0:
+            if timeout is not None and left <= 0:  # (left is 1.0 without a timeout)
                 raise subprocess.TimeoutExpired(f"forked backend {self.pid}", timeout)
             self._read(left)
         return self.returncode
