@@ -6,15 +6,16 @@ wait), pinned to the same CPUs; they differ only in config file, command-line fl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 
 from generator.compile.gateway_process import BASE_ENV
-from generator.compile.plan import Plan
+from generator.compile.plan import ModelPlan, Plan
 from generator.compile.renderers import gateway_modules
-from generator.compile.renderers.litellm import model_entry, supervisor_file
+from generator.compile.renderers.litellm import local_api_base, model_entry, supervisor_file
 from generator.compile.renderers.text import dump_yaml
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.processes import Proc
@@ -63,12 +64,13 @@ class VariantGateway(LocalStack):
     config: dict | None = None  # None: default_config()
     extra_args: tuple[str, ...] = ()
     env_overrides: dict[str, str] = field(default_factory=dict)
-    workers: int | None = None  # None: LiteLLM's default
+    workers: int | str | None = None  # None: LiteLLM's default; "auto" as models.yml's gateway.workers
 
-    def write_gateway_config(self, api_base) -> Path:
+    def write_gateway_config(self, api_base: Callable[[ModelPlan], str] | None = None) -> Path:
         path = self.state_dir / "litellm" / "config.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump_yaml(self.config if self.config is not None else default_config(self.plan, api_base)))
+        path.write_text(dump_yaml(self.config if self.config is not None
+                                  else default_config(self.plan, api_base or local_api_base)))
         # hooks a variant may name, and the supervisor every local gateway runs under
         for rel, text in {**gateway_modules(self.plan), **supervisor_file(self.plan)}.items():
             (self.state_dir / rel).write_text(text)
@@ -97,11 +99,11 @@ def start_gateways(plan: Plan, state: Path, cpus: frozenset[int] | None,
     def on(port_offset: int, workers) -> Plan:
         return replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + port_offset, workers=workers))
 
-    common = dict(vllm_python="", console=console)
     gateways = {
-        "default": VariantGateway(on(1, 1), state / "default", gateway_cpus=cpus, **common),
-        "generated": LocalStack(on(0, 1), state / "generated", gateway_cpus=cpus, **common),
-        "generated-2w": LocalStack(on(2, 2), state / "generated-2w", gateway_cpus=ALL_CPUS, **common),
+        "default": VariantGateway(on(1, 1), state / "default", gateway_cpus=cpus, vllm_python="", console=console),
+        "generated": LocalStack(on(0, 1), state / "generated", gateway_cpus=cpus, vllm_python="", console=console),
+        "generated-2w": LocalStack(on(2, 2), state / "generated-2w", gateway_cpus=ALL_CPUS, vllm_python="",
+                                   console=console),
     }
     try:
         for stack in gateways.values():

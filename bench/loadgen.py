@@ -41,12 +41,19 @@ class LoadGen:
         return self
 
     async def __aexit__(self, *exc) -> None:
-        await self.session.close()
+        if self.session is not None:
+            await self.session.close()
+
+    @property
+    def _session(self) -> aiohttp.ClientSession:
+        if self.session is None:
+            raise RuntimeError("LoadGen sends requests only inside `async with LoadGen() as gen`")
+        return self.session
 
     async def _one(self, target: Target, due: float) -> float | None:
         """Seconds from `due` to the answer (stream: to its first chunk); None for any failure."""
         try:
-            async with self.session.post(target.url, data=target.body, headers=target.headers) as resp:
+            async with self._session.post(target.url, data=target.body, headers=target.headers) as resp:
                 if target.stream:
                     first = await resp.content.readany()
                     latency = time.perf_counter() - due

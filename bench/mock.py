@@ -123,7 +123,8 @@ class NginxMock:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise MockError(f"nginx exited: {self.proc.stderr.read().decode(errors='replace').strip()}")
+                err = self.proc.stderr.read() if self.proc.stderr else b""  # (a pipe: always there)
+                raise MockError(f"nginx exited: {err.decode(errors='replace').strip()}")
             try:
                 if httpx.get(f"http://127.0.0.1:{self.json_port}/health", timeout=1).status_code == 200:
                     return

@@ -52,7 +52,9 @@ def where(path: str) -> str:
 
 def summarise(collapsed: str, top: int) -> dict:
     """Inclusive sample counts per function and per place, and the share of samples in our modules."""
-    total, per_fn, per_place, ours = 0, Counter(), Counter(), 0
+    total, ours = 0, 0
+    per_fn: Counter[str] = Counter()
+    per_place: Counter[str] = Counter()
     for line in collapsed.splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():

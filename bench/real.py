@@ -29,6 +29,7 @@ from generator.compile.output import read_env_file
 from generator.errors import ConfigError, print_problems
 
 from .loadgen import LoadGen, Target
+from .stats import PointStats
 
 PROMPT = "Write one short sentence about the sea."
 
@@ -51,7 +52,7 @@ async def measure(args, direct: dict[bool, Target], gateway: dict[bool, Target],
             for t in (direct[stream], gateway[stream]):
                 await gen.warm_up(t, min(32, max(args.concurrency)))
             for c in args.concurrency:
-                got = {"direct": [], "gateway": []}
+                got: dict[str, list[PointStats]] = {"direct": [], "gateway": []}
                 for i in range(args.slices):
                     order = ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct")
                     for arm in order:

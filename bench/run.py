@@ -99,7 +99,7 @@ class Bench:
                         self.raw[s.name][arm]["sequential"].append(p)
                         self._show(rep, s, arm, p)
                     rate, active = a.start_rate, [arm for arm in order if arm in SWEEP_ARMS]
-                    sweep = {arm: [] for arm in active}
+                    sweep: dict[str, list[PointStats]] = {arm: [] for arm in active}
                     while active and rate <= a.max_rate:
                         for arm in list(active):
                             p = await gen.open_loop(targets[(s.name, arm)], rate, a.duration)
@@ -150,7 +150,7 @@ class Bench:
     async def sequential(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, PointStats]:
         """One request at a time, the arms taking turns in slices of SLICE requests, so a drift in
         the machine's speed during the phase touches every arm alike."""
-        latencies = {arm: [] for arm in order}
+        latencies: dict[str, list[float]] = {arm: [] for arm in order}
         errors = dict.fromkeys(order, 0)
         for _ in range(max(1, self.args.sequential // SLICE)):
             for arm in order:

@@ -55,7 +55,10 @@ def main(argv=None) -> int:
             generated.start_gateway()
             arm = Arm("generated", generated.gateway_url, generated.master_key)
             targets = [arm.target(request_body(s), s.stream) for s in SCENARIOS]
-            samples, failures = asyncio.run(soak(args, targets, generated.procs[-1].pid, console))
+            pid = generated.procs[-1].pid
+            if pid is None:
+                raise RuntimeError("the gateway's process has no pid: it did not start")
+            samples, failures = asyncio.run(soak(args, targets, pid, console))
         finally:
             generated.stop()
     start, end = samples[0], samples[-1]
@@ -92,7 +95,7 @@ def workers(pid: int) -> list[int]:
     return sorted(supervised_workers(pid))
 
 
-async def soak(args, targets, pid: int, console: Console) -> list[dict]:
+async def soak(args, targets, pid: int, console: Console) -> tuple[list[dict], dict[str, int]]:
     samples = [{"t": 0.0, "rss_mb": tree_rss_mb(pid), "sent": 0, "errors": 0, "workers": workers(pid)}]
     console.print(f"t=   0s  gateway RSS {samples[0]['rss_mb']:.0f} MB")
     began = time.monotonic()

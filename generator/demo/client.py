@@ -40,14 +40,17 @@ def demo_models(plan: Plan) -> tuple[ModelPlan | None, ModelPlan | None]:
 
 def ask_for_a_tool_call(client: OpenAI, m: ModelPlan) -> tuple[str, dict]:
     reply = client.chat.completions.create(
-        model=m.served_name, tools=[WEATHER_TOOL],
+        model=m.served_name, tools=[WEATHER_TOOL],  # type: ignore[list-item]  # the scripts' plain dict, not the SDK's TypedDict
         messages=[{"role": "user", "content": "What is the weather in Paris?"}])
     message = reply.choices[0].message
     if not message.tool_calls:
         raise DemoFailed(f"{m.served_name} answered without a tool call (finish_reason "
                          f"{reply.choices[0].finish_reason}, content {message.content!r:.120}); "
                          f"is --enable-auto-tool-choice with --tool-call-parser {m.tool_parser} right for this model?")
-    call = message.tool_calls[0].function
+    tool_call = message.tool_calls[0]
+    if tool_call.type != "function":  # the SDK's other kind, a custom tool call: no function, no JSON arguments
+        raise DemoFailed(f"{m.served_name} answered with a {tool_call.type} tool call, not a function call")
+    call = tool_call.function
     try:
         return call.name, json.loads(call.arguments)
     except json.JSONDecodeError as exc:

@@ -9,7 +9,8 @@ class Row:
     """One request: its script, its output ids (vLLM's list, kept current) and the script index of each."""
 
     def __init__(self, script: list[int], output_ids: list[int]):
-        self.script, self.output, self.at = script, output_ids, []
+        self.script, self.output = script, output_ids
+        self.at: list[int] = []
 
     def next_token(self, allowed: Callable[[int], bool], eos: int) -> int:
         """The script's next token. A token a grammar forbids is skipped, as a constrained model would write what

@@ -16,6 +16,7 @@ an answer `<|channel|>final<|message|>...<|return|>`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from ..conformance import Turn
 from . import Family
@@ -120,11 +121,12 @@ VOCAB = 201088  # config vocab_size (padded)
 HIDDEN, HEAD_DIM, INTERMEDIATE, EXPERTS = 32, 32, 32, 1
 
 
-def _safetensors_bf16(tensors: dict[str, tuple[tuple[int, ...], float]]) -> bytes:
+def _safetensors_bf16(tensors: Mapping[str, tuple[tuple[int, ...], float]]) -> bytes:
     """A safetensors file of bf16 tensors, each all zeros or all ones: name -> (shape, value)."""
     import numpy as np
 
-    header, blobs, at = {"__metadata__": {"format": "pt"}}, [], 0
+    header: dict[str, dict] = {"__metadata__": {"format": "pt"}}
+    blobs, at = [], 0
     for name, (shape, value) in sorted(tensors.items()):
         blob = np.full(shape, 0x3F80 if value == 1 else 0, "<u2").tobytes()  # bf16 1.0 / 0.0
         header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [at, at + len(blob)]}
