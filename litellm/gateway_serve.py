@@ -49,7 +49,8 @@ def _run_with_env(env: dict[str, str], started, /, **kwargs) -> None:
 class ForkServerWithEnv(multiprocessing.context.ForkServerContext):
     """multiprocessing's forkserver context whose processes take the starting process's environment along."""
 
-    def Process(self, target=None, kwargs=None, **kw):  # noqa: N802 - multiprocessing's name
+    # a factory method where multiprocessing has the class itself: uvicorn only calls it
+    def Process(self, target=None, kwargs=None, **kw):  # type: ignore[override]
         return multiprocessing.context.ForkServerProcess(
             target=_run_with_env, args=(dict(os.environ), target), kwargs=kwargs or {}, **kw)
 
