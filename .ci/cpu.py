@@ -98,7 +98,9 @@ def sample(path: Path) -> None:
             runnable = Path("/proc/loadavg").read_text().split()[3].split("/")[0]
             t = time.monotonic() - start
             f.write(f"{t:.0f} {busy:.0f} {runnable}\n")
-            f.write(f"proc {t:.0f} " + " ".join(f"{k.replace(' ', '_')}={v:.1f}" for k, v in sorted(used.items())) + "\n")
+            f.write(
+                f"proc {t:.0f} " + " ".join(f"{k.replace(' ', '_')}={v:.1f}" for k, v in sorted(used.items())) + "\n"
+            )
             f.flush()
             used = {}
 
@@ -129,7 +131,7 @@ def by_test_file(rows: list[list[str]], timeline: Path, top: int = 25) -> None:
             if b > t0 and a < t1:
                 overlap[name] = overlap.get(name, 0.0) + min(b, t1) - max(a, t0)
         total = sum(overlap.values())
-        for name, seconds in (overlap.items() if total else [("(no test running)", 1.0)]):
+        for name, seconds in overlap.items() if total else [("(no test running)", 1.0)]:
             held[name] = held.get(name, 0.0) + cpu * seconds / (total or 1.0)
     print(f"ci: cpu: by test file (the cores' busy time split among the files running, by wall time; top {top}):")
     for name, secs in sorted(held.items(), key=lambda kv: -kv[1])[:top]:
@@ -157,8 +159,10 @@ def report(path: Path, timeline: Path | None = None) -> None:
         print("ci: cpu: no samples")
         return
     every = [b for m in minutes.values() for b in m]
-    print(f"ci: cpu: {os.cpu_count()} cores, busy {sum(every) / len(every):.0f}% on average "
-          f"over {len(every) * STEP:.0f}s (per minute below; an idle core is time a phase beside could use)")
+    print(
+        f"ci: cpu: {os.cpu_count()} cores, busy {sum(every) / len(every):.0f}% on average "
+        f"over {len(every) * STEP:.0f}s (per minute below; an idle core is time a phase beside could use)"
+    )
     for m, values in sorted(minutes.items()):
         avg = sum(values) / len(values)
         phases = f"  <- {', '.join(ended[m])} ended" if m in ended else ""

@@ -26,8 +26,10 @@ def main(path: Path) -> int:
             print(f"        ... and {len(tests) - 3} more")
     nowhere = [r for r in by_reason if RUNS_NOWHERE in r]
     if nowhere:
-        print("ci: FAILED: tests that run nowhere (no model of the plan under test provides their parameter): "
-              "give them a model or remove them")
+        print(
+            "ci: FAILED: tests that run nowhere (no model of the plan under test provides their parameter): "
+            "give them a model or remove them"
+        )
         return 1
     return 0
 

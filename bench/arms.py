@@ -44,9 +44,15 @@ def default_config(plan: Plan, api_base, model_info: bool = False) -> dict:
     `model_info`: add the generated model_info (context sizes), which the max_tokens clamp hook reads."""
     entries = []
     for m in plan.models:
-        entry = {"model_name": m.served_name,
-                 "litellm_params": {"model": f"hosted_vllm/{m.served_name}", "api_base": api_base(m),
-                                    "api_key": f"os.environ/{m.api_key_env}", **m.litellm_params}}
+        entry = {
+            "model_name": m.served_name,
+            "litellm_params": {
+                "model": f"hosted_vllm/{m.served_name}",
+                "api_base": api_base(m),
+                "api_key": f"os.environ/{m.api_key_env}",
+                **m.litellm_params,
+            },
+        }
         if model_info:
             entry["model_info"] = model_entry(m, plan, api_base)["model_info"]
         entries.append(entry)
@@ -69,8 +75,9 @@ class VariantGateway(LocalStack):
     def write_gateway_config(self, api_base: Callable[[ModelPlan], str] | None = None) -> Path:
         path = self.state_dir / "litellm" / "config.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump_yaml(self.config if self.config is not None
-                                  else default_config(self.plan, api_base or local_api_base)))
+        path.write_text(
+            dump_yaml(self.config if self.config is not None else default_config(self.plan, api_base or local_api_base))
+        )
         # hooks a variant may name, and the supervisor every local gateway runs under
         for rel, text in {**gateway_modules(self.plan), **supervisor_file(self.plan)}.items():
             (self.state_dir / rel).write_text(text)
@@ -78,32 +85,34 @@ class VariantGateway(LocalStack):
 
     def gateway_env(self) -> dict[str, str]:
         return {**BASE_ENV, **self.env_overrides}
-  # BASE_ENV: no price-map fetch (offline start only)
+
+    # BASE_ENV: no price-map fetch (offline start only)
 
     def _gateway(self, config: Path) -> Proc:
         proc = super()._gateway(config)
         at = proc.cmd.index("--num_workers")
         if self.workers is None:
-            del proc.cmd[at:at + 2]
+            del proc.cmd[at : at + 2]
         else:
             proc.cmd[at + 1] = str(self.workers)
         proc.cmd.extend(self.extra_args)
         return proc
 
 
-def start_gateways(plan: Plan, state: Path, cpus: frozenset[int] | None,
-                   console: Console) -> dict[str, LocalStack]:
+def start_gateways(plan: Plan, state: Path, cpus: frozenset[int] | None, console: Console) -> dict[str, LocalStack]:
     """{arm: gateway}, all running; the caller stops them. `generated` (1 worker) and `default` run on the
     gateway CPUs; `generated-2w` (2 workers) on every CPU, beside the load generator, as a host's
     gateway shares its cores. Ports: the bench plan's gateway port, +1, +2."""
+
     def on(port_offset: int, workers) -> Plan:
         return replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + port_offset, workers=workers))
 
     gateways = {
         "default": VariantGateway(on(1, 1), state / "default", gateway_cpus=cpus, vllm_python="", console=console),
         "generated": LocalStack(on(0, 1), state / "generated", gateway_cpus=cpus, vllm_python="", console=console),
-        "generated-2w": LocalStack(on(2, 2), state / "generated-2w", gateway_cpus=ALL_CPUS, vllm_python="",
-                                   console=console),
+        "generated-2w": LocalStack(
+            on(2, 2), state / "generated-2w", gateway_cpus=ALL_CPUS, vllm_python="", console=console
+        ),
     }
     try:
         for stack in gateways.values():

@@ -120,15 +120,17 @@ class LoadGen:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return point_stats(0, latencies, errors, time.perf_counter() - start)
 
-    async def closed_loop_cpu(self, target: Target, concurrency: int, duration_s: float,
-                              pid: int | None) -> tuple[PointStats, float]:
+    async def closed_loop_cpu(
+        self, target: Target, concurrency: int, duration_s: float, pid: int | None
+    ) -> tuple[PointStats, float]:
         """closed_loop, and the CPU seconds process `pid` and its children used meanwhile (0 without a pid)."""
         before = tree_cpu_s(pid) if pid else 0.0
         stats = await self.closed_loop(target, concurrency, duration_s)
         return stats, (tree_cpu_s(pid) - before) if pid else 0.0
 
-    async def open_loop_cpu(self, target: Target, rate: float, duration_s: float,
-                            pid: int | None) -> tuple[PointStats, float]:
+    async def open_loop_cpu(
+        self, target: Target, rate: float, duration_s: float, pid: int | None
+    ) -> tuple[PointStats, float]:
         """open_loop, and the CPU seconds process `pid` and its children used meanwhile."""
         before = tree_cpu_s(pid) if pid else 0.0
         stats = await self.open_loop(target, rate, duration_s)

@@ -20,30 +20,62 @@ CONTENT = "Hello from the mock backend."
 
 
 def completion_body(model: str) -> str:
-    return json.dumps({
-        "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": CONTENT}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
-    }, separators=(",", ":"))
+    return json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": CONTENT}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+        },
+        separators=(",", ":"),
+    )
 
 
 def responses_body(model: str) -> str:
     """A /v1/responses answer (LiteLLM sends the Responses API to a hosted_vllm backend as it is)."""
-    return json.dumps({
-        "id": "resp_bench", "object": "response", "created_at": 1700000000, "status": "completed", "model": model,
-        "output": [{"type": "message", "id": "msg_bench", "status": "completed", "role": "assistant",
-                    "content": [{"type": "output_text", "text": CONTENT, "annotations": []}]}],
-        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-        "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19},
-    }, separators=(",", ":"))
+    return json.dumps(
+        {
+            "id": "resp_bench",
+            "object": "response",
+            "created_at": 1700000000,
+            "status": "completed",
+            "model": model,
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_bench",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": CONTENT, "annotations": []}],
+                }
+            ],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19},
+        },
+        separators=(",", ":"),
+    )
 
 
 def stream_body(model: str) -> str:
     def chunk(delta: dict, finish: str | None) -> str:
-        return "data: " + json.dumps({
-            "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000, "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }, separators=(",", ":")) + "\n\n"
+        return (
+            "data: "
+            + json.dumps(
+                {
+                    "id": "chatcmpl-bench",
+                    "object": "chat.completion.chunk",
+                    "created": 1700000000,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                },
+                separators=(",", ":"),
+            )
+            + "\n\n"
+        )
 
     words = CONTENT.split(" ")
     parts = [chunk({"role": "assistant", "content": ""}, None)]
@@ -107,8 +139,10 @@ class NginxMock:
     def binary() -> str:
         found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
         if not found:
-            raise MockError("nginx not found: the benchmark's mock backend is nginx "
-                            "(`apt-get install nginx-light`, or `make bench`, which installs it when run as root)")
+            raise MockError(
+                "nginx not found: the benchmark's mock backend is nginx "
+                "(`apt-get install nginx-light`, or `make bench`, which installs it when run as root)"
+            )
         return found
 
     def start(self) -> None:
@@ -118,8 +152,9 @@ class NginxMock:
         cmd = [self.binary(), "-c", str(conf), "-p", str(self.state), "-e", str(self.state / "nginx-error.log")]
         if self.cpus:
             cmd = ["taskset", "-c", ",".join(map(str, sorted(self.cpus))), *cmd]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -39,9 +39,11 @@ def plot(report: dict, path: Path) -> None:
             lat.legend(fontsize=7)
             rate.legend(fontsize=7)
     m = report.get("machine", {})
-    fig.suptitle(f"{report['summary'].replace('; ', chr(10), 1)}\n"
-                 f"{m.get('cpu', '')}, {m.get('cpus', '?')} CPUs, LiteLLM {m.get('litellm', '?')}",
-                 fontsize=9)
+    fig.suptitle(
+        f"{report['summary'].replace('; ', chr(10), 1)}\n"
+        f"{m.get('cpu', '')}, {m.get('cpus', '?')} CPUs, LiteLLM {m.get('litellm', '?')}",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -34,8 +34,11 @@ APIS = {
     "chat": ("/v1/chat/completions", {"model": "mock", "messages": PROMPT}, False),
     "stream": ("/v1/chat/completions", {"model": "mock-stream", "messages": PROMPT, "stream": True}, True),
     "responses": ("/v1/responses", {"model": "mock", "input": "benchmark prompt text"}, False),
-    "messages": ("/v1/messages", {"model": "mock", "max_tokens": 64,
-                                  "messages": [{"role": "user", "content": "benchmark prompt text"}]}, False),
+    "messages": (
+        "/v1/messages",
+        {"model": "mock", "max_tokens": 64, "messages": [{"role": "user", "content": "benchmark prompt text"}]},
+        False,
+    ),
 }
 FRAME = re.compile(r"^(?P<fn>.*) \((?P<file>[^:()]*)(?::\d+)?\)$")
 
@@ -73,9 +76,12 @@ def summarise(collapsed: str, top: int) -> dict:
         if frames:
             per_place[where(frames[-1]["file"])] += n  # self time by place (innermost frame)
     pct = (lambda n: round(100 * n / total, 1)) if total else (lambda n: 0.0)
-    return {"samples": total, "ours_pct": pct(ours),
-            "self_by_place_pct": {k: pct(v) for k, v in per_place.most_common()},
-            "top_inclusive_pct": [(k, pct(v)) for k, v in per_fn.most_common(top)]}
+    return {
+        "samples": total,
+        "ours_pct": pct(ours),
+        "self_by_place_pct": {k: pct(v) for k, v in per_place.most_common()},
+        "top_inclusive_pct": [(k, pct(v)) for k, v in per_fn.most_common(top)],
+    }
 
 
 async def load(url: str, key: str, api: str, concurrency: int, seconds: float) -> tuple[int, int]:
@@ -115,9 +121,25 @@ def main(argv=None) -> int:
             # taskset execs the start module, which execs LiteLLM: the pid is the serving process
             for api in args.apis:
                 raw = args.out / f"{api}.txt"
-                spy_proc = subprocess.Popen([spy, "record", "--gil", "-p", str(pid), "-r", str(args.rate), "-d",
-                                             str(int(args.seconds)), "-f", "raw", "-o", str(raw)],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                spy_proc = subprocess.Popen(
+                    [
+                        spy,
+                        "record",
+                        "--gil",
+                        "-p",
+                        str(pid),
+                        "-r",
+                        str(args.rate),
+                        "-d",
+                        str(int(args.seconds)),
+                        "-f",
+                        "raw",
+                        "-o",
+                        str(raw),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
                 ok, errors = asyncio.run(load(gw.gateway_url, gw.master_key, api, args.concurrency, args.seconds + 1))
                 _, err = spy_proc.communicate(timeout=120)
                 if spy_proc.returncode != 0 or not raw.exists():
@@ -125,8 +147,10 @@ def main(argv=None) -> int:
                     return 1
                 report[api] = {"requests": ok, "errors": errors, **summarise(raw.read_text(), args.top)}
                 r = report[api]
-                console.print(f"\n[bold]{api}[/]: {ok} requests ({errors} errors), {r['samples']} samples; "
-                              f"our modules on the stack {r['ours_pct']}%; self time by place {r['self_by_place_pct']}")
+                console.print(
+                    f"\n[bold]{api}[/]: {ok} requests ({errors} errors), {r['samples']} samples; "
+                    f"our modules on the stack {r['ours_pct']}%; self time by place {r['self_by_place_pct']}"
+                )
                 for fn, pct in r["top_inclusive_pct"]:
                     console.print(f"  {pct:5.1f}%  {fn}")
         finally:

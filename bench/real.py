@@ -35,8 +35,9 @@ PROMPT = "Write one short sentence about the sea."
 
 
 def body(model: str, stream: bool, max_tokens: int) -> bytes:
-    return json.dumps({"model": model, "stream": stream, "max_tokens": max_tokens,
-                       "messages": [{"role": "user", "content": PROMPT}]}).encode()
+    return json.dumps(
+        {"model": model, "stream": stream, "max_tokens": max_tokens, "messages": [{"role": "user", "content": PROMPT}]}
+    ).encode()
 
 
 def target(base: str, key: str, payload: bytes, stream: bool) -> Target:
@@ -61,15 +62,19 @@ async def measure(args, direct: dict[bool, Target], gateway: dict[bool, Target],
                 row = {"stream": stream, "concurrency": c}
                 for arm, points in got.items():
                     ok = sum(p.ok for p in points)
-                    row[arm] = {"rate": ok / sum(p.ok / p.achieved if p.achieved else args.seconds / args.slices
-                                                 for p in points),
-                                "p50_ms": statistics.median([p.p50_ms for p in points if p.ok] or [math.nan]),
-                                "errors": sum(p.errors for p in points)}
+                    row[arm] = {
+                        "rate": ok
+                        / sum(p.ok / p.achieved if p.achieved else args.seconds / args.slices for p in points),
+                        "p50_ms": statistics.median([p.p50_ms for p in points if p.ok] or [math.nan]),
+                        "errors": sum(p.errors for p in points),
+                    }
                 row["ratio"] = row["gateway"]["rate"] / row["direct"]["rate"] if row["direct"]["rate"] else 0.0
                 rows.append(row)
-                console.print(f"{'stream' if stream else 'plain':6} {c:3} in flight: direct {row['direct']['rate']:8.1f} "
-                              f"req/s, gateway {row['gateway']['rate']:8.1f} req/s, ratio {row['ratio']:.2f}",
-                              highlight=False)
+                console.print(
+                    f"{'stream' if stream else 'plain':6} {c:3} in flight: direct {row['direct']['rate']:8.1f} "
+                    f"req/s, gateway {row['gateway']['rate']:8.1f} req/s, ratio {row['ratio']:.2f}",
+                    highlight=False,
+                )
     if gen.failures:
         console.print(f"[yellow]failures: {dict(gen.failures)}[/]")
     return rows
@@ -101,8 +106,9 @@ def main(argv=None) -> int:
         return 2
     m = next((m for m in plan.models if m.name == args.model), None) if args.model else plan.models[0]
     if m is None:
-        console.print(f"[red]error:[/] --model {args.model}: not in {args.models} "
-                      f"({', '.join(x.name for x in plan.models)})")
+        console.print(
+            f"[red]error:[/] --model {args.model}: not in {args.models} ({', '.join(x.name for x in plan.models)})"
+        )
         return 2
     keys = read_env_file(args.keys) if args.keys.exists() else {}
     missing = [k for k in (plan.gateway.master_key_env, m.api_key_env) if k not in keys]
@@ -110,22 +116,45 @@ def main(argv=None) -> int:
         console.print(f"[red]error:[/] {args.keys} has no {', '.join(missing)}: pass --keys (the stack's keys file)")
         return 2
     gateway_url = args.gateway_url or f"http://127.0.0.1:{plan.gateway.port}"
-    direct = {s: target(args.backend_url, keys[m.api_key_env], body(m.served_name, s, args.max_tokens), s)
-              for s in (False, True)}
-    gateway = {s: target(gateway_url, keys[plan.gateway.master_key_env], body(m.served_name, s, args.max_tokens), s)
-               for s in (False, True)}
+    direct = {
+        s: target(args.backend_url, keys[m.api_key_env], body(m.served_name, s, args.max_tokens), s)
+        for s in (False, True)
+    }
+    gateway = {
+        s: target(gateway_url, keys[plan.gateway.master_key_env], body(m.served_name, s, args.max_tokens), s)
+        for s in (False, True)
+    }
     console.print(f"{m.name}: direct {direct[False].url} vs gateway {gateway[False].url}, max_tokens {args.max_tokens}")
     rows = asyncio.run(measure(args, direct, gateway, console))
-    table = Table("", "in flight", "direct req/s", "gateway req/s", "ratio", "direct p50 ms", "gateway p50 ms",
-                  "errors", box=None)
+    table = Table(
+        "", "in flight", "direct req/s", "gateway req/s", "ratio", "direct p50 ms", "gateway p50 ms", "errors", box=None
+    )
     for r in rows:
-        table.add_row("stream" if r["stream"] else "plain", str(r["concurrency"]), f"{r['direct']['rate']:.1f}",
-                      f"{r['gateway']['rate']:.1f}", f"{r['ratio']:.2f}", f"{r['direct']['p50_ms']:.1f}",
-                      f"{r['gateway']['p50_ms']:.1f}", str(r["direct"]["errors"] + r["gateway"]["errors"]))
+        table.add_row(
+            "stream" if r["stream"] else "plain",
+            str(r["concurrency"]),
+            f"{r['direct']['rate']:.1f}",
+            f"{r['gateway']['rate']:.1f}",
+            f"{r['ratio']:.2f}",
+            f"{r['direct']['p50_ms']:.1f}",
+            f"{r['gateway']['p50_ms']:.1f}",
+            str(r["direct"]["errors"] + r["gateway"]["errors"]),
+        )
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"model": m.name, "backend_url": args.backend_url, "gateway_url": gateway_url,
-                                    "max_tokens": args.max_tokens, "points": rows}, indent=1) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "model": m.name,
+                "backend_url": args.backend_url,
+                "gateway_url": gateway_url,
+                "max_tokens": args.max_tokens,
+                "points": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     top = max(args.concurrency)
     at_top = {r["stream"]: r["ratio"] for r in rows if r["concurrency"] == top}
     print(f"gateway/direct at {top} in flight: plain {at_top[False]:.2f}, streamed {at_top[True]:.2f}")

@@ -60,8 +60,10 @@ ARMS = ("one-replica", "shuffle", "routed")
 PLACEMENT_ARMS = ("hashed", "least-loaded")
 RUN = uuid.uuid4().hex[:8]
 LENGTHS = (1, 1, 1, 2, 2, 3, 6, 12)  # turns of a conversation in the placement arms, drawn with a fixed seed
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+    "quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
+).split()
 
 
 class BenchStack(LocalStack):
@@ -79,13 +81,25 @@ class BenchStack(LocalStack):
         extra = []
         for arm, entries in (("one-replica", replicas[:1]), ("shuffle", replicas)):
             for e in entries:
-                info = {k: v for k, v in e["model_info"].items()
-                        if k not in ("gateway_replica", "allowed_fails_policy", "cooldown_time")}
+                info = {
+                    k: v
+                    for k, v in e["model_info"].items()
+                    if k not in ("gateway_replica", "allowed_fails_policy", "cooldown_time")
+                }
                 info["id"] = f"{name}--{arm}@{e['model_info']['gateway_replica']}"
                 extra.append({**e, "model_name": f"{name}--{arm}", "model_info": info})
         for e in replicas:
-            extra.append({**e, "model_name": f"{name}--hashed", "model_info": {
-                **e["model_info"], "gateway_placement": "hash", "id": f"{name}--hashed@{e['model_info']['gateway_replica']}"}})
+            extra.append(
+                {
+                    **e,
+                    "model_name": f"{name}--hashed",
+                    "model_info": {
+                        **e["model_info"],
+                        "gateway_placement": "hash",
+                        "id": f"{name}--hashed@{e['model_info']['gateway_replica']}",
+                    },
+                }
+            )
         config["model_list"] += extra
         policy = (config.get("router_settings") or {}).get("model_group_retry_policy") or {}
         if name in policy:
@@ -105,14 +119,18 @@ def words(rng: random.Random, n: int) -> str:
 def counters(stack: BenchStack) -> dict[str, dict[str, float]]:
     """Per replica: prefix-cache queries and hits, finished requests (cumulative, from its /metrics)."""
     key = stack.keys()[stack.model.api_key_env]
-    wanted = {"vllm:prefix_cache_queries_total": "queries", "vllm:prefix_cache_hits_total": "hits",
-              "vllm:request_success_total": "requests"}
+    wanted = {
+        "vllm:prefix_cache_queries_total": "queries",
+        "vllm:prefix_cache_hits_total": "hits",
+        "vllm:request_success_total": "requests",
+    }
     out = {}
     for m in stack.plan.models:
         if m.served_name != stack.model.served_name:
             continue
-        text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"},
-                         timeout=30).text
+        text = httpx.get(
+            f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=30
+        ).text
         values = dict.fromkeys(wanted.values(), 0.0)
         for family in text_string_to_metric_families(text):
             for s in family.samples:
@@ -128,21 +146,29 @@ def gauges(stack: BenchStack) -> dict[str, float]:
     out = {}
     for m in stack.plan.models:
         if m.served_name == stack.model.served_name:
-            text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"},
-                             timeout=30).text
-            out[m.name] = sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
-                              if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting"))
+            text = httpx.get(
+                f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=30
+            ).text
+            out[m.name] = sum(
+                s.value
+                for f in text_string_to_metric_families(text)
+                for s in f.samples
+                if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting")
+            )
     return out
 
 
-def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_words: int, turn_words: int,
-                 max_tokens: int) -> list[dict]:
+def conversation(
+    url: str, key: str, model: str, seed: int, turns: int, lead_words: int, turn_words: int, max_tokens: int
+) -> list[dict]:
     """One conversation, turn after turn, streamed; per turn: the time to first token, when it was sent and
     answered (monotonic clock) and the replica that served it (the gateway's x-litellm-model-id header)."""
     rng = random.Random(seed)
     # RUN: text of this run's own, so no claim or cached prefix of an earlier run (the state dir is reused) applies
-    messages = [{"role": "system", "content": f"You are a coding agent ({RUN}). " + words(rng, lead_words)},
-                {"role": "user", "content": words(rng, turn_words)}]
+    messages = [
+        {"role": "system", "content": f"You are a coding agent ({RUN}). " + words(rng, lead_words)},
+        {"role": "user", "content": words(rng, turn_words)},
+    ]
     ttft = []
     with httpx.Client(timeout=600, headers={"Authorization": f"Bearer {key}"}) as client:
         for _ in range(turns):
@@ -161,8 +187,14 @@ def conversation(url: str, key: str, model: str, seed: int, turns: int, lead_wor
                     if first is None and (delta.get("content") or delta.get("reasoning_content")):
                         first = time.monotonic() - start
                     text += delta.get("content") or ""
-            ttft.append({"ttft": first if first is not None else time.monotonic() - start, "start": start,
-                         "end": time.monotonic(), "replica": replica})
+            ttft.append(
+                {
+                    "ttft": first if first is not None else time.monotonic() - start,
+                    "start": start,
+                    "end": time.monotonic(),
+                    "replica": replica,
+                }
+            )
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": words(rng, turn_words)}]
     return ttft
 
@@ -173,9 +205,21 @@ def run_arm(stack: BenchStack, arm: str, args: argparse.Namespace, seed: int) ->
     before = counters(stack)
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.conversations) as pool:
-        ttfts = list(pool.map(lambda i: conversation(stack.gateway_url, stack.master_key, model, seed + i, args.turns,
-                                                     args.lead_words, args.turn_words, args.max_tokens),
-                              range(args.conversations)))
+        ttfts = list(
+            pool.map(
+                lambda i: conversation(
+                    stack.gateway_url,
+                    stack.master_key,
+                    model,
+                    seed + i,
+                    args.turns,
+                    args.lead_words,
+                    args.turn_words,
+                    args.max_tokens,
+                ),
+                range(args.conversations),
+            )
+        )
     seconds = time.monotonic() - started
     after = counters(stack)
     grew = {r: {k: after[r][k] - before[r][k] for k in after[r]} for r in after}
@@ -183,9 +227,16 @@ def run_arm(stack: BenchStack, arm: str, args: argparse.Namespace, seed: int) ->
     hits = sum(g["hits"] for g in grew.values())
     flat = [t["ttft"] for conv in ttfts for t in conv]
     later = [t["ttft"] for conv in ttfts for t in conv[1:]]  # turns 2..: the ones a cache can help
-    return {"arm": arm, "hit_rate": hits / queries if queries else 0.0, "hits": hits, "queries": queries,
-            "ttft_p50_s": statistics.median(flat), "ttft_p50_later_turns_s": statistics.median(later) if later else None,
-            "requests_per_replica": {r: g["requests"] for r, g in grew.items()}, "seconds": seconds}
+    return {
+        "arm": arm,
+        "hit_rate": hits / queries if queries else 0.0,
+        "hits": hits,
+        "queries": queries,
+        "ttft_p50_s": statistics.median(flat),
+        "ttft_p50_later_turns_s": statistics.median(later) if later else None,
+        "requests_per_replica": {r: g["requests"] for r, g in grew.items()},
+        "seconds": seconds,
+    }
 
 
 def gateway_counts(stack: BenchStack) -> dict[str, int]:
@@ -196,8 +247,11 @@ def gateway_counts(stack: BenchStack) -> dict[str, int]:
         return {}
     db = redis.Redis(port=stack.redis_port, password=stack.keys()["REDIS_PASSWORD"], socket_timeout=5)
     try:
-        return {m.name: int(db.zcard(f"gateway:replicas:inflight:{m.name}")) for m in stack.plan.models
-                if m.served_name == stack.model.served_name}
+        return {
+            m.name: int(db.zcard(f"gateway:replicas:inflight:{m.name}"))
+            for m in stack.plan.models
+            if m.served_name == stack.model.served_name
+        }
     finally:
         db.close()
 
@@ -244,8 +298,18 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
                 i, turns = todo.get_nowait()
             except queue.Empty:
                 return
-            records.extend(conversation(stack.gateway_url, stack.master_key, model, seed + i, turns,
-                                        args.placement_lead_words, args.placement_turn_words, args.max_tokens))
+            records.extend(
+                conversation(
+                    stack.gateway_url,
+                    stack.master_key,
+                    model,
+                    seed + i,
+                    turns,
+                    args.placement_lead_words,
+                    args.placement_turn_words,
+                    args.max_tokens,
+                )
+            )
 
     def sample() -> None:
         while not done.wait(0.2):
@@ -274,13 +338,23 @@ def run_placement_arm(stack: BenchStack, arm: str, args: argparse.Namespace, see
     concurrency, spread = in_flight(records, names)
     by_header = {n: sum(r["replica"] == n for r in records) for n in names}
     gateway_mean = {n: statistics.fmean(p.get(n, 0) for p in placed_now) if placed_now else 0.0 for n in names}
-    return {"arm": arm, "conversations": len(lengths), "turns": sum(lengths),
-            "requests_per_replica": {r: grew[r]["requests"] for r in names}, "vllm_in_flight_mean": mean,
-            "vllm_in_flight_gap_mean": gap, "samples": len(samples), "in_flight_mean": concurrency,
-            "in_flight_gap_mean": spread, "requests_by_header": by_header, "gateway_count_mean": gateway_mean,
-            "hit_rate": sum(g["hits"] for g in grew.values()) / queries if queries else 0.0,
-            "ttft_p50_s": statistics.median(ordered), "ttft_p95_s": ordered[int(0.95 * (len(ordered) - 1))],
-            "seconds": seconds}
+    return {
+        "arm": arm,
+        "conversations": len(lengths),
+        "turns": sum(lengths),
+        "requests_per_replica": {r: grew[r]["requests"] for r in names},
+        "vllm_in_flight_mean": mean,
+        "vllm_in_flight_gap_mean": gap,
+        "samples": len(samples),
+        "in_flight_mean": concurrency,
+        "in_flight_gap_mean": spread,
+        "requests_by_header": by_header,
+        "gateway_count_mean": gateway_mean,
+        "hit_rate": sum(g["hits"] for g in grew.values()) / queries if queries else 0.0,
+        "ttft_p50_s": statistics.median(ordered),
+        "ttft_p95_s": ordered[int(0.95 * (len(ordered) - 1))],
+        "seconds": seconds,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,48 +401,83 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(run_arm(stack, arm, args, seed=1000 * (i + 1)))
         for i, arm in enumerate(PLACEMENT_ARMS):
             if arm in wanted:
-                console.print(f"{arm}: {args.placement_conversations} conversations of uneven lengths, "
-                              f"{args.clients} at once ...")
+                console.print(
+                    f"{arm}: {args.placement_conversations} conversations of uneven lengths, {args.clients} at once ..."
+                )
                 placed.append(run_placement_arm(stack, arm, args, seed=100_000 * (i + 1)))
     finally:
         stack.stop()
     print_tables(console, stack, args, results, placed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"models": str(args.models), "args": {k: str(v) for k, v in vars(args).items()},
-                                    "results": results, "placement": placed}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "models": str(args.models),
+                "args": {k: str(v) for k, v in vars(args).items()},
+                "results": results,
+                "placement": placed,
+            },
+            indent=1,
+        )
+    )
     console.print(f"wrote {args.out}")
     return 0
 
 
-def print_tables(console: Console, stack: BenchStack, args: argparse.Namespace, results: list[dict],
-                 placed: list[dict]) -> None:
+def print_tables(
+    console: Console, stack: BenchStack, args: argparse.Namespace, results: list[dict], placed: list[dict]
+) -> None:
     if results:
         print_hit_rates(console, stack, args, results)
     if placed:
-        table = Table(title=f"placement of new conversations, {placed[0]['conversations']} conversations of "
-                            f"uneven lengths ({placed[0]['turns']} turns), {args.clients} at once",
-                      title_justify="left")
-        for col in ("arm", "requests per replica", "in flight, mean per replica", "busiest - idlest, mean",
-                    "hit rate", "TTFT p50", "TTFT p95", "seconds"):
+        table = Table(
+            title=f"placement of new conversations, {placed[0]['conversations']} conversations of "
+            f"uneven lengths ({placed[0]['turns']} turns), {args.clients} at once",
+            title_justify="left",
+        )
+        for col in (
+            "arm",
+            "requests per replica",
+            "in flight, mean per replica",
+            "busiest - idlest, mean",
+            "hit rate",
+            "TTFT p50",
+            "TTFT p95",
+            "seconds",
+        ):
             table.add_column(col)
         for r in placed:
-            table.add_row(r["arm"], ", ".join(f"{k} {v:.0f}" for k, v in r["requests_per_replica"].items()),
-                          ", ".join(f"{k} {v:.2f}" for k, v in r["in_flight_mean"].items()),
-                          f"{r['in_flight_gap_mean']:.2f}", f"{r['hit_rate']:.3f}", f"{1000 * r['ttft_p50_s']:.0f} ms",
-                          f"{1000 * r['ttft_p95_s']:.0f} ms", f"{r['seconds']:.0f}")
+            table.add_row(
+                r["arm"],
+                ", ".join(f"{k} {v:.0f}" for k, v in r["requests_per_replica"].items()),
+                ", ".join(f"{k} {v:.2f}" for k, v in r["in_flight_mean"].items()),
+                f"{r['in_flight_gap_mean']:.2f}",
+                f"{r['hit_rate']:.3f}",
+                f"{1000 * r['ttft_p50_s']:.0f} ms",
+                f"{1000 * r['ttft_p95_s']:.0f} ms",
+                f"{r['seconds']:.0f}",
+            )
         console.print(table)
 
 
 def print_hit_rates(console: Console, stack: BenchStack, args: argparse.Namespace, results: list[dict]) -> None:
     one = results[0]["hit_rate"] or 1.0
-    table = Table(title=f"prefix-cache hit rate, {stack.model.served_name} x {stack.model.replicas} replicas "
-                        f"({args.conversations} conversations x {args.turns} turns)", title_justify="left")
+    table = Table(
+        title=f"prefix-cache hit rate, {stack.model.served_name} x {stack.model.replicas} replicas "
+        f"({args.conversations} conversations x {args.turns} turns)",
+        title_justify="left",
+    )
     for col in ("arm", "hit rate", "vs one replica", "TTFT p50", "TTFT p50 turns 2+", "requests per replica"):
         table.add_column(col)
     for r in results:
-        table.add_row(r["arm"], f"{r['hit_rate']:.3f}", f"{r['hit_rate'] / one:.2f}", f"{1000 * r['ttft_p50_s']:.0f} ms",
-                      f"{1000 * r['ttft_p50_later_turns_s']:.0f} ms" if r["ttft_p50_later_turns_s"] else "-",
-                      ", ".join(f"{k} {v:.0f}" for k, v in r["requests_per_replica"].items()))
+        table.add_row(
+            r["arm"],
+            f"{r['hit_rate']:.3f}",
+            f"{r['hit_rate'] / one:.2f}",
+            f"{1000 * r['ttft_p50_s']:.0f} ms",
+            f"{1000 * r['ttft_p50_later_turns_s']:.0f} ms" if r["ttft_p50_later_turns_s"] else "-",
+            ", ".join(f"{k} {v:.0f}" for k, v in r["requests_per_replica"].items()),
+        )
     console.print(table)
 
 

@@ -57,23 +57,38 @@ SCENARIOS = (
 
 def request_body(s: Scenario) -> bytes:
     words = ("benchmark prompt text " * (s.prompt_chars // 22 + 1))[: s.prompt_chars]
-    body = {"model": s.model, "stream": s.stream,
-            "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": words}]}
+    body = {
+        "model": s.model,
+        "stream": s.stream,
+        "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": words}],
+    }
     return json.dumps(body).encode()
 
 
 def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor())
-    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "litellm": version("litellm"), "platform": platform.platform()}
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "litellm": version("litellm"),
+        "platform": platform.platform(),
+    }
 
 
 class Bench:
     def __init__(self, args, console: Console):
         self.args, self.console = args, console
-        self.raw: dict = {s.name: {a: {"sequential": [], "sweep": [], "capacity": [], "at_load": []} for a in ARMS}
-                          for s in SCENARIOS}
+        self.raw: dict = {
+            s.name: {a: {"sequential": [], "sweep": [], "capacity": [], "at_load": []} for a in ARMS} for s in SCENARIOS
+        }
         self.pids: dict[str, int | None] = {}
 
     def targets(self, arms: dict[str, Arm], plan) -> dict[tuple[str, str], Target]:
@@ -93,7 +108,7 @@ class Bench:
             for t in targets.values():
                 await gen.warm_up(t, a.warmup)
             for rep in range(a.repeats):
-                order = ARMS[rep % len(ARMS):] + ARMS[: rep % len(ARMS)]  # rotate which arm goes first
+                order = ARMS[rep % len(ARMS) :] + ARMS[: rep % len(ARMS)]  # rotate which arm goes first
                 for s in SCENARIOS:
                     for arm, p in (await self.sequential(gen, targets, s, order)).items():
                         self.raw[s.name][arm]["sequential"].append(p)
@@ -114,18 +129,27 @@ class Bench:
                     caps = await self.capacity(gen, targets, s, order)
                     for arm, c in caps.items():
                         self.raw[s.name][arm]["capacity"].append(c)
-                        cpu = (f"  gateway CPU {c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores"
-                               if c["cpu_ms"] is not None else "")
+                        cpu = (
+                            f"  gateway CPU {c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores"
+                            if c["cpu_ms"] is not None
+                            else ""
+                        )
                         cpu += f"  load generator + mock {c['client_cores']:.2f} cores"
-                        self.console.print(f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'capacity':>10}  "
-                                           f"{c['rate']:7.1f} req/s with {a.concurrency} in flight{cpu}",
-                                           highlight=False, soft_wrap=True)
+                        self.console.print(
+                            f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'capacity':>10}  "
+                            f"{c['rate']:7.1f} req/s with {a.concurrency} in flight{cpu}",
+                            highlight=False,
+                            soft_wrap=True,
+                        )
                     for arm, c in (await self.at_load(gen, targets, s, caps["generated"]["rate"])).items():
                         self.raw[s.name][arm]["at_load"].append(c)
-                        self.console.print(f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'at load':>10}  "
-                                           f"{c['offered']:7.1f} req/s offered, {c['rate']:7.1f} done, gateway CPU "
-                                           f"{c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores",
-                                           highlight=False, soft_wrap=True)
+                        self.console.print(
+                            f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'at load':>10}  "
+                            f"{c['offered']:7.1f} req/s offered, {c['rate']:7.1f} done, gateway CPU "
+                            f"{c['cpu_ms']:.2f} ms/request, {c['gateway_cores']:.2f} cores",
+                            highlight=False,
+                            soft_wrap=True,
+                        )
 
     async def at_load(self, gen: LoadGen, targets, s: Scenario, rate_1w: float) -> dict[str, dict]:
         """CPU per request of 1 and 2 workers at the same load per worker (--load-share of 1 worker's max
@@ -136,16 +160,23 @@ class Bench:
         for _ in range(self.args.capacity_slices):
             for arm, workers in (("generated", 1), ("generated-2w", 2)):
                 offered = max(1.0, rate_1w * self.args.load_share * workers)
-                p, cpu_s = await gen.open_loop_cpu(targets[(s.name, arm)], offered, self.args.capacity_seconds,
-                                                   self.pids.get(arm))
+                p, cpu_s = await gen.open_loop_cpu(
+                    targets[(s.name, arm)], offered, self.args.capacity_seconds, self.pids.get(arm)
+                )
                 d = done[arm]
                 d["ok"] += p.ok
                 d["seconds"] += p.ok / p.achieved if p.achieved else self.args.capacity_seconds
                 d["cpu_s"] += cpu_s
                 d["offered"] = offered
-        return {arm: {"offered": d["offered"], "rate": d["ok"] / d["seconds"] if d["seconds"] else 0.0,
-                      "cpu_ms": d["cpu_s"] * 1000 / max(d["ok"], 1), "gateway_cores": d["cpu_s"] / d["seconds"]}
-                for arm, d in done.items()}
+        return {
+            arm: {
+                "offered": d["offered"],
+                "rate": d["ok"] / d["seconds"] if d["seconds"] else 0.0,
+                "cpu_ms": d["cpu_s"] * 1000 / max(d["ok"], 1),
+                "gateway_cores": d["cpu_s"] / d["seconds"],
+            }
+            for arm, d in done.items()
+        }
 
     async def sequential(self, gen: LoadGen, targets, s: Scenario, order) -> dict[str, PointStats]:
         """One request at a time, the arms taking turns in slices of SLICE requests, so a drift in
@@ -166,25 +197,36 @@ class Bench:
         for _ in range(self.args.capacity_slices):
             for arm in order:
                 client_before = client_cpu_s(self.args.state_dir)
-                p, cpu_s = await gen.closed_loop_cpu(targets[(s.name, arm)], self.args.concurrency,
-                                                     self.args.capacity_seconds, self.pids.get(arm))
+                p, cpu_s = await gen.closed_loop_cpu(
+                    targets[(s.name, arm)], self.args.concurrency, self.args.capacity_seconds, self.pids.get(arm)
+                )
                 d = done[arm]
                 d["ok"] += p.ok
                 d["errors"] += p.errors
                 d["seconds"] += p.ok / p.achieved if p.achieved else self.args.capacity_seconds
                 d["cpu_s"] += cpu_s
                 d["client_s"] += client_cpu_s(self.args.state_dir) - client_before
-        return {arm: {"rate": d["ok"] / d["seconds"], "errors": d["errors"],
-                      "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None,
-                      "gateway_cores": d["cpu_s"] / d["seconds"], "client_cores": d["client_s"] / d["seconds"]}
-                for arm, d in done.items()}
+        return {
+            arm: {
+                "rate": d["ok"] / d["seconds"],
+                "errors": d["errors"],
+                "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None,
+                "gateway_cores": d["cpu_s"] / d["seconds"],
+                "client_cores": d["client_s"] / d["seconds"],
+            }
+            for arm, d in done.items()
+        }
 
     def _show(self, rep: int, s: Scenario, arm: str, p: PointStats) -> None:
         rate = "sequential" if p.offered == 0 else f"{p.offered:7.1f}/s"
         mark = " [yellow]saturated[/]" if p.saturated else ""
-        self.console.print(f"repeat {rep + 1}/{self.args.repeats} {s.name:6} {arm:9} {rate:>10}  "
-                           f"p50 {p.p50_ms:7.2f} ms  p99 {p.p99_ms:7.2f} ms  {p.achieved:7.1f} req/s  "
-                           f"errors {p.error_rate:5.1%}{mark}", highlight=False, soft_wrap=True)
+        self.console.print(
+            f"repeat {rep + 1}/{self.args.repeats} {s.name:6} {arm:9} {rate:>10}  "
+            f"p50 {p.p50_ms:7.2f} ms  p99 {p.p99_ms:7.2f} ms  {p.achieved:7.1f} req/s  "
+            f"errors {p.error_rate:5.1%}{mark}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
     def report(self) -> dict:
         scenarios = {}
@@ -205,25 +247,35 @@ class Bench:
                     # a gateway core's worth of requests: 1000 / CPU ms per request
                     "req_per_gateway_core": 1000 / statistics.median(cpu) if cpu else None,
                     **cores,
-                    "cpu_ms_at_load": (statistics.median(c["cpu_ms"] for c in raw["at_load"])
-                                       if raw["at_load"] else None),
-                    "sweep_max_rate": (statistics.median(max_rate(rep) for rep in raw["sweep"])
-                                       if raw["sweep"] else None),
-                    "repeats": {"sequential": [p.to_dict() for p in raw["sequential"]],
-                                "sweep": [[p.to_dict() for p in rep] for rep in raw["sweep"]],
-                                "capacity": raw["capacity"]},
+                    "cpu_ms_at_load": (
+                        statistics.median(c["cpu_ms"] for c in raw["at_load"]) if raw["at_load"] else None
+                    ),
+                    "sweep_max_rate": (
+                        statistics.median(max_rate(rep) for rep in raw["sweep"]) if raw["sweep"] else None
+                    ),
+                    "repeats": {
+                        "sequential": [p.to_dict() for p in raw["sequential"]],
+                        "sweep": [[p.to_dict() for p in rep] for rep in raw["sweep"]],
+                        "capacity": raw["capacity"],
+                    },
                 }
             direct = per_arm["direct"]
             for arm in GATEWAYS:
                 per_arm[arm]["added_p50_ms"] = per_arm[arm]["sequential"]["p50_ms"] - direct["sequential"]["p50_ms"]
                 per_arm[arm]["added_p99_ms"] = per_arm[arm]["sequential"]["p99_ms"] - direct["sequential"]["p99_ms"]
-                per_arm[arm]["max_rate_ratio"] = (per_arm[arm]["max_rate"] / direct["max_rate"]
-                                                  if direct["max_rate"] else 0.0)
+                per_arm[arm]["max_rate_ratio"] = (
+                    per_arm[arm]["max_rate"] / direct["max_rate"] if direct["max_rate"] else 0.0
+                )
             scenarios[s.name] = per_arm
         head = scenarios["small"]
         workers = scaling(head["generated"], head["generated-2w"], self.args.sizing_rate)
-        line = summary_line(head["generated"]["added_p50_ms"], head["default"]["added_p50_ms"],
-                            head["generated"]["max_rate_ratio"], head["default"]["max_rate_ratio"], workers)
+        line = summary_line(
+            head["generated"]["added_p50_ms"],
+            head["default"]["added_p50_ms"],
+            head["generated"]["max_rate_ratio"],
+            head["default"]["max_rate_ratio"],
+            workers,
+        )
         return {"summary": line, "workers": workers, "scenarios": scenarios}
 
 
@@ -244,30 +296,60 @@ def scaling(one: dict, two: dict, backend_rate: float) -> dict:
     worker's on one. CPU per request and sizing use the at-load figures (each worker --load-share busy)."""
     cpu1, cpu2 = one["cpu_ms_at_load"], two["cpu_ms_at_load"]
     sat1, sat2 = one["cpu_ms_per_request"], two["cpu_ms_per_request"]
-    return {"cpu_ms_1w": cpu1, "cpu_ms_2w": cpu2, "cpu_change": cpu2 / cpu1 - 1,
-            "saturated_cpu_ms_1w": sat1, "saturated_cpu_ms_2w": sat2,
-            "req_per_core_1w": 1000 / cpu1, "req_per_core_2w": 1000 / cpu2,
-            "rate_1w": one["max_rate"], "rate_2w": two["max_rate"], "rate_ratio": two["max_rate"] / one["max_rate"],
-            "cores_1w": one["gateway_cores"], "cores_2w": two["gateway_cores"],
-            "client_cores_2w": two["client_cores"],
-            "projected_ratio": 2 * sat1 / sat2,
-            "sizing_rate": backend_rate, "workers_for_rate": workers_for(backend_rate, max(cpu1, cpu2))}
+    return {
+        "cpu_ms_1w": cpu1,
+        "cpu_ms_2w": cpu2,
+        "cpu_change": cpu2 / cpu1 - 1,
+        "saturated_cpu_ms_1w": sat1,
+        "saturated_cpu_ms_2w": sat2,
+        "req_per_core_1w": 1000 / cpu1,
+        "req_per_core_2w": 1000 / cpu2,
+        "rate_1w": one["max_rate"],
+        "rate_2w": two["max_rate"],
+        "rate_ratio": two["max_rate"] / one["max_rate"],
+        "cores_1w": one["gateway_cores"],
+        "cores_2w": two["gateway_cores"],
+        "client_cores_2w": two["client_cores"],
+        "projected_ratio": 2 * sat1 / sat2,
+        "sizing_rate": backend_rate,
+        "workers_for_rate": workers_for(backend_rate, max(cpu1, cpu2)),
+    }
 
 
 def print_table(console: Console, report: dict) -> None:
     from rich.table import Table
 
-    table = Table("scenario", "arm", "seq p50 ms", "seq p99 ms", "added p50 ms", "max req/s", "ratio",
-                  "CPU ms/req", "req/s per core", "gateway cores", "client cores", "sweep max req/s", box=None)
+    table = Table(
+        "scenario",
+        "arm",
+        "seq p50 ms",
+        "seq p99 ms",
+        "added p50 ms",
+        "max req/s",
+        "ratio",
+        "CPU ms/req",
+        "req/s per core",
+        "gateway cores",
+        "client cores",
+        "sweep max req/s",
+        box=None,
+    )
     for name, per_arm in report["scenarios"].items():
         for arm, r in per_arm.items():
-            table.add_row(name, arm, f"{r['sequential']['p50_ms']:.2f}", f"{r['sequential']['p99_ms']:.2f}",
-                          f"{r.get('added_p50_ms', 0):.2f}", f"{r['max_rate']:.0f}",
-                          f"{r.get('max_rate_ratio', 1):.3f}",
-                          f"{r['cpu_ms_per_request']:.2f}" if r["cpu_ms_per_request"] else "-",
-                          f"{r['req_per_gateway_core']:.0f}" if r["req_per_gateway_core"] else "-",
-                          f"{r['gateway_cores']:.2f}", f"{r['client_cores']:.2f}",
-                          f"{r['sweep_max_rate']:.0f}" if r["sweep_max_rate"] is not None else "-")
+            table.add_row(
+                name,
+                arm,
+                f"{r['sequential']['p50_ms']:.2f}",
+                f"{r['sequential']['p99_ms']:.2f}",
+                f"{r.get('added_p50_ms', 0):.2f}",
+                f"{r['max_rate']:.0f}",
+                f"{r.get('max_rate_ratio', 1):.3f}",
+                f"{r['cpu_ms_per_request']:.2f}" if r["cpu_ms_per_request"] else "-",
+                f"{r['req_per_gateway_core']:.0f}" if r["req_per_gateway_core"] else "-",
+                f"{r['gateway_cores']:.2f}",
+                f"{r['client_cores']:.2f}",
+                f"{r['sweep_max_rate']:.0f}" if r["sweep_max_rate"] is not None else "-",
+            )
     console.print(table)
 
 
@@ -288,10 +370,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--concurrency", type=int, default=16, help="requests in flight in the capacity phase")
     ap.add_argument("--capacity-slices", type=int, default=4, help="turns per arm in the capacity phase")
     ap.add_argument("--capacity-seconds", type=float, default=1.0, help="seconds per capacity turn")
-    ap.add_argument("--load-share", type=float, default=0.6,
-                    help="at-load phase: offered rate per worker, as a share of 1 worker's max rate")
-    ap.add_argument("--sizing-rate", type=float, default=600.0,
-                    help="backend req/s the summary line sizes the gateway for (workers needed)")
+    ap.add_argument(
+        "--load-share",
+        type=float,
+        default=0.6,
+        help="at-load phase: offered rate per worker, as a share of 1 worker's max rate",
+    )
+    ap.add_argument(
+        "--sizing-rate",
+        type=float,
+        default=600.0,
+        help="backend req/s the summary line sizes the gateway for (workers needed)",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny sweep, one repeat (for tests)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -306,13 +396,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         with bench_session(args.models, args.state_dir) as (plan, client_cpus, gateway_cpus):
-            console.print(f"CPUs: load generator + mock {sorted(client_cpus or [])}, "
-                          f"gateways {sorted(gateway_cpus or [])}")
+            console.print(
+                f"CPUs: load generator + mock {sorted(client_cpus or [])}, gateways {sorted(gateway_cpus or [])}"
+            )
             gateways = start_gateways(plan, args.state_dir, gateway_cpus, console)
             try:
-                arms = {"direct": Arm("direct", "", "unused"),
-                        **{name: Arm(name, gw.gateway_url, gw.master_key, gw.procs[-1].pid)
-                           for name, gw in gateways.items()}}
+                arms = {
+                    "direct": Arm("direct", "", "unused"),
+                    **{
+                        name: Arm(name, gw.gateway_url, gw.master_key, gw.procs[-1].pid)
+                        for name, gw in gateways.items()
+                    },
+                }
                 bench = Bench(args, console)
                 asyncio.run(bench.run(bench.targets(arms, plan)))
             finally:
@@ -324,9 +419,13 @@ def main(argv: list[str] | None = None) -> int:
     except MockError as exc:
         console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 2
-    report = {"machine": machine(), "settings": {k: str(v) for k, v in vars(args).items()},
-              "cpus": {"client": sorted(client_cpus or []), "gateway": sorted(gateway_cpus or [])},
-              "seconds": round(time.monotonic() - started, 1), **bench.report()}
+    report = {
+        "machine": machine(),
+        "settings": {k: str(v) for k, v in vars(args).items()},
+        "cpus": {"client": sorted(client_cpus or []), "gateway": sorted(gateway_cpus or [])},
+        "seconds": round(time.monotonic() - started, 1),
+        **bench.report(),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
     from .plot import plot

@@ -46,6 +46,7 @@ def bench_session(models: Path, state_dir: Path) -> Iterator[tuple[Plan, frozens
     client_cpus, gateway_cpus = split_cpus()
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)
-    with NginxMock(state_dir / "nginx", model_port(plan, "mock"), model_port(plan, "mock-stream"),
-                   set(client_cpus or ())):
+    with NginxMock(
+        state_dir / "nginx", model_port(plan, "mock"), model_port(plan, "mock-stream"), set(client_cpus or ())
+    ):
         yield plan, client_cpus, gateway_cpus

@@ -37,8 +37,12 @@ def parse_args(argv):
     ap.add_argument("--rate", type=float, default=30.0, help="offered requests per second")
     ap.add_argument("--sample", type=float, default=15.0, help="seconds between RSS samples")
     ap.add_argument("--workers", type=int, default=2, help="gateway workers (1: pinned to the gateway CPUs)")
-    ap.add_argument("--max-requests", type=int, default=None,
-                    help="recycle each worker after this many requests (LiteLLM's --max_requests_before_restart)")
+    ap.add_argument(
+        "--max-requests",
+        type=int,
+        default=None,
+        help="recycle each worker after this many requests (LiteLLM's --max_requests_before_restart)",
+    )
     return ap.parse_args(argv)
 
 
@@ -48,9 +52,14 @@ def main(argv=None) -> int:
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
         # the soak is about what we ship: only the generated gateway, with --workers workers
         plan = replace(plan, gateway=replace(plan.gateway, workers=args.workers))
-        generated = RecyclingStack(plan, args.state_dir / "generated", vllm_python="", console=console,
-                                   gateway_cpus=gateway_cpus if args.workers == 1 else ALL_CPUS,
-                                   max_requests=args.max_requests)
+        generated = RecyclingStack(
+            plan,
+            args.state_dir / "generated",
+            vllm_python="",
+            console=console,
+            gateway_cpus=gateway_cpus if args.workers == 1 else ALL_CPUS,
+            max_requests=args.max_requests,
+        )
         try:
             generated.start_gateway()
             arm = Arm("generated", generated.gateway_url, generated.master_key)
@@ -67,15 +76,28 @@ def main(argv=None) -> int:
     sent = sum(s["sent"] for s in samples)
     pids = {pid for s in samples for pid in s["workers"]}
     restarts = max(0, len(pids) - max(len(samples[0]["workers"]), 1)) if args.workers > 1 else 0
-    report = {"rate": args.rate, "minutes": args.minutes, "workers": args.workers, "max_requests": args.max_requests,
-              "samples": samples, "rss_start_mb": start["rss_mb"], "rss_end_mb": end["rss_mb"], "rss_peak_mb": peak,
-              "sent": sent, "errors": errors, "failures": failures, "worker_restarts": restarts}
+    report = {
+        "rate": args.rate,
+        "minutes": args.minutes,
+        "workers": args.workers,
+        "max_requests": args.max_requests,
+        "samples": samples,
+        "rss_start_mb": start["rss_mb"],
+        "rss_end_mb": end["rss_mb"],
+        "rss_peak_mb": peak,
+        "sent": sent,
+        "errors": errors,
+        "failures": failures,
+        "worker_restarts": restarts,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     recycled = f", max {args.max_requests} requests per worker: {restarts} worker restarts" if args.max_requests else ""
-    print(f"soak: {args.workers} worker(s), gateway RSS {start['rss_mb']:.0f} MB at start, {end['rss_mb']:.0f} MB after "
-          f"{args.minutes:g} min at {args.rate:g} req/s (peak {peak:.0f} MB){recycled}; {sent} requests, {errors} errors"
-          + (f" ({failures})" if failures else ""))
+    print(
+        f"soak: {args.workers} worker(s), gateway RSS {start['rss_mb']:.0f} MB at start, {end['rss_mb']:.0f} MB after "
+        f"{args.minutes:g} min at {args.rate:g} req/s (peak {peak:.0f} MB){recycled}; {sent} requests, {errors} errors"
+        + (f" ({failures})" if failures else "")
+    )
     return 0
 
 
@@ -104,11 +126,18 @@ async def soak(args, targets, pid: int, console: Console) -> tuple[list[dict], d
         while time.monotonic() - began < args.minutes * 60:
             p = await gen.open_loop(targets[i % len(targets)], args.rate, args.sample)
             i += 1
-            s = {"t": round(time.monotonic() - began, 1), "rss_mb": tree_rss_mb(pid), "sent": p.sent, "errors": p.errors,
-                 "workers": workers(pid)}
+            s = {
+                "t": round(time.monotonic() - began, 1),
+                "rss_mb": tree_rss_mb(pid),
+                "sent": p.sent,
+                "errors": p.errors,
+                "workers": workers(pid),
+            }
             samples.append(s)
-            console.print(f"t={s['t']:4.0f}s  gateway RSS {s['rss_mb']:.0f} MB  "
-                          f"({p.sent} sent, {p.errors} errors, p50 {p.p50_ms:.1f} ms, workers {s['workers']})")
+            console.print(
+                f"t={s['t']:4.0f}s  gateway RSS {s['rss_mb']:.0f} MB  "
+                f"({p.sent} sent, {p.errors} errors, p50 {p.p50_ms:.1f} ms, workers {s['workers']})"
+            )
     return samples, dict(gen.failures)
 
 

@@ -47,18 +47,35 @@ class PointStats:
 def point_stats(offered: float, latencies_s: list[float], errors: int, window_s: float) -> PointStats:
     ms = [x * 1000 for x in latencies_s]
     sent = len(latencies_s) + errors
-    return PointStats(offered, sent, len(ms), errors, len(ms) / window_s if window_s > 0 else 0.0,
-                      percentile(ms, 50), percentile(ms, 95), percentile(ms, 99))
+    return PointStats(
+        offered,
+        sent,
+        len(ms),
+        errors,
+        len(ms) / window_s if window_s > 0 else 0.0,
+        percentile(ms, 50),
+        percentile(ms, 95),
+        percentile(ms, 99),
+    )
 
 
 def median_point(repeats: list[PointStats]) -> PointStats:
     """Field by field median over repeats of the same arm and offered rate."""
+
     def med(name: str) -> float:
         values = [getattr(p, name) for p in repeats if not math.isnan(getattr(p, name))]
         return statistics.median(values) if values else math.nan
 
-    return PointStats(repeats[0].offered, int(med("sent")), int(med("ok")), int(med("errors")),
-                      med("achieved"), med("p50_ms"), med("p95_ms"), med("p99_ms"))
+    return PointStats(
+        repeats[0].offered,
+        int(med("sent")),
+        int(med("ok")),
+        int(med("errors")),
+        med("achieved"),
+        med("p50_ms"),
+        med("p95_ms"),
+        med("p99_ms"),
+    )
 
 
 def max_rate(points: list[PointStats]) -> float:
@@ -79,14 +96,19 @@ def workers_for(rate: float, cpu_ms: float, utilisation: float = SIZING_UTILISAT
     return max(1, math.ceil(rate * cpu_ms / 1000 / utilisation - 1e-9))
 
 
-def summary_line(added_tuned_ms: float, added_default_ms: float, ratio_tuned: float, ratio_default: float,
-                 w: dict | None = None) -> str:
-    line = (f"added p50 {added_tuned_ms:.2f} ms (default {added_default_ms:.2f} ms), "
-            f"max rate ratio gateway/direct {ratio_tuned:.3f} (default {ratio_default:.3f})")
+def summary_line(
+    added_tuned_ms: float, added_default_ms: float, ratio_tuned: float, ratio_default: float, w: dict | None = None
+) -> str:
+    line = (
+        f"added p50 {added_tuned_ms:.2f} ms (default {added_default_ms:.2f} ms), "
+        f"max rate ratio gateway/direct {ratio_tuned:.3f} (default {ratio_default:.3f})"
+    )
     if w:
-        line += (f"; CPU/request {w['cpu_ms_1w']:.2f} ms 1 worker, {w['cpu_ms_2w']:.2f} ms 2 workers "
-                 f"({w['cpu_change']:+.0%}), {w['req_per_core_1w']:.0f} req/s per gateway core; "
-                 f"2 workers x{w['rate_ratio']:.2f} the rate on {w['cores_2w']:.2f} cores "
-                 f"(x{w['projected_ratio']:.2f} on 2 free cores); "
-                 f"{w['sizing_rate']:.0f} req/s needs {w['workers_for_rate']} workers")
+        line += (
+            f"; CPU/request {w['cpu_ms_1w']:.2f} ms 1 worker, {w['cpu_ms_2w']:.2f} ms 2 workers "
+            f"({w['cpu_change']:+.0%}), {w['req_per_core_1w']:.0f} req/s per gateway core; "
+            f"2 workers x{w['rate_ratio']:.2f} the rate on {w['cores_2w']:.2f} cores "
+            f"(x{w['projected_ratio']:.2f} on 2 free cores); "
+            f"{w['sizing_rate']:.0f} req/s needs {w['workers_for_rate']} workers"
+        )
     return line

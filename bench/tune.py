@@ -64,36 +64,62 @@ VARIANTS = (
     Variant("httptools installed (uvicorn's C HTTP parser)", packages=("httptools==0.9.0",)),
     # LiteLLM 1.103.7 retries a failing `import litellm.integrations.otel.logger` on every request:
     # it needs opentelemetry-sdk and an API that still has `_events` (1.36); fastapi wants >= 1.44
-    Variant("opentelemetry 1.36 (the per-request import succeeds)",
-            packages=("opentelemetry-sdk==1.36.0", "opentelemetry-api==1.36.0")),
+    Variant(
+        "opentelemetry 1.36 (the per-request import succeeds)",
+        packages=("opentelemetry-sdk==1.36.0", "opentelemetry-api==1.36.0"),
+    ),
     Variant("turn_off_message_logging", config={"litellm_settings": {"turn_off_message_logging": True}}),
-    Variant("disable_spend/error_logs", config={"general_settings": {"disable_spend_logs": True,
-                                                                      "disable_error_logs": True}}),
+    Variant(
+        "disable_spend/error_logs",
+        config={"general_settings": {"disable_spend_logs": True, "disable_error_logs": True}},
+    ),
     Variant("disable_cooldowns", config={"router_settings": {"disable_cooldowns": True}}),
     Variant("num_retries 0", config={"litellm_settings": {"num_retries": 0}, "router_settings": {"num_retries": 0}}),
     Variant("httpx transport", config={"litellm_settings": {"disable_aiohttp_transport": True}}),
-    Variant("background health checks 5s", config={"general_settings": {"background_health_checks": True,
-                                                                         "health_check_interval": 5}}),
+    Variant(
+        "background health checks 5s",
+        config={"general_settings": {"background_health_checks": True, "health_check_interval": 5}},
+    ),
     Variant("+ custom_auth guard", config={"general_settings": {"custom_auth": "gateway_guard.user_api_key_auth"}}),
     Variant("model_info (context sizes)", model_info=True),
-    Variant("+ max_tokens clamp hook", config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
-            model_info=True),  # the hook reads the context from model_info (else it asks the backend)
+    Variant(
+        "+ max_tokens clamp hook",
+        config={"litellm_settings": {"callbacks": ["max_tokens_clamp.proxy_handler_instance"]}},
+        model_info=True,
+    ),  # the hook reads the context from model_info (else it asks the backend)
     Variant("generated", generated=True),
     # the gateway's metrics (issue 17): LiteLLM's prometheus callback served by its metrics process
     # (GATEWAY_METRICS_PORT: LocalStack gives the variant a free port and a folder of its own)
-    Variant("prometheus callback", config={"litellm_settings": {"callbacks": ["prometheus"]}},
-            env={METRICS_PORT_ENV: "set by LocalStack"}),
+    Variant(
+        "prometheus callback",
+        config={"litellm_settings": {"callbacks": ["prometheus"]}},
+        env={METRICS_PORT_ENV: "set by LocalStack"},
+    ),
     Variant("generated without prometheus", generated=True, without_prometheus=True),
     Variant("generated without prometheus, again (noise floor)", generated=True, without_prometheus=True),
     # gateway.metrics: light: no callback; the request guard counts requests and errors (request_counters.py)
     Variant("generated, light metrics", generated=True, gateway_metrics="light"),
     # only the two counters status and the dashboard read, with only the labels they group by
-    Variant("generated, prometheus with 2 metrics", generated=True, config={"litellm_settings": {
-        "prometheus_metrics_config": [
-            {"group": "requests", "metrics": ["litellm_proxy_total_requests_metric"],
-             "include_labels": ["requested_model", "status_code"]},
-            {"group": "errors", "metrics": ["litellm_proxy_failed_requests_metric"],
-             "include_labels": ["requested_model", "exception_status"]}]}}),
+    Variant(
+        "generated, prometheus with 2 metrics",
+        generated=True,
+        config={
+            "litellm_settings": {
+                "prometheus_metrics_config": [
+                    {
+                        "group": "requests",
+                        "metrics": ["litellm_proxy_total_requests_metric"],
+                        "include_labels": ["requested_model", "status_code"],
+                    },
+                    {
+                        "group": "errors",
+                        "metrics": ["litellm_proxy_failed_requests_metric"],
+                        "include_labels": ["requested_model", "exception_status"],
+                    },
+                ]
+            }
+        },
+    ),
     # the same with LiteLLM's failing per-request OTel import left in place (gateway_guard.skip_failing_otel_seed)
     Variant("generated, OTel import kept", generated=True, env={"GATEWAY_LITELLM_OTEL_SEED": "keep"}),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
@@ -115,8 +141,10 @@ async def measure(args, gateways, body: bytes, stream: bool, results: dict, cons
     """Each variant against the defaults gateway in adjacent pairs (alternating which goes first), so a
     machine that speeds up or slows down over minutes shifts both sides of a pair alike."""
     async with LoadGen(timeout_s=30) as gen:
-        targets = {v.name: (Arm(v.name, gw.gateway_url, gw.master_key).target(body, stream), gw.procs[-1].pid)
-                   for v, gw in gateways}
+        targets = {
+            v.name: (Arm(v.name, gw.gateway_url, gw.master_key).target(body, stream), gw.procs[-1].pid)
+            for v, gw in gateways
+        }
         for t, _ in targets.values():
             await gen.warm_up(t, 100)
         base = gateways[0][0].name
@@ -129,9 +157,12 @@ async def measure(args, gateways, body: bytes, stream: bool, results: dict, cons
                 r["capacity_ratio"].append(got[v.name]["capacity"] / got[base]["capacity"])
                 r["cpu_ratio"].append(got[v.name]["cpu_ms"] / got[base]["cpu_ms"])
                 r["cpu_ms"].append(got[v.name]["cpu_ms"])
-            console.print(f"{v.name:34} Δ p50 {statistics.median(r['d_p50_ms']):+6.2f} ms  "
-                          f"capacity {statistics.median(r['capacity_ratio']) - 1:+6.1%}  "
-                          f"CPU/request {statistics.median(r['cpu_ratio']) - 1:+6.1%}", soft_wrap=True)
+            console.print(
+                f"{v.name:34} Δ p50 {statistics.median(r['d_p50_ms']):+6.2f} ms  "
+                f"capacity {statistics.median(r['capacity_ratio']) - 1:+6.1%}  "
+                f"CPU/request {statistics.median(r['cpu_ratio']) - 1:+6.1%}",
+                soft_wrap=True,
+            )
 
 
 def install_packages(v: Variant, root: Path, console: Console) -> dict[str, str]:
@@ -157,8 +188,12 @@ def parse_args(argv):
     ap.add_argument("--duration", type=float, default=1.5, help="seconds of each capacity test")
     ap.add_argument("--scenario", default="small", choices=[s.name for s in SCENARIOS])
     ap.add_argument("--only", nargs="*", help="variant names to run (the baseline always runs)")
-    ap.add_argument("--baseline", default="defaults", help="the variant every other one is paired with "
-                    "(e.g. 'generated without prometheus' for the metrics callback's cost)")
+    ap.add_argument(
+        "--baseline",
+        default="defaults",
+        help="the variant every other one is paired with "
+        "(e.g. 'generated without prometheus' for the metrics callback's cost)",
+    )
     return ap.parse_args(argv)
 
 
@@ -173,23 +208,36 @@ def main(argv=None) -> int:
         gateways: list[tuple[Variant, VariantGateway]] = []
         try:
             for i, v in enumerate(variants):
-                vplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 10 + i,
-                                                      metrics=v.gateway_metrics or plan.gateway.metrics))
-                common = dict(plan=vplan, state_dir=args.state_dir / f"v{i}", vllm_python="",
-                              gateway_cpus=ALL_CPUS if v.all_cpus else gateway_cpus, console=console)
+                vplan = replace(
+                    plan,
+                    gateway=replace(
+                        plan.gateway, port=plan.gateway.port + 10 + i, metrics=v.gateway_metrics or plan.gateway.metrics
+                    ),
+                )
+                common = dict(
+                    plan=vplan,
+                    state_dir=args.state_dir / f"v{i}",
+                    vllm_python="",
+                    gateway_cpus=ALL_CPUS if v.all_cpus else gateway_cpus,
+                    console=console,
+                )
                 if v.generated:
                     config = merge(render_litellm(vplan, local_api_base), v.config)
                     env = {**gateway_env(vplan.gateway), **v.env}
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
                         env.pop(METRICS_PORT_ENV)
-                    gw = VariantGateway(**common, config=config, workers=v.workers or vplan.gateway.workers,
-                                        env_overrides=env)
+                    gw = VariantGateway(
+                        **common, config=config, workers=v.workers or vplan.gateway.workers, env_overrides=env
+                    )
                 else:
-                    gw = VariantGateway(**common, config=merge(default_config(vplan, local_api_base, v.model_info),
-                                                               v.config),
-                                        extra_args=v.args, workers=v.workers,
-                                        env_overrides={**v.env, **install_packages(v, args.state_dir, console)})
+                    gw = VariantGateway(
+                        **common,
+                        config=merge(default_config(vplan, local_api_base, v.model_info), v.config),
+                        extra_args=v.args,
+                        workers=v.workers,
+                        env_overrides={**v.env, **install_packages(v, args.state_dir, console)},
+                    )
                 console.print(f"starting variant [bold]{v.name}[/]")
                 gateways.append((v, gw))
                 gw.start_gateway()
@@ -197,20 +245,31 @@ def main(argv=None) -> int:
         finally:
             for _, gw in gateways:
                 gw.stop()
-    table = Table("setting (alone, on LiteLLM defaults)" if args.baseline == "defaults" else f"vs {args.baseline}",
-                  "Δ seq p50 ms", "Δ capacity", "Δ CPU/request",
-                  "CPU ms/req", box=None)
+    table = Table(
+        "setting (alone, on LiteLLM defaults)" if args.baseline == "defaults" else f"vs {args.baseline}",
+        "Δ seq p50 ms",
+        "Δ capacity",
+        "Δ CPU/request",
+        "CPU ms/req",
+        box=None,
+    )
     summary = {}
     for v in variants[1:]:
         r = results[v.name]
         med = {k: statistics.median(x) for k, x in r.items()}
         summary[v.name] = {**med, "pairs": r}
-        table.add_row(v.name, f"{med['d_p50_ms']:+.2f}", f"{med['capacity_ratio'] - 1:+.1%}",
-                      f"{med['cpu_ratio'] - 1:+.1%}", f"{med['cpu_ms']:.2f}")
+        table.add_row(
+            v.name,
+            f"{med['d_p50_ms']:+.2f}",
+            f"{med['capacity_ratio'] - 1:+.1%}",
+            f"{med['cpu_ratio'] - 1:+.1%}",
+            f"{med['cpu_ms']:.2f}",
+        )
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"scenario": scenario.name, "baseline": args.baseline, "variants": summary},
-                                   indent=1) + "\n")
+    args.out.write_text(
+        json.dumps({"scenario": scenario.name, "baseline": args.baseline, "variants": summary}, indent=1) + "\n"
+    )
     return 0
 
 

@@ -35,8 +35,13 @@ EXIT_DRIFT, EXIT_BAD_INPUT = 1, 2
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m generator", description="Generate the gateway stack from models.yml.")
-    ap.add_argument("target_arg", nargs="?", choices=sorted(TARGETS), metavar="TARGET",
-                    help=f"what to write: {', '.join(sorted(TARGETS))} (default: stack)")
+    ap.add_argument(
+        "target_arg",
+        nargs="?",
+        choices=sorted(TARGETS),
+        metavar="TARGET",
+        help=f"what to write: {', '.join(sorted(TARGETS))} (default: stack)",
+    )
     ap.add_argument("--target", choices=sorted(TARGETS), help="same as TARGET")
     ap.add_argument("--models", type=Path, default=Path("models.yml"), help="the models file (default: models.yml)")
     ap.add_argument("--out", type=Path, default=Path("."), help="root to write compose/ and litellm/ into (default: .)")
@@ -54,11 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["apply"]:  # not a target: it changes a running stack (generator/operate/apply.py)
         from .operate.apply import main as apply_main
+
         return apply_main(argv[1:])
     args = parse_args(argv)
     out, err = Console(width=max(120, Console().width)), Console(stderr=True, highlight=False)
     try:
-        plan = load_plan(args.models, notify=None if args.quiet else lambda line: err.print(line, soft_wrap=True, markup=False))
+        plan = load_plan(
+            args.models, notify=None if args.quiet else lambda line: err.print(line, soft_wrap=True, markup=False)
+        )
         targets = checked_targets(args.target, args.out) if args.check else (args.target,)
         rendered = {target: render_files(plan, (target,)) for target in targets}
     except ConfigError as exc:
@@ -68,13 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a bug of ours, not the user's input
         if args.verbose:
             traceback.print_exc()
-        err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc} (run with --verbose for details)", soft_wrap=True)
+        err.print(
+            f"[red]internal error:[/] {type(exc).__name__}: {exc} (run with --verbose for details)", soft_wrap=True
+        )
         return 3
     if args.check:
         stale = [(rel, target) for target, files in rendered.items() for rel in stale_files(files, args.out)]
         for rel, target in stale:
-            err.print(f"stale: {rel} differs from what {args.models} generates; "
-                      f"run `{TARGETS[target].regenerate}`", soft_wrap=True)
+            err.print(
+                f"stale: {rel} differs from what {args.models} generates; run `{TARGETS[target].regenerate}`",
+                soft_wrap=True,
+            )
         if not stale:
             out.print(f"up to date: {', '.join(rel for files in rendered.values() for rel in files)}")
         return EXIT_DRIFT if stale else 0
@@ -87,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     if env_file and plan.people:  # the hashes of people's keys (make key) for the gateway, for the people still there
         write_hashes(plan, args.out / env_file, args.out / Path(files_dir(target.name)))
     if not args.quiet:
-        print_summary(plan, out, keys_file=env_file or ENV_FILE, url=target.gateway_url(plan) if target.gateway_url else None)
+        print_summary(
+            plan, out, keys_file=env_file or ENV_FILE, url=target.gateway_url(plan) if target.gateway_url else None
+        )
     for warning in target.warnings(plan):
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     out.print(f"wrote {', '.join(changed)}" if changed else "generated files already up to date")

@@ -52,8 +52,17 @@ import request_shapes  # noqa: E402
 import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, on import: CPython's HAMT crash)
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
-OPENAI_PREFIXES = ("/v1/", "/v2/rerank", "/chat/completions", "/completions", "/embeddings", "/rerank", "/models",
-                   "/health", "/tokenize")
+OPENAI_PREFIXES = (
+    "/v1/",
+    "/v2/rerank",
+    "/chat/completions",
+    "/completions",
+    "/embeddings",
+    "/rerank",
+    "/models",
+    "/health",
+    "/tokenize",
+)
 OWN_PREFIX = "/gateway/"  # our own routes (gateway_status.py): each checks its own key
 # /health (and its other routes) makes every backend the key may use generate, outside any limit: the master key's;
 # a person's monitoring asks these, which answer without touching a backend
@@ -107,9 +116,15 @@ async def admit(api_key: str | None, body: dict) -> request_guard.Refusal | None
 def person_auth(person: people.Person) -> UserAPIKeyAuth:
     """The person as LiteLLM's key object: its limiter counts rpm/tpm/parallel per `api_key` (the person's name,
     nothing derived from the key), its metrics label requests with `key_alias`, /v1/models lists `models`."""
-    return UserAPIKeyAuth(api_key=people.API_KEY_PREFIX + person.name, key_alias=person.name, user_id=person.name,
-                          models=sorted(person.models) if person.models is not None else [],
-                          rpm_limit=person.rpm, tpm_limit=person.tpm, max_parallel_requests=person.parallel)
+    return UserAPIKeyAuth(
+        api_key=people.API_KEY_PREFIX + person.name,
+        key_alias=person.name,
+        user_id=person.name,
+        models=sorted(person.models) if person.models is not None else [],
+        rpm_limit=person.rpm,
+        tpm_limit=person.tpm,
+        max_parallel_requests=person.parallel,
+    )
 
 
 def route_problem(api_key: str | None, path: str) -> str | None:
@@ -123,11 +138,16 @@ def route_problem(api_key: str | None, path: str) -> str | None:
     if person is None:
         return None
     if path.startswith("/health"):
-        return None if path in PERSON_HEALTH else \
-            f"{path} makes every backend generate: the master key's; ask /health/readiness, or `make status`"
+        return (
+            None
+            if path in PERSON_HEALTH
+            else f"{path} makes every backend generate: the master key's; ask /health/readiness, or `make status`"
+        )
     if request_shapes.api_of(path) is None and not is_model_list(path):
-        return f"{path}: a person's key opens the inference APIs (chat, completions, responses, messages, " \
+        return (
+            f"{path}: a person's key opens the inference APIs (chat, completions, responses, messages, "
             "embeddings, rerank) and the model list; the rest is the master key's"
+        )
     return None
 
 
@@ -169,6 +189,7 @@ def skip_failing_otel_seed() -> bool:
         return False  # another LiteLLM: nothing to do
     try:
         import litellm.integrations.otel.logger  # noqa: F401  the import LiteLLM retries per request
+
         return False
     except Exception:  # noqa: BLE001  any failure is the one LiteLLM would swallow on every request
         auth._seed_request_destinations = lambda *args, **kwargs: None

@@ -50,8 +50,11 @@ import gateway_start  # noqa: E402
 
 
 def watched(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
-                  and (p.name == "config.yaml" or p.suffix == ".py"))
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and not p.name.startswith(".") and (p.name == "config.yaml" or p.suffix == ".py")
+    )
 
 
 def content(text: str) -> str:
@@ -161,12 +164,17 @@ class Supervisor:
     def start(self) -> None:
         self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
         self.child = subprocess.Popen(self.cmd)
-        say(f"started the gateway (pid {self.child.pid}), config {self.applied} in {self.folder}"
-            + (f"; its metrics process (pid {self.metrics.pid})" if self.metrics else ""))
+        say(
+            f"started the gateway (pid {self.child.pid}), config {self.applied} in {self.folder}"
+            + (f"; its metrics process (pid {self.metrics.pid})" if self.metrics else "")
+        )
 
     def check_metrics(self) -> None:
-        if (self.metrics and (code := self.metrics.poll()) is not None
-                and time.monotonic() - self.metrics_since >= METRICS_RESTART_GAP):
+        if (
+            self.metrics
+            and (code := self.metrics.poll()) is not None
+            and time.monotonic() - self.metrics_since >= METRICS_RESTART_GAP
+        ):
             say(f"the metrics process exited with code {code}; starting it again")
             self.metrics, self.metrics_since = gateway_start.start_metrics(self.cmd), time.monotonic()
 
@@ -192,15 +200,19 @@ class Supervisor:
         if self.workers > 1 and len(old_workers) < self.workers:
             return False  # uvicorn is starting (or replacing a dead) worker: it reads the files as they are now
         if self.workers > 1:
-            say(f"config {self.applied} -> {new}: rolling restart of {len(old_workers)} workers (SIGHUP); "
-                f"each old worker finishes its requests before it exits")
+            say(
+                f"config {self.applied} -> {new}: rolling restart of {len(old_workers)} workers (SIGHUP); "
+                f"each old worker finishes its requests before it exits"
+            )
             self.rolling = (new, old_workers, len(old_workers), time.monotonic())
             self.left = set(old_workers)
             self.short_since = None
             self.gateway.send_signal(signal.SIGHUP)
         else:
-            say(f"config {self.applied} -> {new}: one worker, restarting the gateway "
-                f"(requests in flight are cut; gateway.workers >= 2 reloads without a cut)")
+            say(
+                f"config {self.applied} -> {new}: one worker, restarting the gateway "
+                f"(requests in flight are cut; gateway.workers >= 2 reloads without a cut)"
+            )
             self.gateway.terminate()
             try:
                 self.gateway.wait(timeout=30)
@@ -227,8 +239,10 @@ class Supervisor:
         if len(now) <= n:
             self.short_since = self.short_since or time.monotonic()
             if time.monotonic() - self.short_since > 10:
-                say(f"reload failed {new}: a new worker did not start; {len(now & old)} of {n} workers "
-                    f"keep the previous config (see the errors above)")
+                say(
+                    f"reload failed {new}: a new worker did not start; {len(now & old)} of {n} workers "
+                    f"keep the previous config (see the errors above)"
+                )
                 self.rolling = None
         else:
             self.short_since = None

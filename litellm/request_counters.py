@@ -35,10 +35,16 @@ def _made() -> tuple[Any, Any]:
     if _counters is None:
         from prometheus_client import Counter  # multiprocess mode: PROMETHEUS_MULTIPROC_DIR is set in the workers
 
-        _counters = (Counter(REQUESTS, "Requests the gateway answered (gateway.metrics: light)",
-                             ["requested_model", "status_code"]),
-                     Counter(FAILED, "Requests the gateway answered with an error (gateway.metrics: light)",
-                             ["requested_model", "exception_status", "exception_class"]))
+        _counters = (
+            Counter(
+                REQUESTS, "Requests the gateway answered (gateway.metrics: light)", ["requested_model", "status_code"]
+            ),
+            Counter(
+                FAILED,
+                "Requests the gateway answered with an error (gateway.metrics: light)",
+                ["requested_model", "exception_status", "exception_class"],
+            ),
+        )
     return _counters
 
 

@@ -27,9 +27,18 @@ def no_hub(monkeypatch, tmp_path_factory):
     their own (not the user's caches or token) and a closed local endpoint, also for what huggingface_hub
     read when first imported. tests/unit/fake_hub.py stands in for the Hub where a test needs one."""
     home = tmp_path_factory.mktemp("hf-home")
-    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_ASSETS_CACHE",
-                "HUGGINGFACE_ASSETS_CACHE", "TRANSFORMERS_OFFLINE", "FIT_HUB_TIMEOUT", "XDG_CACHE_HOME",
-                "HF_OIDC_RESOURCE"):
+    for var in (
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_ASSETS_CACHE",
+        "HUGGINGFACE_ASSETS_CACHE",
+        "TRANSFORMERS_OFFLINE",
+        "FIT_HUB_TIMEOUT",
+        "XDG_CACHE_HOME",
+        "HF_OIDC_RESOURCE",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -37,9 +46,14 @@ def no_hub(monkeypatch, tmp_path_factory):
     # what huggingface_hub read from the environment when this process first imported it
     import huggingface_hub.constants as hf
 
-    for name, value in (("HF_HUB_CACHE", home / "hub"), ("HF_ASSETS_CACHE", home / "assets"),
-                        ("HF_TOKEN_PATH", home / "token"), ("HF_STORED_TOKENS_PATH", home / "stored_tokens"),
-                        ("ENDPOINT", "http://127.0.0.1:9"), ("HF_HUB_OFFLINE", True)):
+    for name, value in (
+        ("HF_HUB_CACHE", home / "hub"),
+        ("HF_ASSETS_CACHE", home / "assets"),
+        ("HF_TOKEN_PATH", home / "token"),
+        ("HF_STORED_TOKENS_PATH", home / "stored_tokens"),
+        ("ENDPOINT", "http://127.0.0.1:9"),
+        ("HF_HUB_OFFLINE", True),
+    ):
         monkeypatch.setattr(hf, name, str(value) if isinstance(value, Path) else value)
 
 
@@ -86,7 +100,9 @@ def skip_log(terminalreporter, config):
     with open(path, "a", encoding="utf-8") as log:
         for report in terminalreporter.stats.get("skipped", []):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            log.write(json.dumps({"run": run, "test": report.nodeid, "reason": reason.removeprefix("Skipped: ")}) + "\n")
+            log.write(
+                json.dumps({"run": run, "test": report.nodeid, "reason": reason.removeprefix("Skipped: ")}) + "\n"
+            )
 
 
 LIGHT = ("tests/unit/", "tests/docs/")  # no stack of their own, no running stack: a file at a time on any worker

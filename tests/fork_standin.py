@@ -21,8 +21,20 @@ class Health(http.server.BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    print(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid(),
-                      "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "argv": sys.argv,
+                "cwd": os.getcwd(),
+                "env": dict(os.environ),
+                "pid": os.getpid(),
+                "ppid": os.getppid(),
+                "sid": os.getsid(0),
+                "pgid": os.getpgid(0),
+            }
+        ),
+        flush=True,
+    )
     print("to stderr", file=sys.stderr, flush=True)
     if "--port" in sys.argv:
         port = int(sys.argv[sys.argv.index("--port") + 1])

@@ -35,11 +35,25 @@ LISTS = {  # pip setting -> uv option, one per whitespace-separated value
     "constraint": "--constraint",
     "trusted-host": "--allow-insecure-host",
 }
-ENV = {"cert": "SSL_CERT_FILE", "timeout": "UV_HTTP_TIMEOUT", "default-timeout": "UV_HTTP_TIMEOUT",
-       "proxy": "HTTPS_PROXY"}
-IGNORED = {"disable-pip-version-check", "no-cache-dir", "progress-bar", "quiet", "verbose", "no-input",
-           "no-color", "root-user-action", "no-warn-script-location", "retries",
-           "config-file"}  # how pip talks (or found its files), not what it installs
+ENV = {
+    "cert": "SSL_CERT_FILE",
+    "timeout": "UV_HTTP_TIMEOUT",
+    "default-timeout": "UV_HTTP_TIMEOUT",
+    "proxy": "HTTPS_PROXY",
+}
+IGNORED = {
+    "disable-pip-version-check",
+    "no-cache-dir",
+    "progress-bar",
+    "quiet",
+    "verbose",
+    "no-input",
+    "no-color",
+    "root-user-action",
+    "no-warn-script-location",
+    "retries",
+    "config-file",
+}  # how pip talks (or found its files), not what it installs
 
 
 class NotForUv(Exception):
@@ -67,7 +81,7 @@ def settings(config_list: str) -> dict[str, str]:
 def local_path(value: str) -> str | None:
     """The folder a find-links / index value names on this disk, or None for a URL."""
     if value.startswith("file://"):
-        return value[len("file://"):]
+        return value[len("file://") :]
     return None if "://" in value else value
 
 
@@ -83,9 +97,12 @@ def uv_options(pip: dict[str, str], exists=os.path.exists) -> tuple[list[str], d
     args = ["--index-strategy", "unsafe-best-match"]
     env: dict[str, str] = {}
     no_index = pip.get("no-index", "").strip().lower() in ("1", "true", "yes", "on")
-    indexes = [] if no_index else [pip.get("index-url", PYPI)] + [
-        url for url in pip.get("extra-index-url", "").split()
-        if local_path(url) is None or exists(local_path(url))]  # pip skips a missing local index with a warning
+    indexes = (
+        []
+        if no_index
+        else [pip.get("index-url", PYPI)]
+        + [url for url in pip.get("extra-index-url", "").split() if local_path(url) is None or exists(local_path(url))]
+    )  # pip skips a missing local index with a warning
     for url in indexes:
         args += ["--index", url]
     args += ["--default-index", indexes[0]] if indexes else ["--no-index"]  # not PyPI behind pip's own index
@@ -109,11 +126,17 @@ def uv_binary() -> Path:
     UV_HOME.parent.mkdir(parents=True, exist_ok=True)
     with open(UV_HOME.parent / "uv-tool.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        version = subprocess.run([uv, "--version"], capture_output=True, text=True, check=False) if uv.exists() else None
+        version = (
+            subprocess.run([uv, "--version"], capture_output=True, text=True, check=False) if uv.exists() else None
+        )
         if version is None or UV_VERSION not in version.stdout:
             subprocess.run([sys.executable, "-m", "venv", "--clear", UV_HOME], check=True)
-            subprocess.run([UV_HOME / "bin/python", "-m", "pip", "install", "-q", f"uv=={UV_VERSION}"], check=True,
-                           stderr=subprocess.PIPE, text=True)
+            subprocess.run(
+                [UV_HOME / "bin/python", "-m", "pip", "install", "-q", f"uv=={UV_VERSION}"],
+                check=True,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
     return uv
 
 
@@ -139,10 +162,19 @@ def main(argv: list[str]) -> int:
         why = None
     if why:
         print(f"pip-install: pip, not uv: {why}", file=sys.stderr)
-        return subprocess.run([python, "-m", "pip", "install", *args, *(["--no-compile"] if not compile_ else [])],
-                              check=False).returncode
-    command = [str(uv), "pip", "install", "--python", python, *options, *(["--compile-bytecode"] if compile_ else []),
-               *args]
+        return subprocess.run(
+            [python, "-m", "pip", "install", *args, *(["--no-compile"] if not compile_ else [])], check=False
+        ).returncode
+    command = [
+        str(uv),
+        "pip",
+        "install",
+        "--python",
+        python,
+        *options,
+        *(["--compile-bytecode"] if compile_ else []),
+        *args,
+    ]
     return subprocess.run(command, env={**os.environ, **env}, check=False).returncode
 
 

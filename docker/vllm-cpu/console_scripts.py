@@ -21,6 +21,7 @@ if __name__ == "__main__":
 for dist in distributions():
     for ep in dist.entry_points.select(group="console_scripts"):
         script = BIN / ep.name
-        script.write_text(SCRIPT.format(python=BIN / "python3", module=ep.module, name=ep.attr.split(".")[0],
-                                        call=ep.attr))
+        script.write_text(
+            SCRIPT.format(python=BIN / "python3", module=ep.module, name=ep.attr.split(".")[0], call=ep.attr)
+        )
         script.chmod(0o755)

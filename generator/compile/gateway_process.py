@@ -26,8 +26,11 @@ GATEWAY_METRICS_PORT = 4001  # schema.py refuses it as gateway.port
 # AIOHTTP_KEEPALIVE_TIMEOUT: the gateway drops an idle connection to a backend after 4 s, before vLLM's server does
 # (VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s); with LiteLLM's 15 s a request could be written to a connection vLLM was
 # closing and fail with a 500 "Can not write request body" (seen once in 8,000 fuzzed requests on the CPU demo).
-BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY_DISABLED": "True",
-            "AIOHTTP_KEEPALIVE_TIMEOUT": "4"}
+BASE_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_TELEMETRY_DISABLED": "True",
+    "AIOHTTP_KEEPALIVE_TIMEOUT": "4",
+}
 # ... and each backend keeps an idle connection 30 s (vLLM's default 5 s), so the client always closes first: a
 # 1 s margin was not enough on busy cores (a CI run: one 500 "Server disconnected" in ~400 parser-matrix cells, the
 # gateway's 4 s timer late) and LiteLLM's httpx paths keep connections 5 s. models.yml's `env` still wins.
@@ -105,5 +108,15 @@ def gateway_args(g: GatewayPlan, config_path: str) -> list[str]:
     # restarted) and a replacement must be serving within it on a rolling reload (else the reload is
     # dropped). A LiteLLM worker imports for 5-60 s before it can answer (measured, 2 busy cores): with
     # 5 s, two workers on a loaded box were killed and restarted in a loop, and every reload was dropped.
-    return ["--config", config_path, "--port", str(g.port), "--num_workers", str(g.workers),
-            "--timeout_worker_healthcheck", str(WORKER_START_TIMEOUT), "--keepalive_timeout", str(CLIENT_KEEPALIVE)]
+    return [
+        "--config",
+        config_path,
+        "--port",
+        str(g.port),
+        "--num_workers",
+        str(g.workers),
+        "--timeout_worker_healthcheck",
+        str(WORKER_START_TIMEOUT),
+        "--keepalive_timeout",
+        str(CLIENT_KEEPALIVE),
+    ]

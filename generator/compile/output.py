@@ -19,9 +19,14 @@ from .renderers.text import GENERATED_MARKS
 
 def checked_targets(target: str, out_dir: Path) -> tuple[str, ...]:
     """What --check covers: the target, plus other targets whose generated files exist under out_dir."""
-    extra = [t.name for t in TARGETS.values()
-             if t.name != target and t.marker and (out_dir / t.marker).is_file()
-             and (out_dir / t.marker).read_bytes().startswith(GENERATED_MARKS)]
+    extra = [
+        t.name
+        for t in TARGETS.values()
+        if t.name != target
+        and t.marker
+        and (out_dir / t.marker).is_file()
+        and (out_dir / t.marker).read_bytes().startswith(GENERATED_MARKS)
+    ]
     return (target, *extra)
 
 
@@ -59,8 +64,9 @@ def write_files(files: dict[str, str], out_dir: Path) -> list[str]:
 
 def stale_files(files: dict[str, str], out_dir: Path) -> list[str]:
     """Paths whose content on disk differs from what would be generated (missing and orphans count)."""
-    return [rel for rel, text in files.items()
-            if not (out_dir / rel).exists() or (out_dir / rel).read_text() != text] + orphans(files, out_dir)
+    return [
+        rel for rel, text in files.items() if not (out_dir / rel).exists() or (out_dir / rel).read_text() != text
+    ] + orphans(files, out_dir)
 
 
 def orphans(files: dict[str, str], out_dir: Path) -> list[str]:

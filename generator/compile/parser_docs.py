@@ -54,19 +54,39 @@ def table() -> str:
                         parts.append(f"{label}: {what} " + " ".join(f"[{n}]" for n in refs))
                 total = len(every)
                 works = total - len(wrong) + len(loaded)
-                row.append("; ".join(parts) + f" ({works} of {total} work on an idle server)" if loaded and parts
-                           else "; ".join(parts) + f" ({works} of {total} work)" if parts
-                           else f"works ({total} of {total})")
+                row.append(
+                    "; ".join(parts) + f" ({works} of {total} work on an idle server)"
+                    if loaded and parts
+                    else "; ".join(parts) + f" ({works} of {total} work)"
+                    if parts
+                    else f"works ({total} of {total})"
+                )
         rows.append("| " + " | ".join(row) + " |")
-    notes = [f"{n}. {dict(load='breaks under load').get(f.status, f.status)}, `{f.parser}` {f.kind} parser: {f.what}"
-             + (f" ({f.report})" if f.report else " (no upstream report found)")
-             + (": the gateway repairs it" if f.status == "repaired" else "")
-             for f, n in sorted(numbered.items(), key=lambda item: item[1])]
+    notes = [
+        f"{n}. {dict(load='breaks under load').get(f.status, f.status)}, `{f.parser}` {f.kind} parser: {f.what}"
+        + (f" ({f.report})" if f.report else " (no upstream report found)")
+        + (": the gateway repairs it" if f.status == "repaired" else "")
+        for f, n in sorted(numbered.items(), key=lambda item: item[1])
+    ]
     faithful = [f"- **{fam.title}**: " + "; ".join(fam.notes) for fam in families() if fam.notes]
-    return "\n".join([BEGIN, "", f"vLLM {VLLM_VERSION}, through the gateway; each cell counts the scripts x tool_choice "
-                      "cases of that family, API and mode.", "", *rows, "", *notes, "",
-                      "Where a family model differs from the real one (from each family's `notes`):", "", *faithful,
-                      "", END])
+    return "\n".join(
+        [
+            BEGIN,
+            "",
+            f"vLLM {VLLM_VERSION}, through the gateway; each cell counts the scripts x tool_choice "
+            "cases of that family, API and mode.",
+            "",
+            *rows,
+            "",
+            *notes,
+            "",
+            "Where a family model differs from the real one (from each family's `notes`):",
+            "",
+            *faithful,
+            "",
+            END,
+        ]
+    )
 
 
 def render(doc: str) -> str:
@@ -82,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     new = render(doc)
     if args.check:
         if new != doc:
-            print("docs/parsers.md: the matrix table is stale; run `python -m generator.compile.parser_docs`",
-                  file=sys.stderr)
+            print(
+                "docs/parsers.md: the matrix table is stale; run `python -m generator.compile.parser_docs`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if new != doc:

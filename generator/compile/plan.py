@@ -68,7 +68,9 @@ class OnDemandPlan:
     that starts and stops such a model; the gateway reaches it through the controller."""
 
     group: str  # models of one group take turns: at most one of them loaded at a time (default: the model's name)
-    idle_timeout: float  # seconds without a request (none in flight) before it unloads; 0: only when its group needs room
+    idle_timeout: (
+        float  # seconds without a request (none in flight) before it unloads; 0: only when its group needs room
+    )
     unload: str  # "stop": the backend process/container stops (everywhere); "sleep": vLLM sleep level 1 (GPU only)
 
 
@@ -162,9 +164,19 @@ class ModelPlan:
     def as_adapter(self, a: AdapterPlan) -> ModelPlan:
         """What a client sees of adapter `a`: this model under the adapter's name, with its defaults, output budget
         and description (for client configs; never a backend of its own)."""
-        return replace(self, name=a.name, served_name=a.name, replica_of="", replica=0, replicas=1,
-                       max_tokens=a.max_tokens, max_tokens_derived=a.max_tokens_derived,
-                       litellm_params=a.litellm_params, description=a.description, adapters=())
+        return replace(
+            self,
+            name=a.name,
+            served_name=a.name,
+            replica_of="",
+            replica=0,
+            replicas=1,
+            max_tokens=a.max_tokens,
+            max_tokens_derived=a.max_tokens_derived,
+            litellm_params=a.litellm_params,
+            description=a.description,
+            adapters=(),
+        )
 
 
 @dataclass(frozen=True)
@@ -235,8 +247,9 @@ class PersonPlan:
     @property
     def counted(self) -> bool:
         """Some limit of this person must be counted across gateway workers and replicas (in Redis)."""
-        return any(v is not None for v in (self.rpm, self.tpm, self.parallel, self.tokens_per_day,
-                                           self.tokens_per_month))
+        return any(
+            v is not None for v in (self.rpm, self.tpm, self.parallel, self.tokens_per_day, self.tokens_per_month)
+        )
 
     @property
     def key_env(self) -> str:
@@ -289,8 +302,10 @@ class Plan:
     @property
     def served(self) -> tuple[ModelPlan, ...]:
         """One backend per name clients send (a replicated model's first replica): client configs, /v1/models."""
-        return tuple({m.served_name: m for m in reversed(self.models)}[name]
-                     for name in dict.fromkeys(m.served_name for m in self.models))
+        return tuple(
+            {m.served_name: m for m in reversed(self.models)}[name]
+            for name in dict.fromkeys(m.served_name for m in self.models)
+        )
 
     @property
     def client_models(self) -> tuple[ModelPlan, ...]:
@@ -311,5 +326,6 @@ class Plan:
     def secret_envs(self) -> tuple[str, ...]:
         grafana = (self.metrics.grafana.password_env,) if self.grafana else ()
         redis = (self.redis.password_env,) if self.redis else ()
-        return tuple(dict.fromkeys((self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana,
-                                    *redis)))
+        return tuple(
+            dict.fromkeys((self.gateway.master_key_env, *(m.api_key_env for m in self.models), *grafana, *redis))
+        )

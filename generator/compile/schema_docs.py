@@ -50,8 +50,13 @@ SECTIONS: dict[str, str] = {
     "Controller": "on_demand",
     "Person": "people.<name>",
 }
-ALSO = {"LitellmParams": "defaults.litellm", "OnDemand": "defaults.on_demand", "ModelK8s": "defaults.k8s",
-        "Media": "defaults.media", "Limits": "defaults.limits"}
+ALSO = {
+    "LitellmParams": "defaults.litellm",
+    "OnDemand": "defaults.on_demand",
+    "ModelK8s": "defaults.k8s",
+    "Media": "defaults.media",
+    "Limits": "defaults.limits",
+}
 
 
 class _NoFieldTitles(GenerateJsonSchema):
@@ -89,26 +94,34 @@ def json_schema() -> dict[str, Any]:
     properties = dict(core["properties"])
     models = properties.pop("models")
     service_names = sorted(RESERVED_NAMES - set(TOP_LEVEL))
-    return _tidy({
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "$comment": f"GENERATED from generator/compile/load/schema.py by `{REFRESH}` "
-                    "(python -m generator.compile.schema_docs); do not edit",
-        "title": "models.yml",
-        "description": "One entry per self-hosted model (any key other than "
-                       + ", ".join(TOP_LEVEL) + "), plus those optional blocks. docs/models-yml.md explains them.",
-        "type": "object",
-        "properties": properties,
-        "propertyNames": {"anyOf": [
-            {"enum": list(TOP_LEVEL)},
-            {"pattern": MODEL_NAME.pattern, "not": {"enum": service_names},
-             "description": "a model name: lowercase letters, digits and '-', "
-                            "starting and ending with a letter or digit (a DNS label); "
-                            f"{', '.join(service_names)} name services of the stack"},
-        ]},
-        "additionalProperties": models["additionalProperties"],
-        "not": {"propertyNames": {"enum": list(TOP_LEVEL)}, "description": "at least one model"},
-        "definitions": definitions,
-    })
+    return _tidy(
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "$comment": f"GENERATED from generator/compile/load/schema.py by `{REFRESH}` "
+            "(python -m generator.compile.schema_docs); do not edit",
+            "title": "models.yml",
+            "description": "One entry per self-hosted model (any key other than "
+            + ", ".join(TOP_LEVEL)
+            + "), plus those optional blocks. docs/models-yml.md explains them.",
+            "type": "object",
+            "properties": properties,
+            "propertyNames": {
+                "anyOf": [
+                    {"enum": list(TOP_LEVEL)},
+                    {
+                        "pattern": MODEL_NAME.pattern,
+                        "not": {"enum": service_names},
+                        "description": "a model name: lowercase letters, digits and '-', "
+                        "starting and ending with a letter or digit (a DNS label); "
+                        f"{', '.join(service_names)} name services of the stack",
+                    },
+                ]
+            },
+            "additionalProperties": models["additionalProperties"],
+            "not": {"propertyNames": {"enum": list(TOP_LEVEL)}, "description": "at least one model"},
+            "definitions": definitions,
+        }
+    )
 
 
 # --- the field reference ------------------------------------------------------------------------
@@ -188,8 +201,7 @@ def reference(schema: dict[str, Any] | None = None) -> str:
         "validates with (`generator/compile/load/schema.py`), so it cannot drift; "
         "`make check` fails when this page is stale.",
         "What the fields are for, with examples: [models.yml](models-yml.md); the rules checked across fields and",
-        "models: [rules](rules.md). The same schema, as JSON Schema for editors: "
-        f"[`{SCHEMA_FILE}`](../{SCHEMA_FILE}).",
+        f"models: [rules](rules.md). The same schema, as JSON Schema for editors: [`{SCHEMA_FILE}`](../{SCHEMA_FILE}).",
         "",
         "Sizes follow vLLM: `16K` = 16384, `16k` = 16000, `25.6k` = 25600 (decimals only with k/m/g/t).",
         "Durations: `90s`, `10m`, `1h` or a number of seconds.",
@@ -216,8 +228,7 @@ def rendered() -> dict[Path, str]:
 
 
 def stale(root: Path = ROOT) -> list[Path]:
-    return [rel for rel, text in rendered().items()
-            if not (root / rel).is_file() or (root / rel).read_text() != text]
+    return [rel for rel, text in rendered().items() if not (root / rel).is_file() or (root / rel).read_text() != text]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,7 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         found = stale(args.root)
         for rel in found:
-            print(f"stale: {rel} differs from what generator/compile/load/schema.py gives; run `{REFRESH}`", file=sys.stderr)
+            print(
+                f"stale: {rel} differs from what generator/compile/load/schema.py gives; run `{REFRESH}`",
+                file=sys.stderr,
+            )
         if not found:
             print(f"up to date: {SCHEMA_FILE}, {REFERENCE_FILE}")
         return 1 if found else 0

@@ -27,7 +27,7 @@ def _starts(m) -> str:
 
 
 def title(plan: Plan) -> str:
-    """"2 model(s)", or with replicas "3 model(s) (4 backends)": a model's replicas are one model for its users."""
+    """ "2 model(s)", or with replicas "3 model(s) (4 backends)": a model's replicas are one model for its users."""
     models = len({m.entry for m in plan.models})
     return f"{models} model(s)" + (f" ({len(plan.models)} backends)" if len(plan.models) != models else "")
 
@@ -48,19 +48,31 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
             m.reasoning_parser or "-",
         )
         for a in m.adapters if m.replica <= 1 else ():  # a LoRA adapter: a model name of its own, on this backend
-            table.add_row(f"└ {a.name}", a.name, "", f"LoRA of {m.served_name}", fmt_tokens(m.context),
-                          fmt_tokens(a.max_tokens) + (" (derived)" if a.max_tokens_derived else ""),
-                          m.tool_parser or "-", m.reasoning_parser or "-")
+            table.add_row(
+                f"└ {a.name}",
+                a.name,
+                "",
+                f"LoRA of {m.served_name}",
+                fmt_tokens(m.context),
+                fmt_tokens(a.max_tokens) + (" (derived)" if a.max_tokens_derived else ""),
+                m.tool_parser or "-",
+                m.reasoning_parser or "-",
+            )
     console.print(table)
     for m in plan.models:
         if m.pooling:
             console.print(f"kind {m.name}: {m.kind} ({m.kind_from})", soft_wrap=True, markup=False)
         for a in m.adapters if m.replica <= 1 else ():
-            console.print(f"adapter {a.name} of {m.entry}: {a.source}, rank "
-                          + (f"{a.rank} ({a.rank_from})" if a.rank else f"unknown ({a.rank_from})"),
-                          soft_wrap=True, markup=False)
+            console.print(
+                f"adapter {a.name} of {m.entry}: {a.source}, rank "
+                + (f"{a.rank} ({a.rank_from})" if a.rank else f"unknown ({a.rank_from})"),
+                soft_wrap=True,
+                markup=False,
+            )
         if m.context_from:
-            console.print(f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False)
+            console.print(
+                f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False
+            )
     for m in plan.models:
         if m.fit:
             console.print(f"fit {m.name}: {m.fit}", soft_wrap=True, markup=False)

@@ -29,6 +29,7 @@ class DemoFailed(Exception):
 
 def demo_models(plan: Plan) -> tuple[ModelPlan | None, ModelPlan | None]:
     """(the model that calls tools, the model that reasons), each None if the plan has none."""
+
     def does(m: ModelPlan, script: str, capable: bool) -> bool:
         kind = script_of(Path(m.model))
         return kind == script if kind else capable
@@ -40,13 +41,17 @@ def demo_models(plan: Plan) -> tuple[ModelPlan | None, ModelPlan | None]:
 
 def ask_for_a_tool_call(client: OpenAI, m: ModelPlan) -> tuple[str, dict]:
     reply = client.chat.completions.create(
-        model=m.served_name, tools=[WEATHER_TOOL],  # type: ignore[list-item]  # the scripts' plain dict, not the SDK's TypedDict
-        messages=[{"role": "user", "content": "What is the weather in Paris?"}])
+        model=m.served_name,
+        tools=[WEATHER_TOOL],  # type: ignore[list-item]  # the scripts' plain dict, not the SDK's TypedDict
+        messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+    )
     message = reply.choices[0].message
     if not message.tool_calls:
-        raise DemoFailed(f"{m.served_name} answered without a tool call (finish_reason "
-                         f"{reply.choices[0].finish_reason}, content {message.content!r:.120}); "
-                         f"is --enable-auto-tool-choice with --tool-call-parser {m.tool_parser} right for this model?")
+        raise DemoFailed(
+            f"{m.served_name} answered without a tool call (finish_reason "
+            f"{reply.choices[0].finish_reason}, content {message.content!r:.120}); "
+            f"is --enable-auto-tool-choice with --tool-call-parser {m.tool_parser} right for this model?"
+        )
     tool_call = message.tool_calls[0]
     if tool_call.type != "function":  # the SDK's other kind, a custom tool call: no function, no JSON arguments
         raise DemoFailed(f"{m.served_name} answered with a {tool_call.type} tool call, not a function call")
@@ -54,17 +59,22 @@ def ask_for_a_tool_call(client: OpenAI, m: ModelPlan) -> tuple[str, dict]:
     try:
         return call.name, json.loads(call.arguments)
     except json.JSONDecodeError as exc:
-        raise DemoFailed(f"{m.served_name} called {call.name} with arguments that are not JSON: {call.arguments!r:.120}") from exc
+        raise DemoFailed(
+            f"{m.served_name} called {call.name} with arguments that are not JSON: {call.arguments!r:.120}"
+        ) from exc
 
 
 def ask_for_reasoning(client: OpenAI, m: ModelPlan) -> tuple[str, str]:
     reply = client.chat.completions.create(
-        model=m.served_name, messages=[{"role": "user", "content": "Is it sunny in Paris?"}])
+        model=m.served_name, messages=[{"role": "user", "content": "Is it sunny in Paris?"}]
+    )
     message = reply.choices[0].message
     reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
     if not reasoning:
-        raise DemoFailed(f"{m.served_name} answered without reasoning (content {message.content!r:.120}); "
-                         f"is --reasoning-parser {m.reasoning_parser} right for this model?")
+        raise DemoFailed(
+            f"{m.served_name} answered without reasoning (content {message.content!r:.120}); "
+            f"is --reasoning-parser {m.reasoning_parser} right for this model?"
+        )
     return reasoning, message.content or ""
 
 
@@ -72,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path("examples/cpu-demo/models.yml"))
     ap.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
-    ap.add_argument("--stopping", action="store_true", help="the stack is stopped next (make demo STOP=1): no usage hint")
+    ap.add_argument(
+        "--stopping", action="store_true", help="the stack is stopped next (make demo STOP=1): no usage hint"
+    )
     args = ap.parse_args(argv)
     console = Console(width=max(100, Console().width))
     err = Console(stderr=True, highlight=False)
@@ -81,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         key = read_env_file(env)[plan.gateway.master_key_env]
     except (OSError, KeyError):
-        err.print(f"[red]demo failed:[/] no gateway key in {env}: start the stack first "
-                  f"(python -m generator.operate.runtime up --models {args.models})", soft_wrap=True)
+        err.print(
+            f"[red]demo failed:[/] no gateway key in {env}: start the stack first "
+            f"(python -m generator.operate.runtime up --models {args.models})",
+            soft_wrap=True,
+        )
         return 1
     base_url = f"http://127.0.0.1:{plan.gateway.port}/v1"
     client = OpenAI(base_url=base_url, api_key=key, timeout=60, max_retries=0)
@@ -93,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if tool_model:
             name, arguments = ask_for_a_tool_call(client, tool_model)
-            console.print(f"[bold]{tool_model.served_name}[/] (tool parser {tool_model.tool_parser}) called "
-                          f"[green]{name}[/]({json.dumps(arguments)})")
+            console.print(
+                f"[bold]{tool_model.served_name}[/] (tool parser {tool_model.tool_parser}) called "
+                f"[green]{name}[/]({json.dumps(arguments)})"
+            )
         if reasoner:
             reasoning, answer = ask_for_reasoning(client, reasoner)
             console.print(f"[bold]{reasoner.served_name}[/] (reasoning parser {reasoner.reasoning_parser})")
@@ -105,13 +122,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except openai.APIError as exc:  # the gateway or a backend refused: its own words, one line
         status = getattr(exc, "status_code", None)
-        err.print(f"[red]demo failed:[/] {base_url}: {f'HTTP {status}: ' if status else ''}{exc.message}", soft_wrap=True)
+        err.print(
+            f"[red]demo failed:[/] {base_url}: {f'HTTP {status}: ' if status else ''}{exc.message}", soft_wrap=True
+        )
         return 1
     if args.stopping:
         return 0
-    console.print(f"\nGateway: {base_url}. Use it from any OpenAI client:\n"
-                  f"  export OPENAI_BASE_URL={base_url}\n"
-                  f"  export OPENAI_API_KEY=$(sed -n 's/^{plan.gateway.master_key_env}=//p' {env})")
+    console.print(
+        f"\nGateway: {base_url}. Use it from any OpenAI client:\n"
+        f"  export OPENAI_BASE_URL={base_url}\n"
+        f"  export OPENAI_API_KEY=$(sed -n 's/^{plan.gateway.master_key_env}=//p' {env})"
+    )
     return 0
 
 

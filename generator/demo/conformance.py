@@ -18,9 +18,11 @@ from typing import Any
 TOOLS: dict[str, dict[str, Any]] = {
     "get_weather": {
         "description": "Current weather for a city",
-        "parameters": {"type": "object", "properties": {
-            "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-            "required": ["city"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"],
+        },
     },
     "get_time": {
         "description": "The current time where the user is",
@@ -28,12 +30,18 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "record": {
         "description": "Record an observation with typed fields",
-        "parameters": {"type": "object", "properties": {
-            "text": {"type": "string"}, "count": {"type": "integer"}, "ratio": {"type": "number"},
-            "urgent": {"type": "boolean"},
-            "options": {"type": "object", "properties": {"depth": {"type": "integer"}, "mode": {"type": "string"}}},
-            "tags": {"type": "array", "items": {"type": "string"}}},
-            "required": ["text", "count", "ratio", "urgent", "options", "tags"]},
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "count": {"type": "integer"},
+                "ratio": {"type": "number"},
+                "urgent": {"type": "boolean"},
+                "options": {"type": "object", "properties": {"depth": {"type": "integer"}, "mode": {"type": "string"}}},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["text", "count", "ratio", "urgent", "options", "tags"],
+        },
     },
 }
 
@@ -57,12 +65,18 @@ class Turn:
 REASONING = "The user wants the weather, so I will call the tool."
 ANSWER = "It is 21 degrees and sunny in Paris."
 PARIS = Call("get_weather", {"city": "Paris", "unit": "celsius"})
-TYPED = Call("record", {
-    # quotes, a newline, non-ASCII (2, 3 and 4 UTF-8 bytes... and CJK)
-    "text": 'She said "hi"\nthen left: café ☕ 東京',
-    "count": 42, "ratio": 0.25, "urgent": True,
-    "options": {"depth": 2, "mode": "fast"}, "tags": ["a", "b c"],
-})
+TYPED = Call(
+    "record",
+    {
+        # quotes, a newline, non-ASCII (2, 3 and 4 UTF-8 bytes... and CJK)
+        "text": 'She said "hi"\nthen left: café ☕ 東京',
+        "count": 42,
+        "ratio": 0.25,
+        "urgent": True,
+        "options": {"depth": 2, "mode": "fast"},
+        "tags": ["a", "b c"],
+    },
+)
 
 SCRIPTS: dict[str, Turn] = {
     "one-call": Turn(calls=(PARIS,)),
@@ -72,8 +86,11 @@ SCRIPTS: dict[str, Turn] = {
     # a call without arguments, then one with (vllm-project/vllm#44326, #47901)
     "zero-args": Turn(calls=(Call("get_time", {}), PARIS)),
     "think-call": Turn(reasoning=REASONING, calls=(PARIS,), needs=frozenset({"reasoning"})),
-    "think-answer": Turn(reasoning="The user says hello; no tool is needed.", answer="Hello! How can I help?",
-                         needs=frozenset({"reasoning"})),
+    "think-answer": Turn(
+        reasoning="The user says hello; no tool is needed.",
+        answer="Hello! How can I help?",
+        needs=frozenset({"reasoning"}),
+    ),
     "after-tool": Turn(answer=ANSWER),
 }
 AFTER_TOOL = "after-tool"  # the turn after a tool result, whatever the selector before it
@@ -86,8 +103,10 @@ AGENT_CALLS = {  # each a harmless tool of the agent's own; what it answers (or 
     "claude-code": Call("Read", {"file_path": "/etc/hostname"}),
     "codex": Call("exec_command", {"cmd": "ls"}),
 }
-AGENT_SCRIPTS: dict[str, Turn] = {f"agent-{agent}": Turn(reasoning=REASONING, calls=(call,), needs=frozenset({"reasoning"}))
-                                  for agent, call in AGENT_CALLS.items()}
+AGENT_SCRIPTS: dict[str, Turn] = {
+    f"agent-{agent}": Turn(reasoning=REASONING, calls=(call,), needs=frozenset({"reasoning"}))
+    for agent, call in AGENT_CALLS.items()
+}
 
 
 def selector(script: str) -> str:
@@ -104,12 +123,16 @@ def scripts_for(has_reasoning: bool, parallel_calls: bool = True, agents: bool =
     calls only where a turn can hold more than one (gpt-oss stops after each call); with `agents`, the agents' too
     (the model holds them; the matrix does not ask them)."""
     every = {**SCRIPTS, **AGENT_SCRIPTS} if agents else SCRIPTS
-    return {n: t for n, t in every.items()
-            if ("reasoning" not in t.needs or has_reasoning) and (parallel_calls or len(t.calls) <= 1)}
+    return {
+        n: t
+        for n, t in every.items()
+        if ("reasoning" not in t.needs or has_reasoning) and (parallel_calls or len(t.calls) <= 1)
+    }
 
 
-def choose(prompt_text: str, has_reasoning: bool, tool_result_opener: str, user_opener: str,
-           parallel_calls: bool = True) -> str:
+def choose(
+    prompt_text: str, has_reasoning: bool, tool_result_opener: str, user_opener: str, parallel_calls: bool = True
+) -> str:
     """The script a prompt asks for (the script player's rule, on the prompt as the chat template rendered it): the
     last selector's; `after-tool` when a tool result opens after both it and the last user turn's opener (a system
     prompt that describes the tool-result format comes before every user turn)."""

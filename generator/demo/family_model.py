@@ -55,8 +55,9 @@ def token_id(fam: Family, text: str) -> int:
 
 def scripts(fam: Family) -> dict:
     """scripts.json: each script's token ids (its `render`, encoded), and how the player chooses one."""
-    return scripts_json(fam, tokenizer(fam), {token_id(fam, t) for t in (fam.eos, *fam.stop_tokens)},
-                        token_id(fam, fam.eos))
+    return scripts_json(
+        fam, tokenizer(fam), {token_id(fam, t) for t in (fam.eos, *fam.stop_tokens)}, token_id(fam, fam.eos)
+    )
 
 
 def scripts_json(fam: Family, tok, stops: set[int], eos: int) -> dict:
@@ -70,9 +71,17 @@ def scripts_json(fam: Family, tok, stops: set[int], eos: int) -> dict:
         if not ids or ids[-1] not in stops:
             raise ValueError(f"family {fam.name}, script {name}: the rendered turn must end with an end token")
         book[name] = ids
-    return {"family": fam.name, "scripts": book, "default": default_script(fam.has_reasoning),
-            "after_tool": AFTER_TOOL, "has_reasoning": fam.has_reasoning, "parallel_calls": fam.parallel_calls,
-            "tool_result_opener": fam.tool_result_opener, "user_opener": fam.user_opener, "eos": eos}
+    return {
+        "family": fam.name,
+        "scripts": book,
+        "default": default_script(fam.has_reasoning),
+        "after_tool": AFTER_TOOL,
+        "has_reasoning": fam.has_reasoning,
+        "parallel_calls": fam.parallel_calls,
+        "tool_result_opener": fam.tool_result_opener,
+        "user_opener": fam.user_opener,
+        "eos": eos,
+    }
 
 
 def _files(fam: Family) -> dict[str, bytes]:
@@ -90,20 +99,39 @@ def _files(fam: Family) -> dict[str, bytes]:
     embed = np.zeros((vocab_size, sm.HIDDEN), np.float32)
     embed[:, 0] = 1.0  # every token alike: all logits equal, the script player decides
     lm_head = np.zeros((vocab_size, sm.HIDDEN), np.float32)
-    decoder = {str(sm.ADDED_BASE_ID + k): {"content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                                            "normalized": False, "special": special}
-               for k, (t, special) in enumerate(tokens)}
+    decoder = {
+        str(sm.ADDED_BASE_ID + k): {
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": special,
+        }
+        for k, (t, special) in enumerate(tokens)
+    }
     return {
         "config.json": js(sm.llama_config(vocab_size, bos, stops if len(stops) > 1 else eos)),
         "generation_config.json": js({"bos_token_id": bos, "eos_token_id": stops, "pad_token_id": bos}),
         "tokenizer.json": js(sm.bpe_tokenizer_json(tokens)),
-        "tokenizer_config.json": js({
-            "tokenizer_class": "PreTrainedTokenizerFast", "add_bos_token": False, "add_eos_token": False,
-            "bos_token": fam.bos, "eos_token": fam.eos, "pad_token": fam.eos, "unk_token": None,
-            "model_max_length": sm.MAX_POS, "clean_up_tokenization_spaces": False,
-            "added_tokens_decoder": decoder, "chat_template": fam.chat_template}),
-        "special_tokens_map.json": js({"eos_token": fam.eos, "pad_token": fam.eos,
-                                       **({"bos_token": fam.bos} if fam.bos else {})}),
+        "tokenizer_config.json": js(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "add_bos_token": False,
+                "add_eos_token": False,
+                "bos_token": fam.bos,
+                "eos_token": fam.eos,
+                "pad_token": fam.eos,
+                "unk_token": None,
+                "model_max_length": sm.MAX_POS,
+                "clean_up_tokenization_spaces": False,
+                "added_tokens_decoder": decoder,
+                "chat_template": fam.chat_template,
+            }
+        ),
+        "special_tokens_map.json": js(
+            {"eos_token": fam.eos, "pad_token": fam.eos, **({"bos_token": fam.bos} if fam.bos else {})}
+        ),
         "scripts.json": js(scripts(fam)),
         "model.safetensors": sm.llama_safetensors(embed, lm_head),
     }

@@ -43,19 +43,34 @@ def tensors() -> dict[str, np.ndarray]:
     fired = (8.0 / (1 + np.exp(-8.0))) * 8.0  # silu(8) * 8: the neuron's value on that token (RMSNorm scales e_k by 8)
     move = np.zeros((sm.HIDDEN, RANK), f)
     move[k_reasoning, 0], move[k_nl, 0] = 1.0 / fired, -1.0 / fired  # B of down: the "\n" slot -> the reasoning's
-    return {PREFIX + "gate_proj.lora_A.weight": read_nl, PREFIX + "gate_proj.lora_B.weight": to_neuron,
-            PREFIX + "up_proj.lora_A.weight": read_nl, PREFIX + "up_proj.lora_B.weight": to_neuron,
-            PREFIX + "down_proj.lora_A.weight": from_neuron, PREFIX + "down_proj.lora_B.weight": move}
+    return {
+        PREFIX + "gate_proj.lora_A.weight": read_nl,
+        PREFIX + "gate_proj.lora_B.weight": to_neuron,
+        PREFIX + "up_proj.lora_A.weight": read_nl,
+        PREFIX + "up_proj.lora_B.weight": to_neuron,
+        PREFIX + "down_proj.lora_A.weight": from_neuron,
+        PREFIX + "down_proj.lora_B.weight": move,
+    }
 
 
 def files() -> dict[str, bytes]:
     from safetensors.numpy import save
 
-    config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": RANK, "lora_alpha": RANK,
-              "target_modules": ["gate_proj", "up_proj", "down_proj"], "bias": "none", "lora_dropout": 0.0,
-              "base_model_name_or_path": BASE, "fan_in_fan_out": False}
-    return {"adapter_model.safetensors": save(dict(sorted(tensors().items()))),
-            "adapter_config.json": (json.dumps(config, indent=1) + "\n").encode()}
+    config = {
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "r": RANK,
+        "lora_alpha": RANK,
+        "target_modules": ["gate_proj", "up_proj", "down_proj"],
+        "bias": "none",
+        "lora_dropout": 0.0,
+        "base_model_name_or_path": BASE,
+        "fan_in_fan_out": False,
+    }
+    return {
+        "adapter_model.safetensors": save(dict(sorted(tensors().items()))),
+        "adapter_config.json": (json.dumps(config, indent=1) + "\n").encode(),
+    }
 
 
 def build(out_dir: Path) -> Path:

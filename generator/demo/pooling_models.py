@@ -35,19 +35,85 @@ from .scripted_model import write_model
 NEAR = ("The cat sat on the mat", "A kitten slept on a rug")  # one topic: near
 FAR = "Stock prices fell sharply"  # another topic: far from both
 RERANK_QUERY = "where did the cat sleep"
-RERANK_DOCUMENTS = ["Stock prices fell sharply today", "The cat slept on the mat", "Snow and wind in the forecast",
-                    "A kitten and a puppy", "The dog barks at the rain"]
+RERANK_DOCUMENTS = [
+    "Stock prices fell sharply today",
+    "The cat slept on the mat",
+    "Snow and wind in the forecast",
+    "A kitten and a puppy",
+    "The dog barks at the rain",
+]
 RERANK_ORDER = [1, 3, 4]  # then 0 and 2, which tie (off topic)
 KINDS = ("embedder", "reranker")
 CONTEXT = 256  # the demo's --max-model-len for both (max_position_embeddings is MAX_POS)
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 TOPICS = {  # topic -> words; every other word (and [UNK]) is a zero vector: it carries no meaning
-    "animals": ["cat", "cats", "kitten", "dog", "dogs", "puppy", "pet", "pets", "mat", "rug", "sat", "slept", "sleeps", "purrs", "barks"],
-    "finance": ["stock", "stocks", "price", "prices", "market", "markets", "fell", "rose", "shares", "bank", "banks", "rates", "interest"],
-    "weather": ["rain", "sun", "sunny", "cloud", "clouds", "storm", "snow", "wind", "forecast", "weather", "cold", "warm"],
+    "animals": [
+        "cat",
+        "cats",
+        "kitten",
+        "dog",
+        "dogs",
+        "puppy",
+        "pet",
+        "pets",
+        "mat",
+        "rug",
+        "sat",
+        "slept",
+        "sleeps",
+        "purrs",
+        "barks",
+    ],
+    "finance": [
+        "stock",
+        "stocks",
+        "price",
+        "prices",
+        "market",
+        "markets",
+        "fell",
+        "rose",
+        "shares",
+        "bank",
+        "banks",
+        "rates",
+        "interest",
+    ],
+    "weather": [
+        "rain",
+        "sun",
+        "sunny",
+        "cloud",
+        "clouds",
+        "storm",
+        "snow",
+        "wind",
+        "forecast",
+        "weather",
+        "cold",
+        "warm",
+    ],
 }
-FILLER = ["the", "a", "an", "on", "of", "in", "and", "is", "was", "to", "where", "did", "what", "how", "for", "today", "sharply"]
+FILLER = [
+    "the",
+    "a",
+    "an",
+    "on",
+    "of",
+    "in",
+    "and",
+    "is",
+    "was",
+    "to",
+    "where",
+    "did",
+    "what",
+    "how",
+    "for",
+    "today",
+    "sharply",
+]
 HIDDEN, HEADS, INTER, MAX_POS = 64, 2, 64, 512
 WORDS = [w for ws in TOPICS.values() for w in ws] + FILLER
 VOCAB = {t: i for i, t in enumerate(SPECIALS + WORDS)}
@@ -65,8 +131,8 @@ def _word_vectors() -> np.ndarray:
     for t, words in enumerate(TOPICS.values()):
         for i, w in enumerate(words):
             v = emb[VOCAB[w]]
-            _pair(v, t, 1.0)               # the topic's direction (dims 0..5)
-            _pair(v, 4 + (i % 24), 0.35)   # a word's own small part (dims 8..55)
+            _pair(v, t, 1.0)  # the topic's direction (dims 0..5)
+            _pair(v, 4 + (i % 24), 0.35)  # a word's own small part (dims 8..55)
     return emb
 
 
@@ -103,6 +169,7 @@ N_TOPICS = len(TOPICS)
 
 REL = 20  # dims 40/41: relevance
 
+
 def reranker_tensors(c=20.0, gq=8.0, gd=2.0, theta=5.0, pool_gain=0.5, cls_w=4.0, cls_b=-2.0) -> dict:
     f = np.float32
     H = HIDDEN
@@ -117,11 +184,11 @@ def reranker_tensors(c=20.0, gq=8.0, gd=2.0, theta=5.0, pool_gain=0.5, cls_w=4.0
     bq = np.zeros(H, f)
     Wk = np.zeros((H, H), f)
     Wv = np.zeros((H, H), f)
-    bq[0], Wk[0, SEG] = c, 1.0           # head 1 (dims 0..31): the query's tokens (segment +)
-    bq[32], Wk[32, SEG] = -c, 1.0        # head 2 (dims 32..63): the document's tokens (segment -)
+    bq[0], Wk[0, SEG] = c, 1.0  # head 1 (dims 0..31): the query's tokens (segment +)
+    bq[32], Wk[32, SEG] = -c, 1.0  # head 2 (dims 32..63): the document's tokens (segment -)
     for k in range(2 * N_TOPICS):
-        Wv[k, k] = 1.0                   # head 1 carries the topics to dims 0..5
-        Wv[32 + k, k] = 1.0              # head 2 to dims 32..37
+        Wv[k, k] = 1.0  # head 1 carries the topics to dims 0..5
+        Wv[32 + k, k] = 1.0  # head 2 to dims 32..37
     p = "encoder.layer.0."
     t[p + "attention.self.query.weight"] = Wq
     t[p + "attention.self.query.bias"] = bq
@@ -166,13 +233,22 @@ def reranker_tensors(c=20.0, gq=8.0, gd=2.0, theta=5.0, pool_gain=0.5, cls_w=4.0
 def embedder_tensors() -> dict:
     f = np.float32
     H = HIDDEN
-    t = {"embeddings.word_embeddings.weight": _word_vectors(),
-         "embeddings.position_embeddings.weight": np.zeros((MAX_POS, H), f),
-         "embeddings.token_type_embeddings.weight": _type_embeddings(False),
-         "embeddings.LayerNorm.weight": np.ones(H, f), "embeddings.LayerNorm.bias": np.zeros(H, f)}
+    t = {
+        "embeddings.word_embeddings.weight": _word_vectors(),
+        "embeddings.position_embeddings.weight": np.zeros((MAX_POS, H), f),
+        "embeddings.token_type_embeddings.weight": _type_embeddings(False),
+        "embeddings.LayerNorm.weight": np.ones(H, f),
+        "embeddings.LayerNorm.bias": np.zeros(H, f),
+    }
     p = "encoder.layer.0."
-    for n, shape in (("attention.self.query", (H, H)), ("attention.self.key", (H, H)), ("attention.self.value", (H, H)),
-                     ("attention.output.dense", (H, H)), ("intermediate.dense", (INTER, H)), ("output.dense", (H, INTER))):
+    for n, shape in (
+        ("attention.self.query", (H, H)),
+        ("attention.self.key", (H, H)),
+        ("attention.self.value", (H, H)),
+        ("attention.output.dense", (H, H)),
+        ("intermediate.dense", (INTER, H)),
+        ("output.dense", (H, INTER)),
+    ):
         t[p + n + ".weight"] = np.zeros(shape, f)
         t[p + n + ".bias"] = np.zeros(shape[0], f)
     for n in ("attention.output.LayerNorm", "output.LayerNorm"):
@@ -182,29 +258,64 @@ def embedder_tensors() -> dict:
 
 
 def tokenizer_json() -> dict:
-    return {"version": "1.0", "truncation": None, "padding": None,
-            "added_tokens": [{"id": VOCAB[s], "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-                              "normalized": False, "special": True} for s in SPECIALS],
-            "normalizer": {"type": "Lowercase"},
-            "pre_tokenizer": {"type": "Whitespace"},
-            "post_processor": {"type": "TemplateProcessing",
-                               "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                                          {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-                               "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
-                                        {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-                               "special_tokens": {s: {"id": s, "ids": [VOCAB[s]], "tokens": [s]} for s in ("[CLS]", "[SEP]")}},
-            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-            "model": {"type": "WordLevel", "vocab": VOCAB, "unk_token": "[UNK]"}}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": VOCAB[s],
+                "content": s,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for s in SPECIALS
+        ],
+        "normalizer": {"type": "Lowercase"},
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [
+                {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                {"Sequence": {"id": "A", "type_id": 0}},
+                {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+            ],
+            "pair": [
+                {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                {"Sequence": {"id": "A", "type_id": 0}},
+                {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                {"Sequence": {"id": "B", "type_id": 1}},
+                {"SpecialToken": {"id": "[SEP]", "type_id": 1}},
+            ],
+            "special_tokens": {s: {"id": s, "ids": [VOCAB[s]], "tokens": [s]} for s in ("[CLS]", "[SEP]")},
+        },
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordLevel", "vocab": VOCAB, "unk_token": "[UNK]"},
+    }
 
 
 def config(kind: str, max_pos: int = MAX_POS) -> dict:
-    c = {"architectures": ["BertModel" if kind == "embedder" else "BertForSequenceClassification"],
-         "model_type": "bert", "vocab_size": VOCAB_SIZE, "hidden_size": HIDDEN, "num_hidden_layers": 1,
-         "num_attention_heads": HEADS, "intermediate_size": INTER, "hidden_act": "gelu",
-         "max_position_embeddings": max_pos, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-         "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "pad_token_id": 0,
-         "position_embedding_type": "absolute", "torch_dtype": "float32"}
+    c = {
+        "architectures": ["BertModel" if kind == "embedder" else "BertForSequenceClassification"],
+        "model_type": "bert",
+        "vocab_size": VOCAB_SIZE,
+        "hidden_size": HIDDEN,
+        "num_hidden_layers": 1,
+        "num_attention_heads": HEADS,
+        "intermediate_size": INTER,
+        "hidden_act": "gelu",
+        "max_position_embeddings": max_pos,
+        "type_vocab_size": 2,
+        "layer_norm_eps": 1e-12,
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+        "torch_dtype": "float32",
+    }
     if kind == "reranker":
         c.update({"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}})
     else:
@@ -214,24 +325,46 @@ def config(kind: str, max_pos: int = MAX_POS) -> dict:
 
 def files(kind: str) -> dict[str, bytes]:
     from safetensors.numpy import save
+
     def js(o: object) -> bytes:
         return (json.dumps(o, indent=2) + "\n").encode()
 
-    out = {"config.json": js(config(kind)), "tokenizer.json": js(tokenizer_json()),
-           "tokenizer_config.json": js({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": MAX_POS,
-                                        "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",
-                                        "unk_token": "[UNK]", "do_lower_case": True,
-                                        "model_input_names": ["input_ids", "token_type_ids", "attention_mask"]}),
-           "special_tokens_map.json": js({"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]"})}
-    tensors = embedder_tensors() if kind == "embedder" else {
-        (k if k.startswith(("classifier", )) else "bert." + k): v for k, v in reranker_tensors().items()}
+    out = {
+        "config.json": js(config(kind)),
+        "tokenizer.json": js(tokenizer_json()),
+        "tokenizer_config.json": js(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "model_max_length": MAX_POS,
+                "cls_token": "[CLS]",
+                "sep_token": "[SEP]",
+                "pad_token": "[PAD]",
+                "unk_token": "[UNK]",
+                "do_lower_case": True,
+                "model_input_names": ["input_ids", "token_type_ids", "attention_mask"],
+            }
+        ),
+        "special_tokens_map.json": js(
+            {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]"}
+        ),
+    }
+    tensors = (
+        embedder_tensors()
+        if kind == "embedder"
+        else {(k if k.startswith(("classifier",)) else "bert." + k): v for k, v in reranker_tensors().items()}
+    )
     out["model.safetensors"] = save(dict(sorted(tensors.items())), metadata={"format": "pt"})
     if kind == "embedder":  # sentence-transformers: mean pooling, then normalize
-        out["modules.json"] = js([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                                  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                                  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])
-        out["1_Pooling/config.json"] = js({"word_embedding_dimension": HIDDEN, "pooling_mode_cls_token": False,
-                                           "pooling_mode_mean_tokens": True})
+        out["modules.json"] = js(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+            ]
+        )
+        out["1_Pooling/config.json"] = js(
+            {"word_embedding_dimension": HIDDEN, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}
+        )
     return out
 
 

@@ -32,8 +32,13 @@ class Book:
 
     def script_for(self, prompt_ids: list[int] | None) -> list[int]:
         text = self.tokenizer.decode(list(prompt_ids or ()), skip_special_tokens=False)
-        name = choose(text, self.data["has_reasoning"], self.data["tool_result_opener"], self.data["user_opener"],
-                      self.data["parallel_calls"])
+        name = choose(
+            text,
+            self.data["has_reasoning"],
+            self.data["tool_result_opener"],
+            self.data["user_opener"],
+            self.data["parallel_calls"],
+        )
         return self.data["scripts"][name]
 
 

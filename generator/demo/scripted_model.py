@@ -51,8 +51,16 @@ import numpy as np
 from .script import ANSWER_TEXT, REASONING_TEXT, SCRIPTS, TOOL_ARGS_JSON, TOOL_CALL, TOOL_CALL_JSON, TOOL_CALL_PREFIX  # noqa: F401
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-ADDED_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>",
-                REASONING_TEXT, ANSWER_TEXT, TOOL_CALL_PREFIX, TOOL_ARGS_JSON]
+ADDED_TOKENS = [
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    REASONING_TEXT,
+    ANSWER_TEXT,
+    TOOL_CALL_PREFIX,
+    TOOL_ARGS_JSON,
+]
 
 N_LAYERS, N_HEADS, N_KV_HEADS, HEAD_DIM = 1, 1, 1, 32  # 32: the smallest head vLLM's CPU attention takes
 HIDDEN, INTERMEDIATE = 64, 64
@@ -114,8 +122,7 @@ def _script(script: str) -> dict[int, int]:
     if script == "reasoner":
         chain = [NL, t["<think>"], t[REASONING_TEXT], t["</think>"], t[ANSWER_TEXT]]
     elif script == "tool-caller":
-        chain = [NL, t["<tool_call>"], t[TOOL_CALL_PREFIX], t[TOOL_ARGS_JSON],
-                 CLOSE_BRACE, t["</tool_call>"]]
+        chain = [NL, t["<tool_call>"], t[TOOL_CALL_PREFIX], t[TOOL_ARGS_JSON], CLOSE_BRACE, t["</tool_call>"]]
     elif script == "plain":
         chain = [NL, t[ANSWER_TEXT]]
     else:
@@ -154,24 +161,25 @@ def llama_safetensors(embed: np.ndarray, lm_head: np.ndarray) -> bytes:
     }
     for n in range(N_LAYERS):
         p = f"model.layers.{n}."
-        tensors.update({
-            p + "input_layernorm.weight": np.ones(HIDDEN, f32),
-            p + "post_attention_layernorm.weight": np.ones(HIDDEN, f32),
-            p + "self_attn.q_proj.weight": np.zeros((q, HIDDEN), f32),
-            p + "self_attn.k_proj.weight": np.zeros((kv, HIDDEN), f32),
-            p + "self_attn.v_proj.weight": np.zeros((kv, HIDDEN), f32),
-            p + "self_attn.o_proj.weight": np.zeros((HIDDEN, q), f32),
-            p + "mlp.gate_proj.weight": np.zeros((INTERMEDIATE, HIDDEN), f32),
-            p + "mlp.up_proj.weight": np.zeros((INTERMEDIATE, HIDDEN), f32),
-            p + "mlp.down_proj.weight": np.zeros((HIDDEN, INTERMEDIATE), f32),
-        })
+        tensors.update(
+            {
+                p + "input_layernorm.weight": np.ones(HIDDEN, f32),
+                p + "post_attention_layernorm.weight": np.ones(HIDDEN, f32),
+                p + "self_attn.q_proj.weight": np.zeros((q, HIDDEN), f32),
+                p + "self_attn.k_proj.weight": np.zeros((kv, HIDDEN), f32),
+                p + "self_attn.v_proj.weight": np.zeros((kv, HIDDEN), f32),
+                p + "self_attn.o_proj.weight": np.zeros((HIDDEN, q), f32),
+                p + "mlp.gate_proj.weight": np.zeros((INTERMEDIATE, HIDDEN), f32),
+                p + "mlp.up_proj.weight": np.zeros((INTERMEDIATE, HIDDEN), f32),
+                p + "mlp.down_proj.weight": np.zeros((HIDDEN, INTERMEDIATE), f32),
+            }
+        )
     return st_save(dict(sorted(tensors.items())), metadata={"format": "pt"})
 
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable unicode character mapping."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-          + list(range(ord("®"), ord("ÿ") + 1)))
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     cs, n = bs[:], 0
     for b in range(256):
         if b not in bs:
@@ -193,35 +201,66 @@ def bpe_tokenizer_json(added_tokens: list[tuple[str, bool]]) -> dict:
     merges = [(byte_char[a], byte_char[b]) for a in PRINTABLE for b in PRINTABLE]
     for k, (a, b) in enumerate(merges):
         vocab[a + b] = FIRST_MERGE_ID + k
-    added = [{"id": ADDED_BASE_ID + k, "content": t, "single_word": False, "lstrip": False,
-              "rstrip": False, "normalized": False, "special": special}
-             for k, (t, special) in enumerate(added_tokens)]
+    added = [
+        {
+            "id": ADDED_BASE_ID + k,
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": special,
+        }
+        for k, (t, special) in enumerate(added_tokens)
+    ]
     # no regex pre-split: merges run over whole text runs, so words of odd length cost no extra token
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False,
-                  "trim_offsets": False, "use_regex": False}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     return {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": added, "normalizer": None,
-        "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [f"{a} {b}" for a, b in merges],
+        },
     }
 
 
 def _tokenizer_config() -> dict:
     return {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "add_bos_token": False, "add_eos_token": False,
-        "bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
-        "unk_token": None, "model_max_length": MAX_POS,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "bos_token": None,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": None,
+        "model_max_length": MAX_POS,
         "clean_up_tokenization_spaces": False,
         "added_tokens_decoder": {
-            str(TOKEN_ID[t]): {"content": t, "single_word": False, "lstrip": False,
-                               "rstrip": False, "normalized": False,
-                               "special": t in SPECIAL_TOKENS}
-            for t in SPECIAL_TOKENS + ADDED_TOKENS},
+            str(TOKEN_ID[t]): {
+                "content": t,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": t in SPECIAL_TOKENS,
+            }
+            for t in SPECIAL_TOKENS + ADDED_TOKENS
+        },
         "chat_template": CHAT_TEMPLATE,
     }
 
@@ -233,15 +272,26 @@ def _config() -> dict:
 def llama_config(vocab_size: int, bos_id: int, eos_id: int | list[int]) -> dict:
     """config.json of the 1-layer Llama. Shared with family_model.py."""
     return {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "vocab_size": vocab_size, "hidden_size": HIDDEN,
-        "intermediate_size": INTERMEDIATE, "num_hidden_layers": N_LAYERS,
-        "num_attention_heads": N_HEADS, "num_key_value_heads": N_KV_HEADS,
-        "head_dim": HEAD_DIM, "max_position_embeddings": MAX_POS,
-        "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-        "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": vocab_size,
+        "hidden_size": HIDDEN,
+        "intermediate_size": INTERMEDIATE,
+        "num_hidden_layers": N_LAYERS,
+        "num_attention_heads": N_HEADS,
+        "num_key_value_heads": N_KV_HEADS,
+        "head_dim": HEAD_DIM,
+        "max_position_embeddings": MAX_POS,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": False,
         "torch_dtype": "float32",
-        "bos_token_id": bos_id, "eos_token_id": eos_id, "pad_token_id": bos_id,
+        "bos_token_id": bos_id,
+        "eos_token_id": eos_id,
+        "pad_token_id": bos_id,
     }
 
 
@@ -251,12 +301,10 @@ def _files(script: str) -> dict[str, bytes]:
 
     return {
         "config.json": js(_config()),
-        "generation_config.json": js({"bos_token_id": BOS_ID, "eos_token_id": EOS_ID,
-                                      "pad_token_id": BOS_ID}),
+        "generation_config.json": js({"bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID}),
         "tokenizer.json": js(_tokenizer_json()),
         "tokenizer_config.json": js(_tokenizer_config()),
-        "special_tokens_map.json": js({"eos_token": "<|im_end|>",
-                                       "pad_token": "<|endoftext|>"}),
+        "special_tokens_map.json": js({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
         "model.safetensors": _weights(script),
     }
 

@@ -55,8 +55,11 @@ def run(cmd: list[str], stdin: str | None = None, timeout: float = 120, check: b
 
 def gateway_folder(root: Path) -> dict[str, str]:
     folder = root / GATEWAY_DIR
-    return {p.name: p.read_text() for p in sorted(folder.glob("*")) if p.is_file() and not p.name.startswith(".")} \
-        if folder.is_dir() else {}
+    return (
+        {p.name: p.read_text() for p in sorted(folder.glob("*")) if p.is_file() and not p.name.startswith(".")}
+        if folder.is_dir()
+        else {}
+    )
 
 
 def project_containers(project: str) -> dict[str, dict]:
@@ -74,8 +77,26 @@ def new_hashes(compose_text: str, compose_dir: Path, keys: dict[str, str]) -> di
     """The config-hash compose gives each service of the new file (same project directory and .env)."""
     env = {**os.environ, **keys}
     # --profile: the on-demand backends' hashes too (without it compose leaves services of a profile out)
-    proc = subprocess.run(["docker", "compose", "-f", "-", "--project-directory", str(compose_dir), "--profile",
-                           ON_DEMAND_PROFILE, "config", "--hash", "*"], input=compose_text, capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run(
+        [
+            "docker",
+            "compose",
+            "-f",
+            "-",
+            "--project-directory",
+            str(compose_dir),
+            "--profile",
+            ON_DEMAND_PROFILE,
+            "config",
+            "--hash",
+            "*",
+        ],
+        input=compose_text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     if proc.returncode:
         raise RuntimeError(f"docker compose config: {proc.stderr.strip()}")
     return dict(line.split() for line in proc.stdout.splitlines() if line.strip())
@@ -90,8 +111,13 @@ def config_hash(container: dict) -> str | None:
     return container["Config"]["Labels"].get("com.docker.compose.config-hash")
 
 
-def compose_recreates(new_doc: dict, hashes: dict[str, str], containers: dict[str, dict],
-                      old_doc: dict | None = None, live: dict[str, str] | None = None) -> dict[str, str]:
+def compose_recreates(
+    new_doc: dict,
+    hashes: dict[str, str],
+    containers: dict[str, dict],
+    old_doc: dict | None = None,
+    live: dict[str, str] | None = None,
+) -> dict[str, str]:
     """Services compose will recreate: config-hash or image differs from the running container's. A container
     whose adapters were updated live (`live`: service -> its config-hash then) runs old_doc's definition: it is
     kept when that is the new file's."""
@@ -119,7 +145,9 @@ def wait_reload(container: str, digest: str, since: str, timeout: float, console
     """Until the gateway's supervisor says it reloaded `digest` (True) or could not (False)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        proc = subprocess.run(["docker", "logs", "--since", since, container], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            ["docker", "logs", "--since", since, container], capture_output=True, text=True, timeout=30
+        )
         text = proc.stdout + proc.stderr
         if m := re.search(rf"gateway-supervisor: reloaded {digest}\b.*", text):
             console.print(f"gateway: {m.group(0).split(': ', 1)[1]}", soft_wrap=True)
@@ -137,17 +165,38 @@ def read_live(path: Path) -> dict[str, str]:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+    return (
+        {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+    )
 
 
 def exec_post(compose_path: Path, service: str, port: str) -> Post:
     """post() into a backend container (compose publishes no backend port): its python3 calls 127.0.0.1 with the
     container's own key."""
+
     def post(route: str, body: dict) -> tuple[int, str]:
-        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "exec", "-T", service, "python3", "-c",
-                               IN_CONTAINER, port, route, json.dumps(body)], capture_output=True, text=True,
-                              timeout=660)
+        proc = subprocess.run(
+            [
+                "docker",
+                "compose",
+                "-f",
+                str(compose_path),
+                "exec",
+                "-T",
+                service,
+                "python3",
+                "-c",
+                IN_CONTAINER,
+                port,
+                route,
+                json.dumps(body),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=660,
+        )
         return parse_printed(proc.stdout) if proc.stdout.strip() else (0, proc.stderr.strip()[-500:])
+
     return post
 
 
@@ -215,12 +264,21 @@ def main(argv: list[str] | None = None) -> int:
     running = {n for n, c in containers.items() if (c.get("State") or {}).get("Status") == "running"}
     changes = plan_changes(old_doc, new_doc, old_gateway, new_gateway, set(containers), recreate)
     # a stopped container (an on-demand backend) has no runtime routes: it is recreated (it serves nothing now)
-    changes = [Change("recreate", c.service, c.details, waits_for=c.waits_for)
-               if c.action == "adapters" and c.service not in running else c for c in changes]
+    changes = [
+        Change("recreate", c.service, c.details, waits_for=c.waits_for)
+        if c.action == "adapters" and c.service not in running
+        else c
+        for c in changes
+    ]
     # containers compose must leave alone: updated live now, or earlier and still running the applied definition
-    keep = sorted({c.service for c in changes if c.action == "adapters"}
-                  | {c.service for c in changes if c.action == "unchanged" and c.service in live
-                     and config_hash(containers[c.service]) == live[c.service]})
+    keep = sorted(
+        {c.service for c in changes if c.action == "adapters"}
+        | {
+            c.service
+            for c in changes
+            if c.action == "unchanged" and c.service in live and config_hash(containers[c.service]) == live[c.service]
+        }
+    )
     kept = sorted(k for k in keys if k.startswith("VLLM_API_KEY_") and k not in plan.secret_envs)
     out.print(f"project {project}: {args.models} against {len(containers)} running container(s)")
     print_plan(changes, out)
@@ -240,8 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     if any(c.action == "adapters" and c.live and load_calls(c.live) for c in changes):  # before the gateway routes them
         out.print("loading adapters into running backends (vLLM's /v1/load_lora_adapter) ...")
         if not live_calls(changes, new_doc, compose_path, load_calls, out):
-            err.print("[red]nothing else was changed[/]: fix the adapter (or restart its base with "
-                      "`docker compose up -d --force-recreate <model>`) and run make apply again", soft_wrap=True)
+            err.print(
+                "[red]nothing else was changed[/]: fix the adapter (or restart its base with "
+                "`docker compose up -d --force-recreate <model>`) and run make apply again",
+                soft_wrap=True,
+            )
             return 1
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))  # the supervisor's lines after this
     written = write_files(files, args.out) + [f"(removed) {r}" for r in remove_orphans(files, args.out)]
@@ -254,11 +315,33 @@ def main(argv: list[str] | None = None) -> int:
     if any(c.action in ("add", "recreate", "remove") for c in changes):
         # the backends kept live are left out (--no-deps: nor pulled in as a dependency): compose would recreate them
         only = ["--no-deps", *(s for s in new_doc["services"] if s not in keep and s not in profiled)] if keep else []
-        out.print("docker compose up -d --remove-orphans --wait (only the services above change"
-                  + (f"; {', '.join(keep)} {'keeps its container' if len(keep) == 1 else 'keep their containers'}"
-                     if keep else "") + ") ...", soft_wrap=True)
-        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "up", "-d", "--remove-orphans", "--wait",
-                               "--wait-timeout", str(args.timeout), *only], text=True, capture_output=True)
+        out.print(
+            "docker compose up -d --remove-orphans --wait (only the services above change"
+            + (
+                f"; {', '.join(keep)} {'keeps its container' if len(keep) == 1 else 'keep their containers'}"
+                if keep
+                else ""
+            )
+            + ") ...",
+            soft_wrap=True,
+        )
+        proc = subprocess.run(
+            [
+                "docker",
+                "compose",
+                "-f",
+                str(compose_path),
+                "up",
+                "-d",
+                "--remove-orphans",
+                "--wait",
+                "--wait-timeout",
+                str(args.timeout),
+                *only,
+            ],
+            text=True,
+            capture_output=True,
+        )
         lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
         for line in lines:
             if re.search(r"Recreat|Creat|Remov|Start|Stop|Error|error|fail", line):
@@ -266,16 +349,24 @@ def main(argv: list[str] | None = None) -> int:
         if proc.returncode:
             bad = failed_services(project, [name for name in new_doc["services"] if name not in profiled])
             for name in bad or ["(compose)"]:
-                log = run(["docker", "compose", "-f", str(compose_path), "logs", "--no-color", "--tail", "20", name],
-                          check=False, timeout=60) if bad else "\n".join(lines[-20:])
+                log = (
+                    run(
+                        ["docker", "compose", "-f", str(compose_path), "logs", "--no-color", "--tail", "20", name],
+                        check=False,
+                        timeout=60,
+                    )
+                    if bad
+                    else "\n".join(lines[-20:])
+                )
                 err.print(f"[red]failed: {name}[/] did not become healthy; last lines of its log:", soft_wrap=True)
                 err.print(log.rstrip(), markup=False, soft_wrap=True)
             err.print(f"[red]{len(bad)} service(s) failed: {', '.join(bad)}[/]; the other services keep serving")
             return 1
     if profiled:
         out.print(f"docker compose create {' '.join(profiled)} (on-demand: the controller starts them) ...")
-        proc = subprocess.run(["docker", "compose", "-f", str(compose_path), "create", *profiled], text=True,
-                              capture_output=True)
+        proc = subprocess.run(
+            ["docker", "compose", "-f", str(compose_path), "create", *profiled], text=True, capture_output=True
+        )
         if proc.returncode:
             err.print(f"[red]error:[/] docker compose create: {proc.stderr.strip()}", soft_wrap=True)
             return 1

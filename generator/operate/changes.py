@@ -177,8 +177,14 @@ def gateway_cut(old: dict, new: dict) -> str:
     return "the gateway container is recreated (" + ", ".join(why) + "): requests in flight through it are cut"
 
 
-def plan_changes(old_doc: dict, new_doc: dict, old_files: dict[str, str], new_files: dict[str, str],
-                 running: set[str] | None = None, recreate: dict[str, str] | None = None) -> list[Change]:
+def plan_changes(
+    old_doc: dict,
+    new_doc: dict,
+    old_files: dict[str, str],
+    new_files: dict[str, str],
+    running: set[str] | None = None,
+    recreate: dict[str, str] | None = None,
+) -> list[Change]:
     """old_doc/old_files: the compose document and gateway folder that were applied; new_*: just rendered.
     running: services that have a container (None: those of old_doc). recreate: when known (from Docker),
     the services compose will recreate, with a reason for the ones whose definition looks the same
@@ -200,8 +206,11 @@ def plan_changes(old_doc: dict, new_doc: dict, old_files: dict[str, str], new_fi
         if changed and not details and recreate is not None:  # changed without details: Docker said so
             details = [recreate[name] or REDEFINED]
         files = gateway_file_changes(old_files, new_files) if name == GATEWAY else []
-        live = live_update(old, new) if changed and name != GATEWAY and (
-            recreate is None or (recreate[name] or REDEFINED) == REDEFINED) else None
+        live = (
+            live_update(old, new)
+            if changed and name != GATEWAY and (recreate is None or (recreate[name] or REDEFINED) == REDEFINED)
+            else None
+        )
         if live is not None:
             changes.append(Change("adapters", name, tuple(live.lines(name)), live=live))
         elif changed:
@@ -209,8 +218,14 @@ def plan_changes(old_doc: dict, new_doc: dict, old_files: dict[str, str], new_fi
             changes.append(Change("recreate", name, tuple(details + files), cut, waits))
         elif files:
             n = workers(new)
-            cut = ("one worker: the reload restarts the gateway, requests in flight are cut "
-                   "(gateway.workers >= 2 reloads without a cut)") if n == 1 else ""
+            cut = (
+                (
+                    "one worker: the reload restarts the gateway, requests in flight are cut "
+                    "(gateway.workers >= 2 reloads without a cut)"
+                )
+                if n == 1
+                else ""
+            )
             changes.append(Change("reload", "gateway", tuple(files), cut))
         else:
             changes.append(Change("unchanged", name))

@@ -77,8 +77,11 @@ def find_person(plan: Plan, name: str) -> PersonPlan:
             return p
     names = [p.name for p in plan.people]
     close = difflib.get_close_matches(name, names, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else (
-        f"people: {', '.join(names)}" if names else "add them under `people:` in models.yml first")
+    hint = (
+        f"did you mean {close[0]!r}?"
+        if close
+        else (f"people: {', '.join(names)}" if names else "add them under `people:` in models.yml first")
+    )
     raise ConfigError([Problem(plan.source, f"people.{name}", f"no such person; {hint}")])
 
 
@@ -86,15 +89,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m generator.operate.keys", description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path("models.yml"))
     ap.add_argument("--name", required=True)
-    ap.add_argument("--out", type=Path, default=Path("."), help="where compose/ and litellm/ are (make regenerate's --out)")
+    ap.add_argument(
+        "--out", type=Path, default=Path("."), help="where compose/ and litellm/ are (make regenerate's --out)"
+    )
     change = ap.add_mutually_exclusive_group()
     change.add_argument("--rotate", action="store_true", help="replace the key (the old one gets 401)")
     change.add_argument("--revoke", action="store_true", help="remove the key (it gets 401); prints nothing")
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--state-dir", type=Path, help="the local stack's state dir (make demo: .cache/local-stack)")
     where.add_argument("--k8s", action="store_true", help="k8s/secrets.env and the hashes for the Kubernetes Secret")
-    ap.add_argument("--clients", action="store_true", help="write clients/people/NAME/ (agents' configs carrying "
-                    "the key, mode 600) instead of printing the key")
+    ap.add_argument(
+        "--clients",
+        action="store_true",
+        help="write clients/people/NAME/ (agents' configs carrying the key, mode 600) instead of printing the key",
+    )
     args = ap.parse_args(argv)
     from rich.console import Console
 
@@ -133,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(text)
             os.chmod(tmp, 0o600)  # they carry the key
             os.replace(tmp, target)
-        console.print(f"wrote {', '.join(files)} (mode 600, git-ignored: they carry {person.name}'s key)", soft_wrap=True)
+        console.print(
+            f"wrote {', '.join(files)} (mode 600, git-ignored: they carry {person.name}'s key)", soft_wrap=True
+        )
         return 0
     print(key)
     return 0

@@ -39,16 +39,19 @@ Post = Callable[[str, dict], tuple[int, str]]
 @dataclass(frozen=True)
 class LiveUpdate:
     """What to do on the running backend: load (name, path) (a changed path: in place), then unload names."""
+
     load: tuple[tuple[str, str], ...] = ()
     replace: tuple[tuple[str, str], ...] = ()  # same name, new path
     unload: tuple[str, ...] = ()
     later: tuple[str, ...] = ()  # flag changes the running backend takes at its next restart
 
     def lines(self, model: str) -> list[str]:
-        return ([f"load adapter {n} into {model} (no restart)" for n, _ in self.load]
-                + [f"reload adapter {n} from {p} into {model} (no restart)" for n, p in self.replace]
-                + [f"unload adapter {n} from {model} (no restart)" for n in self.unload]
-                + [f"{line} at its next restart" for line in self.later])
+        return (
+            [f"load adapter {n} into {model} (no restart)" for n, _ in self.load]
+            + [f"reload adapter {n} from {p} into {model} (no restart)" for n, p in self.replace]
+            + [f"unload adapter {n} from {model} (no restart)" for n in self.unload]
+            + [f"{line} at its next restart" for line in self.later]
+        )
 
 
 def _item(token: str) -> tuple[str, str]:
@@ -101,27 +104,35 @@ def live_update(old: dict, new: dict) -> LiveUpdate | None:
         return None
     if {k: v for k, v in old.items() if k != "command"} != {k: v for k, v in new.items() if k != "command"}:
         return None
-    (old_rest, old_mods, old_vals), (new_rest, new_mods, new_vals) = (split_command(old.get("command") or []),
-                                                                      split_command(new.get("command") or []))
+    (old_rest, old_mods, old_vals), (new_rest, new_mods, new_vals) = (
+        split_command(old.get("command") or []),
+        split_command(new.get("command") or []),
+    )
     if old_rest != new_rest or not new_mods or old_mods == new_mods:
         return None
     old_rank, new_rank = old_vals.get("--max-lora-rank"), new_vals.get("--max-lora-rank")
-    if old_rank != new_rank and not (old_rank and new_rank and old_rank.isdigit() and new_rank.isdigit()
-                                     and int(new_rank) < int(old_rank)):
+    if old_rank != new_rank and not (
+        old_rank and new_rank and old_rank.isdigit() and new_rank.isdigit() and int(new_rank) < int(old_rank)
+    ):
         return None
     later = [f"--max-lora-rank {old_rank} -> {new_rank}"] if old_rank != new_rank else []
     if old_vals.get("--max-loras") != new_vals.get("--max-loras"):
-        later.append(f"--max-loras {old_vals.get('--max-loras') or '(default)'} -> "
-                     f"{new_vals.get('--max-loras') or '(default)'}")
-    return LiveUpdate(load=tuple((n, p) for n, p in new_mods.items() if n not in old_mods),
-                      replace=tuple((n, p) for n, p in new_mods.items() if n in old_mods and old_mods[n] != p),
-                      unload=tuple(n for n in old_mods if n not in new_mods), later=tuple(later))
+        later.append(
+            f"--max-loras {old_vals.get('--max-loras') or '(default)'} -> {new_vals.get('--max-loras') or '(default)'}"
+        )
+    return LiveUpdate(
+        load=tuple((n, p) for n, p in new_mods.items() if n not in old_mods),
+        replace=tuple((n, p) for n, p in new_mods.items() if n in old_mods and old_mods[n] != p),
+        unload=tuple(n for n in old_mods if n not in new_mods),
+        later=tuple(later),
+    )
 
 
 def load_calls(update: LiveUpdate) -> list[tuple[str, dict]]:
     """Before the gateway routes the new names: load the added adapters, reload the changed ones in place."""
-    return ([(LOAD, {"lora_name": n, "lora_path": p}) for n, p in update.load]
-            + [(LOAD, {"lora_name": n, "lora_path": p, "load_inplace": True}) for n, p in update.replace])
+    return [(LOAD, {"lora_name": n, "lora_path": p}) for n, p in update.load] + [
+        (LOAD, {"lora_name": n, "lora_path": p, "load_inplace": True}) for n, p in update.replace
+    ]
 
 
 def unload_calls(update: LiveUpdate) -> list[tuple[str, dict]]:
@@ -143,12 +154,16 @@ def call(post: Post, calls: list[tuple[str, dict]], model: str) -> list[str]:
         if status == 404 and route == UNLOAD:
             done.append(f"adapter {name} was not loaded in {model} (nothing to unload)")
         elif status != 200:
-            raise LiveUpdateError(f"{'loading' if route == LOAD else 'unloading'} adapter {name} "
-                                  f"{'into' if route == LOAD else 'from'} {model}: HTTP {status or '?'}: "
-                                  f"{text.strip()[:500]}")
+            raise LiveUpdateError(
+                f"{'loading' if route == LOAD else 'unloading'} adapter {name} "
+                f"{'into' if route == LOAD else 'from'} {model}: HTTP {status or '?'}: "
+                f"{text.strip()[:500]}"
+            )
         else:
-            done.append(f"{'unloaded' if route == UNLOAD else 'reloaded' if body.get('load_inplace') else 'loaded'} "
-                        f"adapter {name} {'from' if route == UNLOAD else 'into'} {model} (no restart)")
+            done.append(
+                f"{'unloaded' if route == UNLOAD else 'reloaded' if body.get('load_inplace') else 'loaded'} "
+                f"adapter {name} {'from' if route == UNLOAD else 'into'} {model} (no restart)"
+            )
     return done
 
 
@@ -158,13 +173,18 @@ def http_post(base_url: str, key: str, timeout: float = 600) -> Post:
     import urllib.request
 
     def post(route: str, body: dict) -> tuple[int, str]:
-        req = urllib.request.Request(base_url + route, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+        req = urllib.request.Request(
+            base_url + route,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, r.read().decode(errors="replace")
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode(errors="replace")
+
     return post
 
 

@@ -50,10 +50,19 @@ from .runtime.processes import started_at
 
 ROUTE = "/gateway/status"
 DEFAULT_STATE = Path(".cache/local-stack")
-STATE_STYLE = {"healthy": "green", "starting": "yellow", "unhealthy": "red", "down": "red",
-               # on-demand models (the controller's states): not loaded is not a failure
-               "loaded": "green", "loading": "yellow", "draining": "yellow", "asleep": "blue", "stopped": "blue",
-               "failed": "red"}
+STATE_STYLE = {
+    "healthy": "green",
+    "starting": "yellow",
+    "unhealthy": "red",
+    "down": "red",
+    # on-demand models (the controller's states): not loaded is not a failure
+    "loaded": "green",
+    "loading": "yellow",
+    "draining": "yellow",
+    "asleep": "blue",
+    "stopped": "blue",
+    "failed": "red",
+}
 FINE = {"healthy", "loaded", "loading", "draining", "asleep", "stopped"}  # exit 0
 
 
@@ -112,19 +121,31 @@ def find_target(args: argparse.Namespace, env: dict[str, str]) -> Target:
     local = running_local_stack(args.state_dir) if url is None and args.keys is None and not args.k8s else None
     if local and (args.models is None or _same_file(args.models, local.get("models"))):
         plan = _plan(local.get("models"))
-        return Target(local["gateway_url"], key or _key_from(args.state_dir / ".env", plan), plan,
-                      f"the local stack in {args.state_dir}", "--key" if key else str(args.state_dir / ".env"))
+        return Target(
+            local["gateway_url"],
+            key or _key_from(args.state_dir / ".env", plan),
+            plan,
+            f"the local stack in {args.state_dir}",
+            "--key" if key else str(args.state_dir / ".env"),
+        )
     models = args.models or Path("models.yml")
     plan = _plan(models)
     keys = args.keys or Path("k8s/secrets.env" if args.k8s else "compose/.env")
     if url is None:
         if plan is None:
-            raise NoStack(f"no stack is running: no local stack in {args.state_dir} and no {models} here "
-                          "(start one with `make demo`, or give --models, or --url and --key)")
+            raise NoStack(
+                f"no stack is running: no local stack in {args.state_dir} and no {models} here "
+                "(start one with `make demo`, or give --models, or --url and --key)"
+            )
         host = plan.gateway.bind if plan.gateway.bind not in ("0.0.0.0", "::") else "127.0.0.1"
         url = f"http://{f'[{host}]' if ':' in host else host}:{plan.gateway.port}"
-    return Target(url.rstrip("/").removesuffix("/v1"), key or _key_from(keys, plan), plan,
-                  str(models), "--key" if key else str(keys))
+    return Target(
+        url.rstrip("/").removesuffix("/v1"),
+        key or _key_from(keys, plan),
+        plan,
+        str(models),
+        "--key" if key else str(keys),
+    )
 
 
 def answers(url: str, timeout: float) -> bool:
@@ -145,8 +166,10 @@ def fetch(client: httpx.Client, target: Target) -> dict:
     except httpx.HTTPError as exc:
         return {"state": "down", "error": f"{target.url}: {type(exc).__name__}: {exc}"}
     if r.status_code == 401:
-        return {"state": "unauthorized", "error": f"{target.url} refused the key from {target.keys} (401; the gateway "
-                                                  f"of {target.where})"}
+        return {
+            "state": "unauthorized",
+            "error": f"{target.url} refused the key from {target.keys} (401; the gateway of {target.where})",
+        }
     if r.status_code != 200:
         return {"state": "unhealthy", "error": f"{target.url}{ROUTE} answered {r.status_code}: {r.text[:200]}"}
     return r.json()
@@ -209,38 +232,58 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
     previous = {m["name"]: m for m in (before or {}).get("models") or []}
     # one row per backend: a replicated model's replicas under their own names (<model>-<i>), the others under the
     # name clients send; the gateway's counters are per name clients send
-    planned = [(m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name)
-               for m in target.plan.models] if target.plan else []
+    planned = (
+        [(m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name) for m in target.plan.models]
+        if target.plan
+        else []
+    )
     names = [n for n, _, _ in planned] + sorted(set(found) - {n for n, _, _ in planned})
     gpus = {n: g for n, g, _ in planned}
     served = {n: s for n, _, s in planned} | {n: e.get("model") or n for n, e in found.items() if n not in gpus}
     # LoRA adapters: under the backend(s) that serve them (the plan's, else what the gateway reports)
-    adapters = {n: [a.name for a in m.adapters] for m in target.plan.models
-                for n in [m.name if m.replicas > 1 else m.served_name]} if target.plan else {}
+    adapters = (
+        {
+            n: [a.name for a in m.adapters]
+            for m in target.plan.models
+            for n in [m.name if m.replicas > 1 else m.served_name]
+        }
+        if target.plan
+        else {}
+    )
     adapters |= {n: e.get("adapters") or [] for n, e in found.items() if n not in adapters}
     models = []
     for name in names:
         cur, old = found.get(name), previous.get(name)
         model = served.get(name, name)
         reachable = "error" not in after
-        models.append({
-            "name": name,
-            "adapter_of": None,  # a LoRA adapter's row: the backend row it is served by
-            "state": cur["state"] if cur else ("down" if reachable else "unknown"),
-            "reason": cur["reason"] if cur else ("not in the gateway's config" if reachable else "the gateway did not answer"),
-            "gpus": list(gpus[name]) if name in gpus else None,
-            "requests_running": _m(cur, "requests_running"),
-            "requests_waiting": _m(cur, "requests_waiting"),
-            "kv_cache_usage": _m(cur, "kv_cache_usage"),
-            "prompt_tokens_per_s": rate(_m(old, "prompt_tokens_total"), _m(cur, "prompt_tokens_total"), seconds),
-            "generation_tokens_per_s": rate(_m(old, "generation_tokens_total"), _m(cur, "generation_tokens_total"), seconds),
-            "ttft_p50_s": quantile(0.5, _m(old, "ttft_seconds"), _m(cur, "ttft_seconds")) if old else None,
-            "preemptions_total": _m(cur, "preemptions_total"),
-            "model": model,
-            "gateway_requests_total": (gm_after.get("requests_by_model") or {}).get(model, 0.0) if gm_after else None,
-            "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(model, 0.0) if gm_after else None,
-            "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0) if gm_after else None,
-        })
+        models.append(
+            {
+                "name": name,
+                "adapter_of": None,  # a LoRA adapter's row: the backend row it is served by
+                "state": cur["state"] if cur else ("down" if reachable else "unknown"),
+                "reason": cur["reason"]
+                if cur
+                else ("not in the gateway's config" if reachable else "the gateway did not answer"),
+                "gpus": list(gpus[name]) if name in gpus else None,
+                "requests_running": _m(cur, "requests_running"),
+                "requests_waiting": _m(cur, "requests_waiting"),
+                "kv_cache_usage": _m(cur, "kv_cache_usage"),
+                "prompt_tokens_per_s": rate(_m(old, "prompt_tokens_total"), _m(cur, "prompt_tokens_total"), seconds),
+                "generation_tokens_per_s": rate(
+                    _m(old, "generation_tokens_total"), _m(cur, "generation_tokens_total"), seconds
+                ),
+                "ttft_p50_s": quantile(0.5, _m(old, "ttft_seconds"), _m(cur, "ttft_seconds")) if old else None,
+                "preemptions_total": _m(cur, "preemptions_total"),
+                "model": model,
+                "gateway_requests_total": (gm_after.get("requests_by_model") or {}).get(model, 0.0)
+                if gm_after
+                else None,
+                "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(model, 0.0) if gm_after else None,
+                "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0)
+                if gm_after
+                else None,
+            }
+        )
         models += [adapter_row(models[-1], adapter, gm_after) for adapter in adapters.get(name, [])]
     return {"gateway": gateway, "models": models, "people": usage(gm_after, gw_after.get("budgets") or {})}
 
@@ -249,10 +292,18 @@ def adapter_row(base: dict, adapter: str, gm: dict) -> dict:
     """A LoRA adapter's row: its base backend's state (the same vLLM serves it; the backend's load, tokens and KV
     cache are the base's row, shared), the gateway's counters under the adapter's own name."""
     by = lambda field: (gm.get(field) or {}).get(adapter, 0.0) if gm else None  # noqa: E731
-    return {**{k: None for k in base}, "name": adapter, "adapter_of": base["name"], "model": adapter,
-            "state": base["state"], "reason": base["reason"], "gpus": base["gpus"],
-            "gateway_requests_total": by("requests_by_model"), "gateway_errors_total": by("errors_by_model"),
-            "gateway_client_errors_total": by("client_errors_by_model")}
+    return {
+        **{k: None for k in base},
+        "name": adapter,
+        "adapter_of": base["name"],
+        "model": adapter,
+        "state": base["state"],
+        "reason": base["reason"],
+        "gpus": base["gpus"],
+        "gateway_requests_total": by("requests_by_model"),
+        "gateway_errors_total": by("errors_by_model"),
+        "gateway_client_errors_total": by("client_errors_by_model"),
+    }
 
 
 def usage(metrics: dict, budgets: dict) -> list[dict]:
@@ -261,17 +312,35 @@ def usage(metrics: dict, budgets: dict) -> list[dict]:
     rows = []
     for person, models in (metrics.get("people") or {}).items():
         for model, c in models.items():
-            rows.append({"person": person, "model": model, **{k: c.get(k, 0.0) for k in
-                                                              ("requests", "input_tokens", "output_tokens")}})
+            rows.append(
+                {
+                    "person": person,
+                    "model": model,
+                    **{k: c.get(k, 0.0) for k in ("requests", "input_tokens", "output_tokens")},
+                }
+            )
     for person, b in budgets.items():
-        rows.append({"person": person, "model": "(budget)", "tokens_today": b.get("day"),
-                     "tokens_this_month": b.get("month"), "limits": b.get("limits")})
+        rows.append(
+            {
+                "person": person,
+                "model": "(budget)",
+                "tokens_today": b.get("day"),
+                "tokens_this_month": b.get("month"),
+                "limits": b.get("limits"),
+            }
+        )
     return rows
 
 
 def render_usage(rep: dict) -> Table:
-    table = Table(box=None, header_style="bold", pad_edge=False, title="usage per person since the gateway started",
-                  title_justify="left", title_style="bold")
+    table = Table(
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        title="usage per person since the gateway started",
+        title_justify="left",
+        title_style="bold",
+    )
     table.add_column("person", no_wrap=True)
     table.add_column("model", no_wrap=True)
     for name in ("requests", "tokens in", "tokens out"):
@@ -279,11 +348,15 @@ def render_usage(rep: dict) -> Table:
     for r in rep.get("people") or []:
         if r["model"] == "(budget)":
             limits = r.get("limits") or {}
-            text = ", ".join(f"{r['tokens_today' if p == 'day' else 'tokens_this_month']} of {v} tokens this {p}"
-                             for p, v in limits.items())
+            text = ", ".join(
+                f"{r['tokens_today' if p == 'day' else 'tokens_this_month']} of {v} tokens this {p}"
+                for p, v in limits.items()
+            )
             table.add_row(r["person"], Text("budget (UTC)", style="dim"), "", "", text)
         else:
-            table.add_row(r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"]))
+            table.add_row(
+                r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"])
+            )
     return table
 
 
@@ -303,8 +376,10 @@ def render(rep: dict) -> Group | Text:
         return Text.assemble("gateway ", (g["url"], "bold"), " ", (g["state"], style), f": {g['error']}")
     head = Text.assemble("gateway ", (g["url"], "bold"), " ", (g["state"], style))
     if g["state"] == "healthy":
-        head.append(f"  {_num(g['workers'])} worker(s)  {_num(g['requests_per_s'], '{:.1f}')} req/s  "
-                    f"{_num(g['requests_total'])} requests, {_num(g['errors_total'])} backend errors since start")
+        head.append(
+            f"  {_num(g['workers'])} worker(s)  {_num(g['requests_per_s'], '{:.1f}')} req/s  "
+            f"{_num(g['requests_total'])} requests, {_num(g['errors_total'])} backend errors since start"
+        )
         if g.get("client_errors_total"):
             head.append(f" ({_num(g['client_errors_total'])} client errors: 4xx)", style="dim")
         if g["interval_s"]:
@@ -316,15 +391,22 @@ def render(rep: dict) -> Group | Text:
         table.add_column(name, justify="right", no_wrap=True)
     for m in rep["models"]:
         table.add_row(
-            f"└ {m['name']}" if m.get("adapter_of") else m["name"], Text(m["state"], STATE_STYLE.get(m["state"], "red")),
+            f"└ {m['name']}" if m.get("adapter_of") else m["name"],
+            Text(m["state"], STATE_STYLE.get(m["state"], "red")),
             "-" if m["gpus"] is None else (",".join(map(str, m["gpus"])) or "none"),
-            _num(m["requests_running"]), _num(m["requests_waiting"]),
+            _num(m["requests_running"]),
+            _num(m["requests_waiting"]),
             "-" if m["kv_cache_usage"] is None else f"{100 * m['kv_cache_usage']:.1f}%",
-            _num(m["prompt_tokens_per_s"], "{:.1f}"), _num(m["generation_tokens_per_s"], "{:.1f}"),
+            _num(m["prompt_tokens_per_s"], "{:.1f}"),
+            _num(m["generation_tokens_per_s"], "{:.1f}"),
             "-" if m["ttft_p50_s"] is None else f"{1000 * m['ttft_p50_s']:.0f} ms",
-            _num(m["gateway_errors_total"]))
-    notes: list[Text | Table] = [Text(f"{m['name']}: {m['reason']}", style="dim") for m in rep["models"]
-             if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")]
+            _num(m["gateway_errors_total"]),
+        )
+    notes: list[Text | Table] = [
+        Text(f"{m['name']}: {m['reason']}", style="dim")
+        for m in rep["models"]
+        if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")
+    ]
     if g.get("error"):
         notes.insert(0, Text(g["error"], style="red" if g["state"] != "healthy" else "dim"))
     if rep.get("people"):
@@ -334,11 +416,18 @@ def render(rep: dict) -> Group | Text:
 
 # --- command line ------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m generator.operate.status", description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[2:]))
-    ap.add_argument("--models", type=Path, default=None, help="models.yml of the stack (default: the running "
-                    "local stack, else ./models.yml)")
+    ap = argparse.ArgumentParser(
+        prog="python -m generator.operate.status",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[2:]),
+    )
+    ap.add_argument(
+        "--models",
+        type=Path,
+        default=None,
+        help="models.yml of the stack (default: the running local stack, else ./models.yml)",
+    )
     ap.add_argument("--url", help="gateway URL (default: $GATEWAY_URL, or from the stack)")
     ap.add_argument("--key", help="master key (default: $GATEWAY_KEY, or from the stack's keys file)")
     ap.add_argument("--keys", type=Path, help="keys file to read the master key from")
@@ -359,20 +448,26 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target = find_target(args, dict(os.environ))
         if not answers(target.url, min(args.timeout, 5.0)):
-            raise NoStack(f"no stack is running: nothing answers at {target.url} (the gateway of {target.where})",
-                          target.url)
+            raise NoStack(
+                f"no stack is running: nothing answers at {target.url} (the gateway of {target.where})", target.url
+            )
     except ConfigError as exc:
         print_problems(exc, err)
         return 2
     except NoStack as exc:
         if args.json:
-            print(json.dumps({"gateway": {"url": exc.url, "state": "not running", "error": str(exc)},
-                              "models": []}, indent=1))
+            print(
+                json.dumps(
+                    {"gateway": {"url": exc.url, "state": "not running", "error": str(exc)}, "models": []}, indent=1
+                )
+            )
         else:
             err.print(str(exc), soft_wrap=True, markup=False)
         return 1
     if not target.key:
-        err.print(f"[red]error:[/] no gateway key for {target.where}: looked in {target.keys}; give --key or GATEWAY_KEY")
+        err.print(
+            f"[red]error:[/] no gateway key for {target.where}: looked in {target.keys}; give --key or GATEWAY_KEY"
+        )
         return 2
     with httpx.Client(timeout=args.timeout, trust_env=False) as client:
         if args.watch:
@@ -388,8 +483,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rep, indent=1))
     elif args.usage:
-        Console(highlight=False).print(render_usage(rep) if rep.get("people") else
-                                       Text("no usage by people yet (models.yml people:, make key NAME=...)"))
+        Console(highlight=False).print(
+            render_usage(rep)
+            if rep.get("people")
+            else Text("no usage by people yet (models.yml people:, make key NAME=...)")
+        )
         return 0 if rep["gateway"].get("answered", True) else 1
     else:
         view = render(rep)

@@ -48,7 +48,9 @@ async def count_tokens(request: Request, authorize: Callable[[Request, str], Awa
     except ValueError:
         body = None
     if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-        return anthropic_error(400, "invalid_request_error", "the body must be a JSON object with `model` and `messages`")
+        return anthropic_error(
+            400, "invalid_request_error", "the body must be a JSON object with `model` and `messages`"
+        )
     if not isinstance(body.get("messages"), list) or not body["messages"]:
         return anthropic_error(400, "invalid_request_error", "`messages` must be a non-empty list")
     rt = gb.router()

@@ -29,8 +29,18 @@ from fastapi import HTTPException
 from litellm._logging import verbose_proxy_logger
 
 # names of the litellm_params the generator writes as request defaults (see README, `litellm:`)
-DEFAULT_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
-                "frequency_penalty", "repetition_penalty", "seed", "stop")
+DEFAULT_KEYS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "seed",
+    "stop",
+)
 
 
 class RequestError(HTTPException):
@@ -168,7 +178,7 @@ def _secret(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     if value.startswith("os.environ/"):
-        return os.environ.get(value[len("os.environ/"):])
+        return os.environ.get(value[len("os.environ/") :])
     return value
 
 
@@ -217,8 +227,7 @@ async def backend_post(dep: object, path: str, body: dict, refusals: bool = Fals
     if root is None:
         return None
     try:
-        resp = await http().post(root + path, json={"model": backend_model(dep), **body},
-                                 headers=backend_headers(dep))
+        resp = await http().post(root + path, json={"model": backend_model(dep), **body}, headers=backend_headers(dep))
         if refusals and 400 <= resp.status_code < 500:
             raise BackendRefused(resp.status_code, resp.text[:300])
         if resp.status_code != 200:

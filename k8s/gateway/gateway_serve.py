@@ -52,7 +52,8 @@ class ForkServerWithEnv(multiprocessing.context.ForkServerContext):
     # a factory method where multiprocessing has the class itself: uvicorn only calls it
     def Process(self, target=None, kwargs=None, **kw):  # type: ignore[override]
         return multiprocessing.context.ForkServerProcess(
-            target=_run_with_env, args=(dict(os.environ), target), kwargs=kwargs or {}, **kw)
+            target=_run_with_env, args=(dict(os.environ), target), kwargs=kwargs or {}, **kw
+        )
 
 
 def _fork_server_here(preload: list[str]) -> None:
@@ -103,7 +104,7 @@ def serve_workers_from_a_fork_server(preload: list[str] = PRELOAD) -> str | None
     context = ForkServerWithEnv()
     context.set_forkserver_preload(preload)
     _fork_server_here(preload)
-    subprocess_module.spawn = context
+    subprocess_module.spawn = context  # type: ignore[assignment]  # typed as its spawn context: the point is the swap
     return None
 
 
@@ -119,13 +120,17 @@ def _num_workers(args: list[str]) -> int:
 
 def main(args: list[str]) -> None:
     if importlib.util.find_spec("litellm") is None:  # an image whose `litellm` CLI runs another interpreter
-        print(f"{NAME}: no LiteLLM in {sys.executable}: running the litellm CLI (workers spawned)", file=sys.stderr,
-              flush=True)
+        print(
+            f"{NAME}: no LiteLLM in {sys.executable}: running the litellm CLI (workers spawned)",
+            file=sys.stderr,
+            flush=True,
+        )
         os.execvp("litellm", ["litellm", *args])
     why = serve_workers_from_a_fork_server() if _num_workers(args) > 1 else None  # one worker: uvicorn forks none
     if why:
-        print(f"{NAME}: uvicorn's workers are spawned, not forked from a fork server: {why}", file=sys.stderr,
-              flush=True)
+        print(
+            f"{NAME}: uvicorn's workers are spawned, not forked from a fork server: {why}", file=sys.stderr, flush=True
+        )
     from litellm.proxy.proxy_cli import run_server
 
     sys.argv = ["litellm", *args]

@@ -61,8 +61,14 @@ def _cgroup_dirs(root: str) -> tuple[list[str], list[str]]:
             base = f"{root}/sys/fs/cgroup"
             target = v2
         elif "cpu" in controllers.split(","):
-            base = next((f"{root}/sys/fs/cgroup/{d}" for d in ("cpu,cpuacct", "cpu", "cpuacct,cpu")
-                         if os.path.isdir(f"{root}/sys/fs/cgroup/{d}")), f"{root}/sys/fs/cgroup/cpu")
+            base = next(
+                (
+                    f"{root}/sys/fs/cgroup/{d}"
+                    for d in ("cpu,cpuacct", "cpu", "cpuacct,cpu")
+                    if os.path.isdir(f"{root}/sys/fs/cgroup/{d}")
+                ),
+                f"{root}/sys/fs/cgroup/cpu",
+            )
             target = v1
         else:
             continue
@@ -124,7 +130,9 @@ def auto_workers(cpus: int, quota: float | None, mem_limit: int | None, mem_avai
     """(workers, why): one per usable CPU (affinity, and the quota rounded up), at most what memory holds."""
     usable = cpus if quota is None else max(1, min(cpus, math.ceil(quota - 1e-9)))
     why = f"{cpus} CPUs in its affinity" + ("" if quota is None else f", cgroup CPU quota {quota:g}")
-    budget, source = (mem_limit, "cgroup memory limit") if mem_limit is not None else (mem_available, "available memory")
+    budget, source = (
+        (mem_limit, "cgroup memory limit") if mem_limit is not None else (mem_available, "available memory")
+    )
     workers = min(usable, MAX_AUTO_WORKERS)
     if budget is not None:
         fits = max(1, (budget // 2**20 - PARENT_MIB) // WORKER_MIB)
@@ -146,7 +154,9 @@ def resolve(args: list[str], root: str = "") -> tuple[list[str], str]:
     return args, f"gateway: {n} worker(s) (gateway.workers: auto: {why})"
 
 
-METRICS_PORT_ENV = "GATEWAY_METRICS_PORT"  # set by the generator (gateway_process.metrics_env); read by gateway_status.py
+METRICS_PORT_ENV = (
+    "GATEWAY_METRICS_PORT"  # set by the generator (gateway_process.metrics_env); read by gateway_status.py
+)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # where each worker writes its samples (prometheus_client's variable)
 LITELLM_PORT_ENV = "PROMETHEUS_METRICS_PORT"  # LiteLLM's CLI: --prometheus_metrics_port (it then starts its server)
 # LiteLLM's own default for the folder (proxy_cli.maybe_setup_prometheus_multiproc_dir); it wipes it at every start
@@ -169,8 +179,16 @@ def metrics_command(args: list[str], env: dict[str, str]) -> list[str] | None:
     if not port:
         return None
     host = option(args, "--host") or env.get("HOST") or "0.0.0.0"
-    return [sys.executable, os.path.join(HERE, "gateway_metrics.py"), "--host", host, "--port", port,
-            "--dir", env.get(MULTIPROC_ENV) or DEFAULT_MULTIPROC]
+    return [
+        sys.executable,
+        os.path.join(HERE, "gateway_metrics.py"),
+        "--host",
+        host,
+        "--port",
+        port,
+        "--dir",
+        env.get(MULTIPROC_ENV) or DEFAULT_MULTIPROC,
+    ]
 
 
 def start_metrics(args: list[str], env=os.environ) -> subprocess.Popen | None:

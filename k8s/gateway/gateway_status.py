@@ -77,8 +77,11 @@ VLLM_TTFT = "vllm:time_to_first_token_seconds"
 LITELLM_REQUESTS = "litellm_proxy_total_requests_metric_total"  # label requested_model, status_code
 LITELLM_FAILED = "litellm_proxy_failed_requests_metric_total"  # label requested_model, exception_status
 # per person (models.yml people:): LiteLLM labels these with the key's alias, the person's name (people.py)
-PERSON_COUNTERS = {LITELLM_REQUESTS: "requests", "litellm_input_tokens_metric_total": "input_tokens",
-                   "litellm_output_tokens_metric_total": "output_tokens"}
+PERSON_COUNTERS = {
+    LITELLM_REQUESTS: "requests",
+    "litellm_input_tokens_metric_total": "input_tokens",
+    "litellm_output_tokens_metric_total": "output_tokens",
+}
 
 
 def samples(text: str):
@@ -90,8 +93,7 @@ def samples(text: str):
 def histogram(buckets: dict[float, float], count: float, total: float) -> dict:
     """Cumulative buckets as [upper bound as Prometheus writes it ("0.5", "+Inf": JSON has no
     infinity), count], lowest first."""
-    return {"buckets": [[_le(le), n] for le, n in sorted(buckets.items())],
-            "count": count, "sum": total}
+    return {"buckets": [[_le(le), n] for le, n in sorted(buckets.items())], "count": count, "sum": total}
 
 
 def _le(bound: float) -> str:
@@ -132,8 +134,9 @@ def gateway_metrics(text: str) -> dict:
     for s in samples(text):
         person = s.labels.get("api_key_alias")
         if s.name in PERSON_COUNTERS and person and person != "None":
-            row = people.setdefault(person, {}).setdefault(s.labels.get("requested_model") or "",
-                                                           {"requests": 0.0, "input_tokens": 0.0, "output_tokens": 0.0})
+            row = people.setdefault(person, {}).setdefault(
+                s.labels.get("requested_model") or "", {"requests": 0.0, "input_tokens": 0.0, "output_tokens": 0.0}
+            )
             row[PERSON_COUNTERS[s.name]] += s.value
         if s.name == LITELLM_REQUESTS:
             into = requests
@@ -143,11 +146,15 @@ def gateway_metrics(text: str) -> dict:
             continue
         model = s.labels.get("requested_model") or ""
         into[model] = into.get(model, 0.0) + s.value
-    return {"requests_total": sum(requests.values()), "errors_total": sum(errors.values()),
-            "client_errors_total": sum(client_errors.values()),
-            "requests_by_model": dict(sorted(requests.items())), "errors_by_model": dict(sorted(errors.items())),
-            "client_errors_by_model": dict(sorted(client_errors.items())),
-            "people": {name: dict(sorted(rows.items())) for name, rows in sorted(people.items())}}
+    return {
+        "requests_total": sum(requests.values()),
+        "errors_total": sum(errors.values()),
+        "client_errors_total": sum(client_errors.values()),
+        "requests_by_model": dict(sorted(requests.items())),
+        "errors_by_model": dict(sorted(errors.items())),
+        "client_errors_by_model": dict(sorted(client_errors.items())),
+        "people": {name: dict(sorted(rows.items())) for name, rows in sorted(people.items())},
+    }
 
 
 def state_of(outcome: int | Exception) -> tuple[str, str]:
@@ -172,13 +179,18 @@ ON_DEMAND_HEADER = "x-on-demand-state"  # generator/shipped/on_demand/server.py 
 def on_demand_state(state: str, health: httpx.Response) -> tuple[str, str]:
     """(state, reason) of an on-demand model from its controller's answer to /health."""
     if state == "loaded":
-        return ("loaded", "on demand: loaded, /health 200") if health.status_code == 200 else \
-            ("unhealthy", f"on demand: loaded, but /health answered {health.status_code}")
+        return (
+            ("loaded", "on demand: loaded, /health 200")
+            if health.status_code == 200
+            else ("unhealthy", f"on demand: loaded, but /health answered {health.status_code}")
+        )
     try:
         error = health.json().get("last_error")
     except ValueError:
         error = None
-    return state, f"on demand: {state}" + (f" ({error})" if error else " (a request loads it)" if state == "stopped" else "")
+    return state, f"on demand: {state}" + (
+        f" ({error})" if error else " (a request loads it)" if state == "stopped" else ""
+    )
 
 
 _client: httpx.AsyncClient | None = None
@@ -188,8 +200,9 @@ def http() -> httpx.AsyncClient:
     """Short timeouts; trust_env=False: no proxy variable reroutes a probe."""
     global _client
     if _client is None or _client.is_closed:
-        _client = httpx.AsyncClient(timeout=httpx.Timeout(PROBE_READ_TIMEOUT, connect=PROBE_CONNECT_TIMEOUT),
-                                    trust_env=False)
+        _client = httpx.AsyncClient(
+            timeout=httpx.Timeout(PROBE_READ_TIMEOUT, connect=PROBE_CONNECT_TIMEOUT), trust_env=False
+        )
     return _client
 
 
@@ -220,15 +233,21 @@ async def backend(name: str, dep: object) -> dict:
 
 async def gateway() -> dict:
     port = os.environ.get(METRICS_PORT_ENV)
-    out: dict = {"state": "healthy", "pid": os.getpid(), "workers": gb.as_int(os.environ.get("NUM_WORKERS")) or 1,
-                 "metrics": None, "metrics_error": None}
+    out: dict = {
+        "state": "healthy",
+        "pid": os.getpid(),
+        "workers": gb.as_int(os.environ.get("NUM_WORKERS")) or 1,
+        "metrics": None,
+        "metrics_error": None,
+    }
     if not port:
         out["metrics_error"] = f"{METRICS_PORT_ENV} is not set: the gateway serves no metrics"
         return out
     resp = await fetch(f"http://127.0.0.1:{port}/metrics", redirects=True)  # LiteLLM's mount: 307 to /metrics/
     if isinstance(resp, Exception) or resp.status_code != 200:
         out["metrics_error"] = f"its metrics port {port} did not answer: " + (
-            f"{type(resp).__name__}" if isinstance(resp, Exception) else f"HTTP {resp.status_code}")
+            f"{type(resp).__name__}" if isinstance(resp, Exception) else f"HTTP {resp.status_code}"
+        )
         return out
     out["metrics"] = gateway_metrics(resp.text)
     out["budgets"] = await budgets_used()
@@ -244,8 +263,11 @@ async def budgets_used() -> dict[str, dict[str, int]]:
         import people
 
         people.DIRECTORY.refresh()
-        return {p.name: {**await people.used_tokens(p.name), "limits": people.budgets(p)}
-                for p in people.DIRECTORY.people.values() if people.budgets(p)}
+        return {
+            p.name: {**await people.used_tokens(p.name), "limits": people.budgets(p)}
+            for p in people.DIRECTORY.people.values()
+            if people.budgets(p)
+        }
     except Exception:  # noqa: BLE001  no Redis, no people: status still answers
         return {}
 
@@ -265,8 +287,9 @@ async def status() -> dict:
             adapters.setdefault(str(base), set()).add(name)
     pairs = [(name, dep) for name, dep in pairs if not gb.info(dep).get(ADAPTER_OF)]
     now = time.time()
-    gw, *models = await asyncio.gather(gateway(), *(backend(str(gb.info(dep).get(REPLICA) or name), dep)
-                                                    for name, dep in pairs))
+    gw, *models = await asyncio.gather(
+        gateway(), *(backend(str(gb.info(dep).get(REPLICA) or name), dep) for name, dep in pairs)
+    )
     for (name, _), entry in zip(pairs, models):
         entry["model"] = name
         if name in adapters:
@@ -299,5 +322,7 @@ def served_routes(schema: dict) -> list[dict]:
     """The routes of the app's OpenAPI schema (built from the app whatever NO_OPENAPI says, with LiteLLM's stubs
     for its lazily loaded features): path and methods."""
     verbs = ("get", "post", "put", "patch", "delete")
-    return [{"path": path, "methods": sorted(m.upper() for m in ops if m in verbs)}
-            for path, ops in sorted((schema.get("paths") or {}).items())]
+    return [
+        {"path": path, "methods": sorted(m.upper() for m in ops if m in verbs)}
+        for path, ops in sorted((schema.get("paths") or {}).items())
+    ]

@@ -65,21 +65,42 @@ class Api(NamedTuple):  # not a dataclass: LiteLLM loads this module without reg
 
 CHAT = Api("chat", ("max_completion_tokens", "max_tokens"), SAME)
 TEXT = Api("text", ("max_tokens",), SAME)
-RESPONSES = Api("responses", ("max_output_tokens",), {
-    "max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p",
-    # vLLM's ResponsesRequest takes these too; LiteLLM forwards them to vLLM's /v1/responses
-    "top_k": "top_k", "min_p": "min_p", "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty", "repetition_penalty": "repetition_penalty", "seed": "seed",
-})
-MESSAGES = Api("messages", ("max_tokens",), {
-    "max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
-    "stop": "stop_sequences",
-})
+RESPONSES = Api(
+    "responses",
+    ("max_output_tokens",),
+    {
+        "max_tokens": "max_output_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        # vLLM's ResponsesRequest takes these too; LiteLLM forwards them to vLLM's /v1/responses
+        "top_k": "top_k",
+        "min_p": "min_p",
+        "presence_penalty": "presence_penalty",
+        "frequency_penalty": "frequency_penalty",
+        "repetition_penalty": "repetition_penalty",
+        "seed": "seed",
+    },
+)
+MESSAGES = Api(
+    "messages",
+    ("max_tokens",),
+    {
+        "max_tokens": "max_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "top_k": "top_k",
+        "stop": "stop_sequences",
+    },
+)
 API_OF = {
-    "completion": CHAT, "acompletion": CHAT,
-    "text_completion": TEXT, "atext_completion": TEXT,
-    "responses": RESPONSES, "aresponses": RESPONSES,
-    "anthropic_messages": MESSAGES, "aanthropic_messages": MESSAGES,
+    "completion": CHAT,
+    "acompletion": CHAT,
+    "text_completion": TEXT,
+    "atext_completion": TEXT,
+    "responses": RESPONSES,
+    "aresponses": RESPONSES,
+    "anthropic_messages": MESSAGES,
+    "aanthropic_messages": MESSAGES,
 }
 
 
@@ -95,8 +116,12 @@ def sends_tools(api: Api, data: dict) -> bool:
 
 def prompt_of(api: Api, data: dict) -> object:
     """The part of the request that becomes the prompt (for the byte upper bound)."""
-    keys = {"chat": ("messages", "tools"), "text": ("prompt",), "responses": ("input", "instructions", "tools"),
-            "messages": ("system", "messages", "tools")}[api.name]
+    keys = {
+        "chat": ("messages", "tools"),
+        "text": ("prompt",),
+        "responses": ("input", "instructions", "tools"),
+        "messages": ("system", "messages", "tools"),
+    }[api.name]
     return {k: data.get(k) for k in keys if data.get(k) is not None}
 
 
@@ -107,7 +132,8 @@ def responses_as_chat(data: dict) -> dict:
     )
 
     messages = R.transform_responses_api_input_to_messages(
-        input=data.get("input") or "", responses_api_request={"instructions": data.get("instructions")})
+        input=data.get("input") or "", responses_api_request={"instructions": data.get("instructions")}
+    )
     payload: dict = {"messages": gb.plain(messages), "add_generation_prompt": True}
     if data.get("tools"):
         tools, _ = R.transform_responses_api_tools_to_chat_completion_tools(data["tools"])
@@ -199,7 +225,8 @@ class MaxTokensClamp(CustomLogger):
         if counted and prompt_tokens >= context:
             raise gb.RequestError(
                 f"prompt is {prompt_tokens} tokens, {model} holds {context} tokens "
-                "(prompt and answer together): shorten the prompt or use a model with a larger context")
+                "(prompt and answer together): shorten the prompt or use a model with a larger context"
+            )
         if not self.clamp or requested is None or prompt_tokens + requested <= context:
             return
         allowed = context - prompt_tokens
@@ -215,7 +242,14 @@ class MaxTokensClamp(CustomLogger):
                 self._notes.popitem(last=False)
         verbose_proxy_logger.info(
             "max_tokens_clamp: %s model=%s %s clamped %s (prompt=%s tokens%s, context=%s)",
-            api.name, model, "/".join(present), note, prompt_tokens, "" if counted else " (estimate)", context)
+            api.name,
+            model,
+            "/".join(present),
+            note,
+            prompt_tokens,
+            "" if counted else " (estimate)",
+            context,
+        )
 
     async def async_post_call_response_headers_hook(
         self,
@@ -229,8 +263,13 @@ class MaxTokensClamp(CustomLogger):
         note = self._notes.pop(call_id, None) if isinstance(call_id, str) else None
         return {HEADER: note} if note else None
 
-    async def async_post_call_failure_hook(self, request_data: dict, original_exception: Exception,
-                                           user_api_key_dict: Any, traceback_str: str | None = None):
+    async def async_post_call_failure_hook(
+        self,
+        request_data: dict,
+        original_exception: Exception,
+        user_api_key_dict: Any,
+        traceback_str: str | None = None,
+    ):
         """An embeddings request to a model that serves none: a clear 400 (not_an_embedding_model).
         A backend's (the on-demand controller's) `Retry-After` reaches the client as `Retry-After`: LiteLLM
         passes a provider's headers on only renamed (`llm_provider-retry-after`), which no client's retry logic
@@ -253,13 +292,18 @@ def not_an_embedding_model(request_data: dict, exc: Exception) -> HTTPException 
     if not url.split("?")[0].rstrip("/").endswith("/embeddings"):
         return None
     model = request_data.get("model")
-    return gb.RequestError(f"{model} is not an embedding model: its backend serves no /v1/embeddings (vLLM serves "
-                           "embeddings only for a pooling model, `vllm serve ... --runner pooling`)")
+    return gb.RequestError(
+        f"{model} is not an embedding model: its backend serves no /v1/embeddings (vLLM serves "
+        "embeddings only for a pooling model, `vllm serve ... --runner pooling`)"
+    )
 
 
 def retry_after_of(exc: Exception) -> str | None:
     """The Retry-After of the backend answer behind a LiteLLM exception (its response or its recorded headers)."""
-    for source in (getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "litellm_response_headers", None)):
+    for source in (
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+    ):
         try:
             value = dict(source or {}).get("retry-after") or dict(source or {}).get("Retry-After")
         except (TypeError, ValueError):

@@ -61,8 +61,15 @@ def bare_key(api_key: str | None) -> str:
 
 def _person(name: str, spec: dict) -> Person:
     models = spec.get("models")
-    return Person(name, None if models is None else frozenset(models), spec.get("rpm"), spec.get("tpm"),
-                  spec.get("parallel"), spec.get("tokens_per_day"), spec.get("tokens_per_month"))
+    return Person(
+        name,
+        None if models is None else frozenset(models),
+        spec.get("rpm"),
+        spec.get("tpm"),
+        spec.get("parallel"),
+        spec.get("tokens_per_day"),
+        spec.get("tokens_per_month"),
+    )
 
 
 class Directory:
@@ -135,13 +142,16 @@ def model_problem(person: Person, model: object) -> str | None:
 
 # --- token budgets (per UTC day / month), counted in the stack's Redis ------------------------------------------
 
+
 def periods(now: dt.datetime) -> dict[str, tuple[str, int]]:
     """{"day"|"month": (its key suffix, seconds until it ends)} for this UTC instant."""
     now = now.astimezone(dt.UTC)
     tomorrow = (now + dt.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     month_end = (now.replace(day=28) + dt.timedelta(days=4)).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return {"day": (now.strftime("%Y-%m-%d"), int((tomorrow - now).total_seconds()) + 1),
-            "month": (now.strftime("%Y-%m"), int((month_end - now).total_seconds()) + 1)}
+    return {
+        "day": (now.strftime("%Y-%m-%d"), int((tomorrow - now).total_seconds()) + 1),
+        "month": (now.strftime("%Y-%m"), int((month_end - now).total_seconds()) + 1),
+    }
 
 
 def budget_key(name: str, period: str, suffix: str) -> str:

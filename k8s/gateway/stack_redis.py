@@ -20,6 +20,10 @@ def client(timeout: float) -> Any:
         return None
     import redis.asyncio as aioredis
 
-    return aioredis.Redis(host=os.environ["REDIS_HOST"], port=int(os.environ.get("REDIS_PORT") or 6379),
-                          password=os.environ.get("REDIS_PASSWORD") or None, socket_timeout=timeout,
-                          socket_connect_timeout=timeout)
+    return aioredis.Redis(
+        host=os.environ["REDIS_HOST"],
+        port=int(os.environ.get("REDIS_PORT") or 6379),
+        password=os.environ.get("REDIS_PASSWORD") or None,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+    )

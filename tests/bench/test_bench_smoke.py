@@ -15,12 +15,13 @@ import yaml
 from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
-SUMMARY = re.compile(r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
-                     r"max rate ratio gateway/direct \d+\.\d{3} \(default \d+\.\d{3}\); "
-                     r"CPU/request \d+\.\d\d ms 1 worker, \d+\.\d\d ms 2 workers \([+-]\d+%\), "
-                     r"\d+ req/s per gateway core; 2 workers x\d+\.\d\d the rate on \d+\.\d\d cores "
-                     r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers$")
-
+SUMMARY = re.compile(
+    r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
+    r"max rate ratio gateway/direct \d+\.\d{3} \(default \d+\.\d{3}\); "
+    r"CPU/request \d+\.\d\d ms 1 worker, \d+\.\d\d ms 2 workers \([+-]\d+%\), "
+    r"\d+ req/s per gateway core; 2 workers x\d+\.\d\d the rate on \d+\.\d\d cores "
+    r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers$"
+)
 
 
 def bench_models_on_free_ports(out: Path) -> Path:
@@ -40,13 +41,29 @@ def bench_models_on_free_ports(out: Path) -> Path:
 
 def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
     # a missing tool fails, it is not a skip (make test installs it first: the bench-tools target)
-    assert shutil.which("nginx") or Path("/usr/sbin/nginx").exists(), \
+    assert shutil.which("nginx") or Path("/usr/sbin/nginx").exists(), (
         "nginx (the benchmark's mock backend) is not installed: run `make bench-tools`"
+    )
     out = tmp_path / "results"
     models = bench_models_on_free_ports(tmp_path / "models.yml")
-    run = subprocess.run([sys.executable, "-m", "bench.run", "--quick", "--out", str(out),
-                          "--state-dir", str(tmp_path / "state"), "--models", str(models)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            "--quick",
+            "--out",
+            str(out),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--models",
+            str(models),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
     assert SUMMARY.match(lines[-1]), lines[-1]

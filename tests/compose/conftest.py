@@ -24,7 +24,9 @@ class Deployed:
 
     @property
     def backends(self) -> list[str]:
-        return [name for name, s in self.doc["services"].items() if name != "litellm" and "vllm" in s.get("entrypoint", [])]
+        return [
+            name for name, s in self.doc["services"].items() if name != "litellm" and "vllm" in s.get("entrypoint", [])
+        ]
 
     def client(self, timeout: float = 60) -> OpenAI:
         return OpenAI(base_url=self.url, api_key=self.env["LITELLM_MASTER_KEY"], timeout=timeout, max_retries=0)
@@ -41,8 +43,12 @@ def deployed() -> Deployed:
     doc = compose_file()
     published = doc["services"]["litellm"]["ports"][0]  # bind:host_port:container_port
     host_port = published.rsplit(":", 2)[-2]
-    return Deployed(doc, Path(os.environ["COMPOSE_FILE"]).resolve().parents[1],
-                    read_env_file(Path(os.environ["COMPOSE_ENV_FILE"])), f"http://127.0.0.1:{host_port}/v1")
+    return Deployed(
+        doc,
+        Path(os.environ["COMPOSE_FILE"]).resolve().parents[1],
+        read_env_file(Path(os.environ["COMPOSE_ENV_FILE"])),
+        f"http://127.0.0.1:{host_port}/v1",
+    )
 
 
 def pytest_collection_modifyitems(items):

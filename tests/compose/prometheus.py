@@ -40,7 +40,9 @@ class Prometheus:
         """Wait until every target of `job` was scraped after now: counters read next are not older than
         what already happened (a request that ended just before would otherwise count as sent later)."""
         now = time.time()
-        got = self.wait_for(f'min(timestamp(up{{job="{job}"}}))', lambda v: v is not None and v > now, 4 * self.interval)
+        got = self.wait_for(
+            f'min(timestamp(up{{job="{job}"}}))', lambda v: v is not None and v > now, 4 * self.interval
+        )
         assert got is not None and got > now, f"no scrape of {job} after {now:.0f} within {4 * self.interval}s"
 
     def wait_for(self, expr: str, want, seconds: float) -> float | None:
@@ -69,8 +71,9 @@ def gateway_metrics_on(doc: dict) -> bool:
     """Whether the gateway of this compose file serves LiteLLM's metrics on its internal port (the gateway
     metrics part of issue 17: `expose: [4001]` / GATEWAY_METRICS_PORT on the litellm service)."""
     gateway = doc["services"]["litellm"]
-    return (str(GATEWAY_METRICS_PORT) in [str(p) for p in gateway.get("expose") or []]
-            or METRICS_PORT_ENV in (gateway.get("environment") or {}))
+    return str(GATEWAY_METRICS_PORT) in [str(p) for p in gateway.get("expose") or []] or METRICS_PORT_ENV in (
+        gateway.get("environment") or {}
+    )
 
 
 GATEWAY_JOB, VLLM_JOB = JOBS["gateway"], JOBS["vllm"]

@@ -81,12 +81,26 @@ def up(timeout: int, every: float = 10) -> int:
     log = Path(os.environ["COMPOSE_FILE"]).with_name("up.log")
     project = os.environ.get("COMPOSE_PROJECT_NAME") or doc["name"]
     with log.open("w") as out, events_file().open("w") as events:
-        recorder = subprocess.Popen(["docker", "events", "--format", "{{json .}}", "--filter", "type=container",
-                                     "--filter", f"label=com.docker.compose.project={project}"], stdout=events)
+        recorder = subprocess.Popen(
+            [
+                "docker",
+                "events",
+                "--format",
+                "{{json .}}",
+                "--filter",
+                "type=container",
+                "--filter",
+                f"label=com.docker.compose.project={project}",
+            ],
+            stdout=events,
+        )
         proc = None
         try:
-            proc = subprocess.Popen(["docker", "compose", "up", "-d", "--wait", "--wait-timeout", str(timeout)],
-                                    stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                ["docker", "compose", "up", "-d", "--wait", "--wait-timeout", str(timeout)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
             last = ""
             while proc.poll() is None:
                 time.sleep(every if last else 2)

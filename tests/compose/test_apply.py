@@ -48,8 +48,13 @@ TIMES: dict[str, float] = {}  # what each apply took, printed at the end (docs/c
 
 @pytest.fixture(scope="module")
 def stack(deployed, tmp_path_factory):
-    if "--num_workers" not in deployed.doc["services"]["litellm"]["command"] or \
-            deployed.doc["services"]["litellm"]["command"][deployed.doc["services"]["litellm"]["command"].index("--num_workers") + 1] == "1":
+    if (
+        "--num_workers" not in deployed.doc["services"]["litellm"]["command"]
+        or deployed.doc["services"]["litellm"]["command"][
+            deployed.doc["services"]["litellm"]["command"].index("--num_workers") + 1
+        ]
+        == "1"
+    ):
         pytest.skip("the example's gateway runs one worker: a reload would cut (set gateway.workers: 2)")
     folder = tmp_path_factory.mktemp("apply")
     models = Path(os.environ["DEMO_MODELS_DIR"])  # mounted at /models in the backends
@@ -65,9 +70,23 @@ def apply(deployed, folder: Path, name: str, text: str, dry_run: bool = False) -
     models = folder / f"{name}.yml"
     models.write_text(text)
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "generator", "apply", "--models", str(models), "--out", str(deployed.root),
-                           *(["--dry-run"] if dry_run else [])], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "apply",
+            "--models",
+            str(models),
+            "--out",
+            str(deployed.root),
+            *(["--dry-run"] if dry_run else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     if not dry_run:
         TIMES[name] = time.monotonic() - t0
     print(proc.stdout, proc.stderr)
@@ -78,8 +97,14 @@ def apply(deployed, folder: Path, name: str, text: str, dry_run: bool = False) -
 
 
 def ids() -> dict[str, str]:
-    out = docker("ps", "-a", "--filter", f"label=com.docker.compose.project={os.environ['COMPOSE_PROJECT_NAME']}",
-                 "--format", '{{.ID}} {{.Label "com.docker.compose.service"}}')
+    out = docker(
+        "ps",
+        "-a",
+        "--filter",
+        f"label=com.docker.compose.project={os.environ['COMPOSE_PROJECT_NAME']}",
+        "--format",
+        '{{.ID}} {{.Label "com.docker.compose.service"}}',
+    )
     return {svc: cid for cid, svc in (line.split() for line in out.splitlines() if line.strip())}
 
 
@@ -88,15 +113,21 @@ def headers(deployed) -> dict[str, str]:
 
 
 def chat(deployed, model: str, content: str = "Say hello.", timeout: float = 120, **extra) -> httpx.Response:
-    return httpx.post(f"{deployed.url}/chat/completions", headers=headers(deployed), timeout=timeout,
-                      json={"model": model, "messages": [{"role": "user", "content": content}], **extra})
+    return httpx.post(
+        f"{deployed.url}/chat/completions",
+        headers=headers(deployed),
+        timeout=timeout,
+        json={"model": model, "messages": [{"role": "user", "content": content}], **extra},
+    )
 
 
 def stream(deployed, model: str, **extra) -> tuple[float, float, bool]:
     """(start, end, ended with [DONE]) of one streamed chat completion through the gateway."""
     start, last = time.time(), ""
     body = {"model": model, "messages": [{"role": "user", "content": "Say hello."}], "stream": True, **extra}
-    with httpx.stream("POST", f"{deployed.url}/chat/completions", headers=headers(deployed), json=body, timeout=300) as r:
+    with httpx.stream(
+        "POST", f"{deployed.url}/chat/completions", headers=headers(deployed), json=body, timeout=300
+    ) as r:
         r.raise_for_status()
         for line in r.iter_lines():
             if line.strip():
@@ -115,8 +146,10 @@ class Load:
         self.errors: list[str] = []
         # one stream at a time: enough to span a reload (each one outlasts a new worker's start), and light
         # enough that the new workers' import is not starved (two streams kept both cores busy: 272 s reloads)
-        self.threads = [threading.Thread(target=self._streams, daemon=True),
-                        threading.Thread(target=self._plain, daemon=True)]
+        self.threads = [
+            threading.Thread(target=self._streams, daemon=True),
+            threading.Thread(target=self._plain, daemon=True),
+        ]
         if keep_alive_model:  # one client, one connection reused: a worker stopping must not close it under a request
             self.threads.append(threading.Thread(target=self._keep_alive, daemon=True))
 
@@ -124,8 +157,9 @@ class Load:
         while not self.stop.is_set():
             try:  # a long answer (most of the 2048-token context): past its script, end tokens banned (LiteLLM
                 # stops a stream repeating one chunk)
-                self.streams.append(stream(self.deployed, self.model, max_tokens=1900, ignore_eos=True,
-                                           logit_bias=NO_END_LOGIT_BIAS))
+                self.streams.append(
+                    stream(self.deployed, self.model, max_tokens=1900, ignore_eos=True, logit_bias=NO_END_LOGIT_BIAS)
+                )
             except Exception as exc:  # noqa: BLE001 - any failure is what the test counts
                 self.errors.append(f"stream: {type(exc).__name__}: {exc}")
 
@@ -141,8 +175,14 @@ class Load:
         with httpx.Client(base_url=self.deployed.url, headers=headers(self.deployed), timeout=120) as client:
             while not self.stop.is_set():
                 try:
-                    r = client.post("/chat/completions", json={"model": self.keep_alive_model, "max_tokens": 16,
-                                                               "messages": [{"role": "user", "content": "Hi."}]})
+                    r = client.post(
+                        "/chat/completions",
+                        json={
+                            "model": self.keep_alive_model,
+                            "max_tokens": 16,
+                            "messages": [{"role": "user", "content": "Hi."}],
+                        },
+                    )
                     self.kept.append(r.status_code)
                 except Exception as exc:  # noqa: BLE001
                     self.errors.append(f"keep-alive request: {type(exc).__name__}: {exc}")
@@ -160,8 +200,12 @@ class Load:
 
 
 def supervisor_lines(since: float) -> list[tuple[float, str]]:
-    out = subprocess.run(["docker", "logs", "-t", "--since", str(int(since) - 1), container_of("litellm")],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["docker", "logs", "-t", "--since", str(int(since) - 1), container_of("litellm")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     found = []
     for line in (out.stdout + out.stderr).splitlines():
         stamp, _, text = line.partition(" ")
@@ -185,7 +229,7 @@ def test_a_litellm_default_reloads_the_gateway_without_losing_a_request(stack):
     new = text.replace("litellm: {max_tokens: 256}", "litellm: {max_tokens: 100}", 2)  # both models
     first = re.search(rf"^    {lora_adapter.NAME}:\n      path: /models/{lora_adapter.NAME}\b.*\n", new, flags=re.M)
     assert first, "the example's reasoner has no adapter"
-    new = new[:first.start()] + f"    {EXTRA}:\n      path: /models/{EXTRA}\n" + new[first.start():]
+    new = new[: first.start()] + f"    {EXTRA}:\n      path: /models/{EXTRA}\n" + new[first.start() :]
     plan = apply(deployed, folder, "max-tokens-dry-run", new, dry_run=True)
     assert "reload gateway: reasoner max_tokens 256 -> 100" in plan and "unchanged: tool-caller" in plan
     assert f"load adapter {EXTRA} into reasoner (no restart)" in plan, plan
@@ -214,8 +258,10 @@ def test_a_litellm_default_reloads_the_gateway_without_losing_a_request(stack):
     exited = [t for t, text in lines if "old worker" in text]
     spanning = [s for s in load.streams if s[0] < hup[0] and s[1] > exited[0] - 1.5]
     assert spanning, f"no stream was in flight while an old worker stopped (streams: {load.streams}, log: {lines})"
-    print(f"reload: {len(load.plain)} requests and {len(load.streams)} streams during it, {len(spanning)} "
-          f"started before it and still running when an old worker stopped; rolled in {done[-1] - hup[0]:.1f}s")
+    print(
+        f"reload: {len(load.plain)} requests and {len(load.streams)} streams during it, {len(spanning)} "
+        f"started before it and still running when an old worker stopped; rolled in {done[-1] - hup[0]:.1f}s"
+    )
     # the new default: a prompt that leaves ~60 tokens gets the clamp header with 100 as the asked budget
     context = 2048
     r = chat(deployed, reasoner, prompt_of(deployed, reasoner, context - 60))
@@ -229,7 +275,9 @@ def test_a_flag_and_a_rename_recreate_only_those_models(stack):
     before = ids()
     assert "prometheus" in before, f"the example has no other container to stay untouched: {before}"
     text = (folder / "litellm default.yml").read_text()
-    new = text.replace("vllm serve /models/reasoner --max-model-len 2048", "vllm serve /models/reasoner --max-model-len 1536")
+    new = text.replace(
+        "vllm serve /models/reasoner --max-model-len 2048", "vllm serve /models/reasoner --max-model-len 1536"
+    )
     assert new != text
     new = re.sub(r"^tool-caller:", "caller-b:", new, flags=re.M)
     out = apply(deployed, folder, "flag + rename", new)
@@ -240,15 +288,31 @@ def test_a_flag_and_a_rename_recreate_only_those_models(stack):
     assert after["reasoner"] != before["reasoner"]
     assert "tool-caller" not in after and "caller-b" in after
     untouched = set(before) - {"reasoner", "tool-caller", "litellm"}
-    assert {k: after.get(k) for k in untouched} == {k: before[k] for k in untouched}, "an unchanged service was recreated"
+    assert {k: after.get(k) for k in untouched} == {k: before[k] for k in untouched}, (
+        "an unchanged service was recreated"
+    )
     r = chat(deployed, deployed.served_name("reasoner"), max_tokens=16)
     assert r.status_code == 200, r.text
-    listed = {m["id"] for m in httpx.get(f"{deployed.url}/models", headers=headers(deployed), timeout=30).json()["data"]}
+    listed = {
+        m["id"] for m in httpx.get(f"{deployed.url}/models", headers=headers(deployed), timeout=30).json()["data"]
+    }
     assert listed == {deployed.served_name("reasoner"), deployed.served_name("caller-b"), lora_adapter.NAME, EXTRA}
     assert chat(deployed, EXTRA, max_tokens=16).status_code == 200  # the recreated reasoner loads both adapters
-    r = chat(deployed, deployed.served_name("caller-b"), "What is the weather in Paris? Use the tool.", max_tokens=64,
-             tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {
-                 "type": "object", "properties": {"city": {"type": "string"}}}}}])
+    r = chat(
+        deployed,
+        deployed.served_name("caller-b"),
+        "What is the weather in Paris? Use the tool.",
+        max_tokens=64,
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ],
+    )
     assert r.status_code == 200, r.text
     assert json.loads(r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
 
@@ -260,8 +324,16 @@ def gateway_states(deployed) -> dict[str, str]:
 
 
 def running(service: str) -> bool:
-    out = docker("ps", "-a", "--filter", f"label=com.docker.compose.project={os.environ['COMPOSE_PROJECT_NAME']}",
-                 "--filter", f"label=com.docker.compose.service={service}", "--format", "{{.State}}")
+    out = docker(
+        "ps",
+        "-a",
+        "--filter",
+        f"label=com.docker.compose.project={os.environ['COMPOSE_PROJECT_NAME']}",
+        "--filter",
+        f"label=com.docker.compose.service={service}",
+        "--format",
+        "{{.State}}",
+    )
     return out.strip() == "running"
 
 
@@ -277,7 +349,11 @@ def wait_for(predicate, seconds: float, what: str):
 def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through_docker(stack):
     deployed, folder = stack
     text = (folder / "flag + rename.yml").read_text()
-    new = text.replace("\nreasoner:", "\non_demand: {docker_socket: true}   # the controller starts/stops caller-b's container\n\nreasoner:", 1)
+    new = text.replace(
+        "\nreasoner:",
+        "\non_demand: {docker_socket: true}   # the controller starts/stops caller-b's container\n\nreasoner:",
+        1,
+    )
     new = re.sub(r"^(caller-b:\n)", r"\1  on_demand: {idle: 20s}\n", new, flags=re.M)
     new = re.sub(r"^  start_after: \[reasoner\].*\n", "", new, flags=re.M)  # on demand: no start order (a rule)
     assert "on_demand: {idle: 20s}" in new and "docker_socket: true" in new
@@ -295,8 +371,9 @@ def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through
     # `make apply` created caller-b's container stopped, or the controller adopted the running one and its
     # idle timeout stops it: either way it ends stopped, by the controller's hand (through the Docker socket)
     t0 = time.monotonic()
-    wait_for(lambda: not running("caller-b") and gateway_states(deployed).get(caller) == "stopped", 180,
-             "caller-b stopped")
+    wait_for(
+        lambda: not running("caller-b") and gateway_states(deployed).get(caller) == "stopped", 180, "caller-b stopped"
+    )
     assert gateway_states(deployed)[reasoner] == "healthy"
     seen: set[str] = set()
     sampling = threading.Event()
@@ -308,12 +385,26 @@ def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through
             except httpx.HTTPError:
                 pass
             time.sleep(1)
+
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     t1 = time.monotonic()
-    r = chat(deployed, caller, "What is the weather in Paris? Use the tool.", timeout=600, max_tokens=64,
-             tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {
-                 "type": "object", "properties": {"city": {"type": "string"}}}}}])
+    r = chat(
+        deployed,
+        caller,
+        "What is the weather in Paris? Use the tool.",
+        timeout=600,
+        max_tokens=64,
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ],
+    )
     loaded_after = time.monotonic() - t1
     sampling.set()
     sampler.join(timeout=30)
@@ -330,6 +421,8 @@ def test_a_model_made_on_demand_is_stopped_and_started_by_the_controller_through
     TIMES["on-demand first stop"] = t1 - t0
     TIMES["on-demand load through the gateway"] = loaded_after
     TIMES["on-demand idle stop"] = unloaded_after
-    print(f"on demand (compose): stopped {t1 - t0:.0f}s after apply, a request waited {loaded_after:.0f}s through "
-          f"its container's start, stopped again {unloaded_after:.0f}s after its last request (idle 20 s); "
-          f"states seen: {sorted(seen)}")
+    print(
+        f"on demand (compose): stopped {t1 - t0:.0f}s after apply, a request waited {loaded_after:.0f}s through "
+        f"its container's start, stopped again {unloaded_after:.0f}s after its last request (idle 20 s); "
+        f"states seen: {sorted(seen)}"
+    )

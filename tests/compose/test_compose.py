@@ -22,8 +22,10 @@ from .prometheus import GATEWAY_JOB, VLLM_JOB, prometheus_of
 from .stack import connects, container_of, docker, events_file, host_addresses, inspect
 
 HELLO = [{"role": "user", "content": "Say hello."}]
-PROBE = ("import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5)\n"
-         "except Exception as e:\n    sys.exit(f'{type(e).__name__}: {e}')")
+PROBE = (
+    "import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=5)\n"
+    "except Exception as e:\n    sys.exit(f'{type(e).__name__}: {e}')"
+)
 
 
 def _backend_port(deployed, service: str) -> int:
@@ -72,19 +74,40 @@ def test_a_container_on_a_non_internal_network_cannot_reach_a_backend(deployed):
         port = _backend_port(deployed, service)
         ip = inspect(container_of(service))["NetworkSettings"]["Networks"][_network(deployed, "backends")]["IPAddress"]
         for url in (f"http://{service}:{port}/health", f"http://{ip}:{port}/health"):
-            ok = subprocess.run(["docker", "exec", container_of("litellm"), "python3", "-c", PROBE, url],
-                                capture_output=True, text=True, timeout=60)
+            ok = subprocess.run(
+                ["docker", "exec", container_of("litellm"), "python3", "-c", PROBE, url],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert ok.returncode == 0, f"control: the gateway cannot reach {url}: {ok.stderr.strip()}"
-            outsider = subprocess.run(["docker", "run", "--rm", "--network", _network(deployed, "frontend"),
-                                       "--entrypoint", "python3", image, "-c", PROBE, url],
-                                      capture_output=True, text=True, timeout=120)
+            outsider = subprocess.run(
+                [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "--network",
+                    _network(deployed, "frontend"),
+                    "--entrypoint",
+                    "python3",
+                    image,
+                    "-c",
+                    PROBE,
+                    url,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert outsider.returncode != 0, f"a container on the frontend network reached {url}"
 
 
 def test_the_gateway_answers_on_127_0_0_1_and_on_no_other_host_address(deployed):
     port = int(deployed.url.rsplit(":", 1)[1].split("/")[0])
     assert connects("127.0.0.1", port)
-    configured = {e["model_name"] for e in yaml.safe_load((deployed.root / "litellm/config.yaml").read_text())["model_list"]}
+    configured = {
+        e["model_name"] for e in yaml.safe_load((deployed.root / "litellm/config.yaml").read_text())["model_list"]
+    }
     assert len(configured) >= len(deployed.backends)  # each backend's model and its LoRA adapters
     assert {m.id for m in deployed.client().models.list().data} == configured
     others = [a for a in host_addresses() if a != "127.0.0.1" and connects(a, port)]
@@ -99,8 +122,11 @@ def test_the_hooks_are_mounted_read_only(deployed):
     assert mount["RW"] is False and mount["Source"] == str(deployed.root / "litellm")
     files = docker("exec", container_of("litellm"), "ls", "/etc/litellm").split()
     assert "config.yaml" in files and any(f.endswith(".py") for f in files)
-    write = subprocess.run(["docker", "exec", container_of("litellm"), "sh", "-c", "echo x > /etc/litellm/config.yaml"],
-                           capture_output=True, text=True)
+    write = subprocess.run(
+        ["docker", "exec", container_of("litellm"), "sh", "-c", "echo x > /etc/litellm/config.yaml"],
+        capture_output=True,
+        text=True,
+    )
     assert write.returncode != 0 and "Read-only file system" in write.stderr
 
 
@@ -134,17 +160,23 @@ def _first_events() -> dict[tuple[str, str], datetime]:
 
 def test_chained_backends_start_after_the_one_before_is_healthy_and_the_gateway_does_not_wait(deployed):
     services = deployed.doc["services"]
-    chains = {(name, dep) for name in deployed.backends
-              for dep, cond in (services[name].get("depends_on") or {}).items()
-              if dep in deployed.backends and (cond or {}).get("condition") == "service_healthy"}
+    chains = {
+        (name, dep)
+        for name in deployed.backends
+        for dep, cond in (services[name].get("depends_on") or {}).items()
+        if dep in deployed.backends and (cond or {}).get("condition") == "service_healthy"
+    }
     if not chains:
         pytest.skip("the generated compose file has no depends_on: service_healthy chain between backends")
-    assert not set(services["litellm"].get("depends_on") or {}) & set(deployed.backends), "the gateway waits for backends"
+    assert not set(services["litellm"].get("depends_on") or {}) & set(deployed.backends), (
+        "the gateway waits for backends"
+    )
     first = _first_events()
     for name, dep in sorted(chains):
         assert (dep, "healthy") in first and (name, "start") in first, f"no start/healthy events for {name}/{dep}"
         assert first[name, "start"] > first[dep, "healthy"], (
-            f"{name} started at {first[name, 'start']}, before {dep} was healthy at {first[dep, 'healthy']}")
+            f"{name} started at {first[name, 'start']}, before {dep} was healthy at {first[dep, 'healthy']}"
+        )
     first_healthy = min(first[b, "healthy"] for b in deployed.backends)
     assert first["litellm", "start"] < first_healthy, "the gateway started only after a backend was healthy"
 
@@ -174,8 +206,12 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
     os.kill(before["State"]["Pid"], signal.SIGKILL)
     t0 = time.monotonic()
     # `make status` (the gateway's /gateway/status route) reads it down within 15 s, the other healthy
-    states = _wait(lambda: (st := _status_of(deployed))[deployed.served_name(victim)] == "down" and st, 15,
-                   f"{victim} read down in status", every=0.5)
+    states = _wait(
+        lambda: (st := _status_of(deployed))[deployed.served_name(victim)] == "down" and st,
+        15,
+        f"{victim} read down in status",
+        every=0.5,
+    )
     assert states[deployed.served_name(other)] == "healthy", states
     with pytest.raises(openai.APIError):  # fails (fast, not at the request timeout) while it is down
         _chat(deployed, deployed.served_name(victim), timeout=30)
@@ -194,10 +230,17 @@ def test_a_crashed_backend_is_restarted_and_served_again_without_a_gateway_resta
             _chat(deployed, deployed.served_name(victim), timeout=30)
         counted = _panel_counts(prom, BACKEND_ERRORS_PANEL, deployed.served_name(victim), 4 * prom.interval + 10)
         assert counted > 0, f"the backend-errors panel did not count the failed request to {victim}"
-    _wait(lambda: inspect(container_of(victim))["RestartCount"] > before["RestartCount"], 60,
-          f"the restart policy did not restart {victim}")
-    _wait(lambda: (inspect(container_of(victim))["State"].get("Health") or {}).get("Status") == "healthy", 300,
-          f"{victim} did not become healthy again", every=5)
+    _wait(
+        lambda: inspect(container_of(victim))["RestartCount"] > before["RestartCount"],
+        60,
+        f"the restart policy did not restart {victim}",
+    )
+    _wait(
+        lambda: (inspect(container_of(victim))["State"].get("Health") or {}).get("Status") == "healthy",
+        300,
+        f"{victim} did not become healthy again",
+        every=5,
+    )
     reply = _chat(deployed, deployed.served_name(victim), timeout=120)
     assert reply.choices[0].message is not None
     assert inspect(container_of("litellm"))["State"]["StartedAt"] == gateway_started, "the gateway was restarted"
@@ -208,8 +251,11 @@ def _panel_counts(prom, title: str, model: str, seconds: float) -> float:
     (expr,) = [e for t, e in queries(dashboard(load_plan(os.environ["GATEWAY_MODELS"]))) if t.startswith(title)]
     deadline, total = time.monotonic() + seconds, 0.0
     while time.monotonic() < deadline:
-        total = sum(float(r["value"][1]) for r in prom.query(expr.replace(RATE, "2m"))
-                    if r["metric"].get("requested_model") == model)
+        total = sum(
+            float(r["value"][1])
+            for r in prom.query(expr.replace(RATE, "2m"))
+            if r["metric"].get("requested_model") == model
+        )
         if total > 0:
             return total
         time.sleep(1)
@@ -217,8 +263,11 @@ def _panel_counts(prom, title: str, model: str, seconds: float) -> float:
 
 
 def _status_of(deployed) -> dict[str, str]:
-    r = httpx.get(deployed.url.removesuffix("/v1") + "/gateway/status", timeout=30,
-                  headers={"Authorization": f"Bearer {deployed.env['LITELLM_MASTER_KEY']}"})
+    r = httpx.get(
+        deployed.url.removesuffix("/v1") + "/gateway/status",
+        timeout=30,
+        headers={"Authorization": f"Bearer {deployed.env['LITELLM_MASTER_KEY']}"},
+    )
     r.raise_for_status()
     return {m["name"]: m["state"] for m in r.json()["models"]}
 
@@ -232,10 +281,20 @@ def test_the_gateway_metrics_port_answers_inside_the_stack_only(deployed):
     assert f"{GATEWAY_METRICS_PORT}/tcp" not in {p for p, b in c["NetworkSettings"]["Ports"].items() if b}
     reachable = [a for a in host_addresses() if connects(a, GATEWAY_METRICS_PORT)]
     assert not reachable, f"the gateway's metrics port answers on host addresses {reachable}"
-    inside = subprocess.run(["docker", "exec", container_of(deployed.backends[0]), "python3", "-c",
-                             "import urllib.request; print(urllib.request.urlopen("
-                             f"'http://litellm:{GATEWAY_METRICS_PORT}/metrics/', timeout=10).read().decode())"],
-                            capture_output=True, text=True, timeout=60)
+    inside = subprocess.run(
+        [
+            "docker",
+            "exec",
+            container_of(deployed.backends[0]),
+            "python3",
+            "-c",
+            "import urllib.request; print(urllib.request.urlopen("
+            f"'http://litellm:{GATEWAY_METRICS_PORT}/metrics/', timeout=10).read().decode())",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert inside.returncode == 0, inside.stderr
     assert "litellm_proxy_total_requests_metric_total" in inside.stdout
 
@@ -249,11 +308,19 @@ def test_the_gateway_container_resolves_its_worker_count_from_its_own_cpus(deplo
     command = deployed.doc["services"]["litellm"]["command"]
     given = command[command.index("--num_workers") + 1]
     logs = subprocess.run(["docker", "logs", container_of("litellm")], capture_output=True, text=True, timeout=60)
-    line = next((x for x in (logs.stdout + logs.stderr).splitlines() if x.startswith("gateway-supervisor: gateway: ")), "")
+    line = next(
+        (x for x in (logs.stdout + logs.stderr).splitlines() if x.startswith("gateway-supervisor: gateway: ")), ""
+    )
     if given == "auto":
-        cpus = int(docker("exec", container_of("litellm"), "python3", "-c",
-                          "import os; print(len(os.sched_getaffinity(0)))").strip())
-        assert re.match(rf"gateway-supervisor: gateway: {cpus} worker\(s\) \(gateway.workers: auto: {cpus} CPUs in its affinity", line), line
+        cpus = int(
+            docker(
+                "exec", container_of("litellm"), "python3", "-c", "import os; print(len(os.sched_getaffinity(0)))"
+            ).strip()
+        )
+        assert re.match(
+            rf"gateway-supervisor: gateway: {cpus} worker\(s\) \(gateway.workers: auto: {cpus} CPUs in its affinity",
+            line,
+        ), line
     else:
         assert line == f"gateway-supervisor: gateway: {given} worker(s) (gateway.workers: {given} in models.yml)", line
     processes = docker("top", container_of("litellm"), "-o", "pid,ppid,args").splitlines()

@@ -41,8 +41,13 @@ def gateway_metrics(deployed):
 def _send(deployed, n: int = N) -> dict[str, list]:
     """n chat requests per backend through the gateway; their responses (usage counts), by service."""
     client = deployed.client(120)
-    return {s: [client.chat.completions.create(model=deployed.served_name(s), messages=HELLO, max_tokens=16)
-                for _ in range(n)] for s in deployed.backends}
+    return {
+        s: [
+            client.chat.completions.create(model=deployed.served_name(s), messages=HELLO, max_tokens=16)
+            for _ in range(n)
+        ]
+        for s in deployed.backends
+    }
 
 
 def _refused_model(deployed) -> str:
@@ -56,8 +61,9 @@ def _refused(deployed) -> None:
     """One request the gateway answers with a 400, counted by LiteLLM as a failed request."""
     model = _refused_model(deployed)
     with pytest.raises(openai.BadRequestError):
-        deployed.client().chat.completions.create(model=model if model != "other" else "no-such-model",
-                                                  messages=HELLO, max_tokens=16, tools=[TOOL])
+        deployed.client().chat.completions.create(
+            model=model if model != "other" else "no-such-model", messages=HELLO, max_tokens=16, tools=[TOOL]
+        )
 
 
 def _sum(prom, metric: str, model: str) -> float:
@@ -67,14 +73,18 @@ def _sum(prom, metric: str, model: str) -> float:
 def test_every_target_is_up_and_labelled_with_its_model_and_gpus(deployed, prom):
     plan = load_plan(os.environ["GATEWAY_MODELS"])
     for m in plan.models:
-        assert prom.wait_for(f'max(up{{job="{VLLM_JOB}",model="{m.name}"}})', 1, 10 * prom.interval) == 1, f"{m.name} is not up"
+        assert prom.wait_for(f'max(up{{job="{VLLM_JOB}",model="{m.name}"}})', 1, 10 * prom.interval) == 1, (
+            f"{m.name} is not up"
+        )
         (series,) = prom.query(f'up{{job="{VLLM_JOB}",model="{m.name}"}}')
         assert series["metric"]["gpus"] == (",".join(map(str, m.gpus)) or "none")
         assert series["metric"]["served_model_name"] == m.served_name
     targets = {s["metric"]["model"] for s in prom.query(f'up{{job="{VLLM_JOB}"}}')}
     assert targets == {m.name for m in plan.models}
     if gateway_metrics_on(deployed.doc):
-        assert prom.wait_for(f'max(up{{job="{GATEWAY_JOB}"}})', 1, 10 * prom.interval) == 1, "the gateway's metrics are not up"
+        assert prom.wait_for(f'max(up{{job="{GATEWAY_JOB}"}})', 1, 10 * prom.interval) == 1, (
+            "the gateway's metrics are not up"
+        )
 
 
 def test_prometheus_answers_on_127_0_0_1_and_on_no_other_host_address(deployed, prom):
@@ -88,14 +98,20 @@ def test_prometheus_answers_on_127_0_0_1_and_on_no_other_host_address(deployed, 
 
 def test_vllm_counters_equal_what_was_sent_through_the_gateway(deployed, prom):
     """Requests, prompt and generated tokens per model in Prometheus grow by exactly what the responses report."""
-    names = {"requests": "vllm:request_success_total", "prompt": "vllm:prompt_tokens_total",
-             "generated": "vllm:generation_tokens_total"}
+    names = {
+        "requests": "vllm:request_success_total",
+        "prompt": "vllm:prompt_tokens_total",
+        "generated": "vllm:generation_tokens_total",
+    }
     prom.fresh(VLLM_JOB)  # the tests before (a restarted backend's first request) are all counted
     before = {s: {k: _sum(prom, metric, s) for k, metric in names.items()} for s in deployed.backends}
     sent = _send(deployed)
     for s, replies in sent.items():
-        want = {"requests": len(replies), "prompt": sum(r.usage.prompt_tokens for r in replies),
-                "generated": sum(r.usage.completion_tokens for r in replies)}
+        want = {
+            "requests": len(replies),
+            "prompt": sum(r.usage.prompt_tokens for r in replies),
+            "generated": sum(r.usage.completion_tokens for r in replies),
+        }
         for k, metric in names.items():
             expr = f'sum({metric}{{job="{VLLM_JOB}",model="{s}"}})'
             got = prom.wait_for(expr, before[s][k] + want[k], 6 * prom.interval)

@@ -32,10 +32,16 @@ PROJECT = "llm-gateway-replicas-test"
 def models_yml(port: int) -> dict:
     """examples/cpu-replicas' model with examples/cpu-compose's images, mount and offline gateway."""
     replicas, compose = yaml.safe_load(EXAMPLE.read_text()), yaml.safe_load(COMPOSE_EXAMPLE.read_text())
-    plain = {**replicas["plain"],
-             "command": "vllm serve /models/plain --max-model-len 2048 --enforce-eager --enable-prefix-caching"}
-    return {"defaults": {k: compose["defaults"][k] for k in ("image", "volumes", "env")},
-            "gateway": {**compose["gateway"], "port": port}, "metrics": {"enabled": False}, "plain": plain}
+    plain = {
+        **replicas["plain"],
+        "command": "vllm serve /models/plain --max-model-len 2048 --enforce-eager --enable-prefix-caching",
+    }
+    return {
+        "defaults": {k: compose["defaults"][k] for k in ("image", "volumes", "env")},
+        "gateway": {**compose["gateway"], "port": port},
+        "metrics": {"enabled": False},
+        "plain": plain,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +51,20 @@ def stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replicas-compose")
     port = free_port()
     (tmp / "models.yml").write_text(yaml.safe_dump(models_yml(port), sort_keys=False))
-    subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "generator", "--models", str(tmp / "models.yml"),
-                    "--out", str(tmp), "-q"], check=True, cwd=ROOT)
+    subprocess.run(
+        [
+            str(ROOT / ".venv/bin/python"),
+            "-m",
+            "generator",
+            "--models",
+            str(tmp / "models.yml"),
+            "--out",
+            str(tmp),
+            "-q",
+        ],
+        check=True,
+        cwd=ROOT,
+    )
     env = {**os.environ, "COMPOSE_PROJECT_NAME": PROJECT, "COMPOSE_FILE": str(tmp / "compose/docker-compose.yml")}
     env.setdefault("DEMO_MODELS_DIR", str(ROOT / ".cache/demo-models"))
 
@@ -62,16 +80,22 @@ def stack(tmp_path_factory):
         yield f"http://127.0.0.1:{port}", key, yaml.safe_load((tmp / "compose/docker-compose.yml").read_text())
     finally:
         down = compose("down", "-v", "--remove-orphans", "--timeout", "20")
-        left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={PROJECT}"],
-                              capture_output=True, text=True).stdout.split()
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={PROJECT}"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         assert down.returncode == 0 and not left, (down.stderr[-1000:], left)
 
 
 def finished(url: str, key: str) -> dict[str, float]:
     r = httpx.get(f"{url}/gateway/status", headers={"Authorization": f"Bearer {key}"}, timeout=30)
     r.raise_for_status()
-    return {m["name"]: (m["metrics"] or {}).get("requests_finished_total", 0.0) for m in r.json()["models"]
-            if m["state"] == "healthy"}
+    return {
+        m["name"]: (m["metrics"] or {}).get("requests_finished_total", 0.0)
+        for m in r.json()["models"]
+        if m["state"] == "healthy"
+    }
 
 
 def test_two_replica_containers_serve_behind_one_name(stack):
@@ -86,10 +110,13 @@ def test_two_replica_containers_serve_behind_one_name(stack):
         before = finished(url, key)
         messages = [{"role": "user", "content": f"hello {i}"}]
         for turn in range(3):
-            answer = client.chat.completions.create(model="plain", messages=messages, max_tokens=8,
-                                                    extra_headers=headers)
-            messages += [{"role": "assistant", "content": answer.choices[0].message.content or ""},
-                         {"role": "user", "content": f"turn {turn + 2}"}]
+            answer = client.chat.completions.create(
+                model="plain", messages=messages, max_tokens=8, extra_headers=headers
+            )
+            messages += [
+                {"role": "assistant", "content": answer.choices[0].message.content or ""},
+                {"role": "user", "content": f"turn {turn + 2}"},
+            ]
         after = finished(url, key)
         grew = {name: after[name] - before.get(name, 0.0) for name in after}
         assert sorted(grew.values()) == [0, 3], grew

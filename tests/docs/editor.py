@@ -46,8 +46,12 @@ def ensure() -> Path:
             raise NpmUnreachable(f"npm registry unreachable: {(ping.stderr or ping.stdout).strip().splitlines()[-1:]}")
         EDITOR_DIR.mkdir(parents=True, exist_ok=True)
         (EDITOR_DIR / "package.json").write_text('{"private": true}\n')
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", f"{PIN[0]}@{PIN[1]}"],
-                       cwd=EDITOR_DIR, check=True, timeout=600)
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", f"{PIN[0]}@{PIN[1]}"],
+            cwd=EDITOR_DIR,
+            check=True,
+            timeout=600,
+        )
         if not installed():
             raise RuntimeError(f"npm install finished but {PIN[0]} {PIN[1]} is not in {EDITOR_DIR}")
     return SERVER
@@ -57,15 +61,24 @@ class Editor:
     """One language server session; `open` a document as an editor buffer (its text need not be on disk)."""
 
     def __init__(self, server: Path, root: Path = ROOT) -> None:
-        self._proc = subprocess.Popen([str(server), "--stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            [str(server), "--stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self._ids = iter(range(1, 1_000_000))
         self._versions: dict[str, int] = {}  # open buffers
         threading.Thread(target=self._read, daemon=True).start()
-        self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {
-            "workspace": {"configuration": True},
-            "textDocument": {"publishDiagnostics": {}, "hover": {"contentFormat": ["plaintext"]}}}})
+        self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": root.as_uri(),
+                "capabilities": {
+                    "workspace": {"configuration": True},
+                    "textDocument": {"publishDiagnostics": {}, "hover": {"contentFormat": ["plaintext"]}},
+                },
+            },
+        )
         self.notify("initialized", {})
         self.notify("workspace/didChangeConfiguration", {"settings": {"yaml": SETTINGS}})
 
@@ -95,7 +108,9 @@ class Editor:
             message = self._inbox.get(timeout=max(0.1, until - time.monotonic()))
             if "method" in message and "id" in message:
                 items = message["params"].get("items", []) if message["method"] == "workspace/configuration" else None
-                result = [SETTINGS if i.get("section") == "yaml" else None for i in items] if items is not None else None
+                result = (
+                    [SETTINGS if i.get("section") == "yaml" else None for i in items] if items is not None else None
+                )
                 self._send({"id": message["id"], "result": result})
                 continue
             return message
@@ -115,11 +130,14 @@ class Editor:
         self._drain()
         version = self._versions.get(uri, 0) + 1
         if version == 1:
-            self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml", "version": 1,
-                                                                  "text": text}})
+            self.notify(
+                "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml", "version": 1, "text": text}}
+            )
         else:
-            self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
-                                                   "contentChanges": [{"text": text}]})
+            self.notify(
+                "textDocument/didChange",
+                {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]},
+            )
         self._versions[uri] = version
         until = time.monotonic() + timeout
         while True:
@@ -136,13 +154,17 @@ class Editor:
             pass
 
     def complete(self, path: Path, line: int, character: int) -> list[str]:
-        result = self.request("textDocument/completion", {"textDocument": {"uri": path.as_uri()},
-                                                          "position": {"line": line, "character": character}})
+        result = self.request(
+            "textDocument/completion",
+            {"textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}},
+        )
         return [item["label"] for item in (result or {}).get("items", [])]
 
     def hover(self, path: Path, line: int, character: int) -> str:
-        result = self.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()},
-                                                     "position": {"line": line, "character": character}})
+        result = self.request(
+            "textDocument/hover",
+            {"textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}},
+        )
         contents = (result or {}).get("contents", "")
         return contents.get("value", "") if isinstance(contents, dict) else str(contents)
 

@@ -30,6 +30,7 @@ def pages() -> list[Path]:
     """README.md, then every docs/ page in name order (docs/_incoming/ holds text not yet placed)."""
     return [README, *sorted((ROOT / "docs").glob("*.md"))]
 
+
 RUN = "run"  # run by `readme.py commands` (CI, with the demo stack up); everything else names who runs it
 CI = "ci: "
 NOT_HERE = "not here: "
@@ -41,62 +42,112 @@ WHERE: list[tuple[str, str]] = [
     (r"^make demo STOP=1$", RUN),
     (r"^make (regenerate|check|k8s|clients|schema|down)$", RUN),
     (r"^make usage$", RUN),  # against the demo stack make test left running (its people: bob, ann)
-    (r"^make key( |$)", CI + "make test: tests/unit/test_keys.py runs `make key` on a models.yml with people: "
-                            "(the repo's has none)"),
+    (
+        r"^make key( |$)",
+        CI + "make test: tests/unit/test_keys.py runs `make key` on a models.yml with people: (the repo's has none)",
+    ),
     (r"^make status( JSON=1)?$", RUN),  # against the demo stack make test left running
-    (r"^\.venv/bin/python -m generator\.operate\.runtime (up --models examples/cpu-on-demand/models\.yml|down)$",
-     CI + "make test: tests/integration/test_on_demand.py starts this file's stack through the same runtime (idle "
-     "shortened, a broken model added), reads the controller's states and stops it"),
-    (r"^make status WATCH=1$", NOT_HERE + "refreshes until Ctrl-C, for a person; it draws the table make status prints"),
-    (r"^make status MODELS=path/to/", NOT_HERE + "a placeholder path; make status MODELS=... is run by tests/integration/test_status.py"),
-    (r"^make status MODELS=examples/cpu-on-demand/models\.yml$",
-     CI + "make test: tests/integration/test_status.py runs status --models with the running local stack's own "
-     "models.yml (that stack's key, not compose/.env's), the path this command takes for the on-demand stack"),
+    (
+        r"^\.venv/bin/python -m generator\.operate\.runtime (up --models examples/cpu-on-demand/models\.yml|down)$",
+        CI + "make test: tests/integration/test_on_demand.py starts this file's stack through the same runtime (idle "
+        "shortened, a broken model added), reads the controller's states and stops it",
+    ),
+    (
+        r"^make status WATCH=1$",
+        NOT_HERE + "refreshes until Ctrl-C, for a person; it draws the table make status prints",
+    ),
+    (
+        r"^make status MODELS=path/to/",
+        NOT_HERE + "a placeholder path; make status MODELS=... is run by tests/integration/test_status.py",
+    ),
+    (
+        r"^make status MODELS=examples/cpu-on-demand/models\.yml$",
+        CI + "make test: tests/integration/test_status.py runs status --models with the running local stack's own "
+        "models.yml (that stack's key, not compose/.env's), the path this command takes for the on-demand stack",
+    ),
     (r"^make status K8S=1$", NOT_HERE + "a Kubernetes cluster (a port-forward to its gateway)"),
     (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
     (r"^make lint$", CI + "its own phase, right after the installs (.ci/run); make check runs it too"),
-    (r"^GATEWAY_URL=http://127\.0\.0\.1:4000 "
-     r"GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
-     RUN),  # the tests against the running demo, as a user copies them
+    (
+        r"^GATEWAY_URL=http://127\.0\.0\.1:4000 "
+        r"GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",
+        RUN,
+    ),  # the tests against the running demo, as a user copies them
     (r"^make compose-test$", CI + "its own phase (a real Docker engine)"),
-    (r"^make apply( DRY_RUN=1)?$", CI + "inside make compose-test (tests/compose/test_apply.py applies changed copies of the "
-                                       "CPU compose example to its running stack)"),
-    (r"^make (images|engine-down)$", CI + "inside make compose-test (docker/compose-test.sh builds the images, stops the engine)"),
+    (
+        r"^make apply( DRY_RUN=1)?$",
+        CI + "inside make compose-test (tests/compose/test_apply.py applies changed copies of the "
+        "CPU compose example to its running stack)",
+    ),
+    (
+        r"^make (images|engine-down)$",
+        CI + "inside make compose-test (docker/compose-test.sh builds the images, stops the engine)",
+    ),
     (r"^make agents$", CI + "its own phase (agents-install)"),
     (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),
-    (r"^make parsers$", NOT_HERE + "the ten families' matrix, ~500 CPU-s of ten vLLM backends, more than a CI run can "
-     "add; make test runs the same tests/integration/parsers on the GLM-4.7 and Qwen3 families"),
+    (
+        r"^make parsers$",
+        NOT_HERE + "the ten families' matrix, ~500 CPU-s of ten vLLM backends, more than a CI run can "
+        "add; make test runs the same tests/integration/parsers on the GLM-4.7 and Qwen3 families",
+    ),
     (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
-    (r"^\.venv/bin/python -m pytest -s tests/integration/test_fuzz_apis\.py$",
-     CI + "inside make test (tests/integration/test_fuzz_apis.py through the demo stack)"),
-    (r"^FUZZ_REQUESTS=\d+ FUZZ_SEED=\d+ \.venv/bin/python -m pytest",
-     NOT_HERE + "a longer fuzz run of another seed, for a person; make test runs the 2,000 per API of seed 31"),
+    (
+        r"^\.venv/bin/python -m pytest -s tests/integration/test_fuzz_apis\.py$",
+        CI + "inside make test (tests/integration/test_fuzz_apis.py through the demo stack)",
+    ),
+    (
+        r"^FUZZ_REQUESTS=\d+ FUZZ_SEED=\d+ \.venv/bin/python -m pytest",
+        NOT_HERE + "a longer fuzz run of another seed, for a person; make test runs the 2,000 per API of seed 31",
+    ),
     (r"^make hub-versions$", CI + "beside the quick start, after the install phase (.ci/run)"),
     (r"^make promtool$", CI + "inside make test (a prerequisite of make test and make unit)"),
-    (r"^curl -s http://127\.0\.0\.1:4000/v1/rerank ", CI + "make test: tests/integration/test_pooling.py sends this "
-     "rerank request (its designed documents) through the gateway of examples/cpu-pooling"),
-    (r"^docker compose exec dcgm-exporter|^curl -s 'http://127\.0\.0\.1:9090/|^curl -su admin:.*:3000/",
-     NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus"),
-    (r"^make bench(-tune|-soak|-profile)?( SOAK_MINUTES=\d+)?$",
-     NOT_HERE + "minutes of load each; tests/bench runs a miniature make bench in make test"),
+    (
+        r"^curl -s http://127\.0\.0\.1:4000/v1/rerank ",
+        CI + "make test: tests/integration/test_pooling.py sends this "
+        "rerank request (its designed documents) through the gateway of examples/cpu-pooling",
+    ),
+    (
+        r"^docker compose exec dcgm-exporter|^curl -s 'http://127\.0\.0\.1:9090/|^curl -su admin:.*:3000/",
+        NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus",
+    ),
+    (
+        r"^make bench(-tune|-soak|-profile)?( SOAK_MINUTES=\d+)?$",
+        NOT_HERE + "minutes of load each; tests/bench runs a miniature make bench in make test",
+    ),
     (r"^make bench BACKEND_URL=", NOT_HERE + "a running GPU deployment (a real backend to compare with)"),
-    (r"^make bench-replicas$", NOT_HERE + "about 3 minutes of two vLLM CPU replicas under load (its numbers are in "
-                                         "docs/replicas.md); tests/integration/test_replicas.py runs the same stack in make test"),
+    (
+        r"^make bench-replicas$",
+        NOT_HERE + "about 3 minutes of two vLLM CPU replicas under load (its numbers are in "
+        "docs/replicas.md); tests/integration/test_replicas.py runs the same stack in make test",
+    ),
     (r"^make bench-replicas MODELS=", NOT_HERE + "a GPU host with the models of that file"),
     (r"^\$EDITOR ", NOT_HERE + "an editor, for a person"),
-    (r"^cd compose && docker compose (up -d && docker compose )?--profile on-demand (create|down)$", NOT_HERE + "a GPU compose stack with on-demand models; "
-     "tests/unit/test_on_demand.py checks the profile and the controller in the generated file; make compose-test's "
-     "last step makes a CPU model on demand with make apply (which runs the create) "
-     "and stops it with the profile's down"),
-    (r"^cd compose && docker compose up -d", NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
-                                                       "compose file of the same shape (examples/cpu-compose) in a real engine"),
-    (r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",
-     NOT_HERE + "a GPU compose stack; make compose-test runs the same tests against the CPU compose stack"),
+    (
+        r"^cd compose && docker compose (up -d && docker compose )?--profile on-demand (create|down)$",
+        NOT_HERE + "a GPU compose stack with on-demand models; "
+        "tests/unit/test_on_demand.py checks the profile and the controller in the generated file; make compose-test's "
+        "last step makes a CPU model on demand with make apply (which runs the create) "
+        "and stops it with the profile's down",
+    ),
+    (
+        r"^cd compose && docker compose up -d",
+        NOT_HERE + "the CUDA vLLM image and GPUs; make compose-test runs a generated "
+        "compose file of the same shape (examples/cpu-compose) in a real engine",
+    ),
+    (
+        r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",
+        NOT_HERE + "a GPU compose stack; make compose-test runs the same tests against the CPU compose stack",
+    ),
     (r"^export LITELLM_MASTER_KEY=\.\.\.$", NOT_HERE + "a placeholder for the user's key"),
-    (r"(^|&& |; )(opencode|codex|claude)\b|CODEX_HOME=|OPENCODE_CONFIG=", NOT_HERE + "interactive agents; tests/integration/agents runs each "
-                                                                "non-interactively with the same clients/ files"),
-    (r"^(POD=\$\()?kubectl |^tar .*kubectl|^GATEWAY_URL=.*k8s/secrets\.env", NOT_HERE + "a Kubernetes cluster; tests/unit/test_k8s.py "
-                                                                               "and tests/k8s check the manifests"),
+    (
+        r"(^|&& |; )(opencode|codex|claude)\b|CODEX_HOME=|OPENCODE_CONFIG=",
+        NOT_HERE + "interactive agents; tests/integration/agents runs each "
+        "non-interactively with the same clients/ files",
+    ),
+    (
+        r"^(POD=\$\()?kubectl |^tar .*kubectl|^GATEWAY_URL=.*k8s/secrets\.env",
+        NOT_HERE + "a Kubernetes cluster; tests/unit/test_k8s.py and tests/k8s check the manifests",
+    ),
 ]
 
 
@@ -130,7 +181,7 @@ def _strip_comment(line: str) -> str:
 def bash_blocks(text: str, page: str = "README.md") -> list[tuple[int, list[Command]]]:
     blocks = []
     for n, m in enumerate(re.finditer(r"^```(bash|sh|shell)\n(.*?)^```", text, re.S | re.M)):
-        first = text[:m.start(2)].count("\n") + 1
+        first = text[: m.start(2)].count("\n") + 1
         commands, pending, start = [], "", first
         for offset, raw in enumerate(m.group(2).splitlines()):
             line = _strip_comment(raw)
@@ -200,7 +251,8 @@ def to_run(text: str | None = None) -> list[Command]:
             picked.append(c)
     stoppers = ("make demo STOP=1", "make down")
     return [c for c in picked if c.text not in stoppers] + sorted(
-        (c for c in picked if c.text in stoppers), key=lambda c: stoppers.index(c.text))
+        (c for c in picked if c.text in stoppers), key=lambda c: stoppers.index(c.text)
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -213,7 +265,9 @@ def main(argv: list[str]) -> int:
         return run(quick_start())
     if action == "commands":
         # the test snippet runs one module of the suite: the whole suite ran through the same stack in make test
-        return run(to_run(), env={"PYTEST_ADDOPTS": os.environ.get("README_PYTEST_ADDOPTS", "-q -k test_gateway_basics")})
+        return run(
+            to_run(), env={"PYTEST_ADDOPTS": os.environ.get("README_PYTEST_ADDOPTS", "-q -k test_gateway_basics")}
+        )
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -32,15 +32,17 @@ def test_the_editor_finds_nothing_wrong_in_the_committed_files(session, path):
 
 def test_the_editor_underlines_what_the_generator_would_refuse(session):
     path = ROOT / "examples/cpu-demo/models.yml"  # its modeline: a path relative to the file, as committed
-    text = path.read_text() + ("bad-model:\n  command: vllm serve org/m\n  gpus: 0\n  gpu_memory_utilization: 0.9\n"
-                               "  on_demand: {unload: pause}\n  litellm: {max_tokens: 8KB}\n")
+    text = path.read_text() + (
+        "bad-model:\n  command: vllm serve org/m\n  gpus: 0\n  gpu_memory_utilization: 0.9\n"
+        "  on_demand: {unload: pause}\n  litellm: {max_tokens: 8KB}\n"
+    )
     first = len(path.read_text().splitlines())
     found = {d["range"]["start"]["line"] - first: d["message"] for d in session.open(path, text)}
     assert set(found) == {2, 3, 4, 5}, found
-    assert "array" in found[2]                               # gpus: 0
-    assert "gpu_memory_utilization" in found[3]              # a typo'd field
-    assert "stop" in found[4] and "sleep" in found[4]        # unload: pause
-    assert "integer" in found[5]                             # 8KB: neither a number nor a size vLLM reads
+    assert "array" in found[2]  # gpus: 0
+    assert "gpu_memory_utilization" in found[3]  # a typo'd field
+    assert "stop" in found[4] and "sleep" in found[4]  # unload: pause
+    assert "integer" in found[5]  # 8KB: neither a number nor a size vLLM reads
 
 
 def test_the_editor_completes_fields_and_shows_their_description(session):

@@ -51,8 +51,13 @@ class Gateway:
 
     def anthropic(self, key: str | None = None, **kw) -> anthropic.Anthropic:
         """The Anthropic SDK as Claude Code points it: base URL without /v1, the key as x-api-key."""
-        return anthropic.Anthropic(base_url=self.url.removesuffix("/v1"), api_key=key or self.key, max_retries=0,
-                                   timeout=kw.pop("timeout", 120), **kw)
+        return anthropic.Anthropic(
+            base_url=self.url.removesuffix("/v1"),
+            api_key=key or self.key,
+            max_retries=0,
+            timeout=kw.pop("timeout", 120),
+            **kw,
+        )
 
     # A scripted model's SCRIPT decides what it does (the demo reasoner has a tool parser too, but never
     # calls a tool); a live model is expected to do what its parsers parse.
@@ -193,7 +198,9 @@ class Stacks:
         doc = {k: v for k, v in yaml.safe_load(PARSERS_EXAMPLE.read_text()).items() if k in TOP_LEVEL or k in models}
         folder = self.tmp / f"batch-{batch}"
         folder.mkdir()
-        (folder / "batch.yml").write_text(f"# {PARSERS_EXAMPLE}: batch {batch}\n" + yaml.safe_dump(doc, sort_keys=False))
+        (folder / "batch.yml").write_text(
+            f"# {PARSERS_EXAMPLE}: batch {batch}\n" + yaml.safe_dump(doc, sort_keys=False)
+        )
         plan = load_plan(on_free_ports(folder / "batch.yml", folder / "models.yml"))
         self.batch, self.stack = batch, LocalStack(plan, folder / "state", self.vllm_python)
         self.stack.start(timeout=900)
@@ -212,8 +219,9 @@ def family_stacks(tmp_path_factory) -> Stacks:
     """The parser families' stacks (examples/cpu-parsers/models.yml), a batch at a time: the matrix
     (tests/integration/parsers/) and the agents' runs on the GLM-4.7 format share them."""
     if os.environ.get("GATEWAY_URL"):  # make compose-test: its tests are of the deployment there, and these are not
-        pytest.skip("starts its own local CPU stacks (examples/cpu-parsers); tests nothing of the deployment at "
-                    "GATEWAY_URL")
+        pytest.skip(
+            "starts its own local CPU stacks (examples/cpu-parsers); tests nothing of the deployment at GATEWAY_URL"
+        )
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
     cwd = os.getcwd()
     os.chdir(ROOT)  # model paths (and the script player's module) are relative to the repo root

@@ -16,8 +16,13 @@ from aiohttp import web
 
 def _chunk(content: str | None = None, finish: str | None = None) -> bytes:
     delta = {"content": content} if content is not None else {}
-    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
@@ -29,10 +34,18 @@ def make_app(mode: str) -> web.Application:
         if mode == "500":
             return web.json_response({"error": {"message": "backend exploded"}}, status=500)
         if not body.get("stream"):
-            return web.json_response({
-                "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
+            return web.json_response(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": "fake",
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+                    ],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+                }
+            )
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         await resp.write(_chunk("Hello"))

@@ -47,8 +47,9 @@ _sizes: dict[tuple[str, str], tuple[int, float]] = {}
 
 
 def _chat_prompt_tokens(client, model: str, text: str) -> int:
-    return client.chat.completions.create(model=model, messages=[{"role": "user", "content": text}],
-                                          max_tokens=1).usage.prompt_tokens
+    return client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": text}], max_tokens=1
+    ).usage.prompt_tokens
 
 
 def text_of(gateway, model, tokens: int) -> str:
@@ -75,8 +76,15 @@ def fork_server_of(pid: int | None = None, port: int | None = None):
     OS names) was forked from; None when it was spawned."""
     import psutil
 
-    pids = [pid] if pid is not None else [c.pid for c in psutil.net_connections("tcp")
-                                          if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN]
+    pids = (
+        [pid]
+        if pid is not None
+        else [
+            c.pid
+            for c in psutil.net_connections("tcp")
+            if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+        ]
+    )
     for p in pids:
         for parent in psutil.Process(p).parents()[:2]:  # the API server's parent, or its engine's grandparent
             if "--fork-server" in parent.cmdline():

@@ -28,9 +28,12 @@ def main() -> None:
 
     args = make_arg_parser(FlexibleArgumentParser()).parse_args(job["argv"])
     config = EngineArgs.from_cli_args(args).create_model_config()
-    connector = MEDIA_CONNECTOR_REGISTRY.load(envs.VLLM_MEDIA_CONNECTOR, media_io_kwargs=None,
-                                              allowed_local_media_path=config.allowed_local_media_path,
-                                              allowed_media_domains=config.allowed_media_domains)
+    connector = MEDIA_CONNECTOR_REGISTRY.load(
+        envs.VLLM_MEDIA_CONNECTOR,
+        media_io_kwargs=None,
+        allowed_local_media_path=config.allowed_local_media_path,
+        allowed_media_domains=config.allowed_media_domains,
+    )
 
     async def fetch(url: str) -> str:
         try:

@@ -14,8 +14,11 @@ from generator.demo.script import ANSWER_TEXT, REASONING_TEXT, TOOL_CALL, WEATHE
 
 from .helpers import ASK_WEATHER, clamp_note, too_long_text
 
-TOOL = {"name": "get_weather", "description": WEATHER_TOOL["function"]["description"],
-        "input_schema": WEATHER_TOOL["function"]["parameters"]}
+TOOL = {
+    "name": "get_weather",
+    "description": WEATHER_TOOL["function"]["description"],
+    "input_schema": WEATHER_TOOL["function"]["parameters"],
+}
 CLAUDE_CODE_MAX_TOKENS = 32000  # what Claude Code sends on every request
 
 
@@ -35,15 +38,17 @@ def _check_tool_use(gateway, model, message) -> None:
 
 
 def test_messages_tool_call(gateway, tool_model):
-    message = gateway.anthropic().messages.create(model=tool_model.served_name, max_tokens=256,
-                                                  messages=ASK_WEATHER, tools=[TOOL])
+    message = gateway.anthropic().messages.create(
+        model=tool_model.served_name, max_tokens=256, messages=ASK_WEATHER, tools=[TOOL]
+    )
     _check_tool_use(gateway, tool_model, message)
 
 
 def test_messages_streamed_tool_call(gateway, tool_model):
     partial = []
-    with gateway.anthropic().messages.stream(model=tool_model.served_name, max_tokens=256,
-                                             messages=ASK_WEATHER, tools=[TOOL]) as stream:
+    with gateway.anthropic().messages.stream(
+        model=tool_model.served_name, max_tokens=256, messages=ASK_WEATHER, tools=[TOOL]
+    ) as stream:
         for event in stream:
             if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
                 partial.append(event.delta.partial_json)
@@ -72,8 +77,9 @@ def _check_thinking(gateway, model, thinking: str, text: str) -> None:
 
 
 def test_messages_reasoning_is_a_thinking_block(gateway, reasoning_model):
-    message = gateway.anthropic().messages.create(model=reasoning_model.served_name, max_tokens=256,
-                                                  messages=ASK_WEATHER)
+    message = gateway.anthropic().messages.create(
+        model=reasoning_model.served_name, max_tokens=256, messages=ASK_WEATHER
+    )
     thinking = "".join(b.thinking for b in message.content if b.type == "thinking")
     text = "".join(b.text for b in message.content if b.type == "text")
     _check_thinking(gateway, reasoning_model, thinking, text)
@@ -81,8 +87,9 @@ def test_messages_reasoning_is_a_thinking_block(gateway, reasoning_model):
 
 def test_messages_streamed_reasoning_is_thinking(gateway, reasoning_model):
     thinking, text = [], []
-    with gateway.anthropic().messages.stream(model=reasoning_model.served_name, max_tokens=256,
-                                             messages=ASK_WEATHER) as stream:
+    with gateway.anthropic().messages.stream(
+        model=reasoning_model.served_name, max_tokens=256, messages=ASK_WEATHER
+    ) as stream:
         for event in stream:
             if event.type == "content_block_delta" and event.delta.type == "thinking_delta":
                 thinking.append(event.delta.thinking)
@@ -104,13 +111,15 @@ def test_messages_thinking_sent_back_is_accepted(gateway, reasoning_model):
 
 # --- the clamp -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("asked", ["claude-code", "twice-the-context"])
 def test_messages_max_tokens_is_clamped(gateway, model, asked):
     asked = CLAUDE_CODE_MAX_TOKENS if asked == "claude-code" else model.context * 2
     if asked < model.context:
         pytest.skip(f"{model.served_name} holds {model.context} tokens: {asked} fits without a clamp")
     raw = gateway.anthropic().messages.with_raw_response.create(
-        model=model.served_name, max_tokens=asked, messages=[{"role": "user", "content": "Say hello."}])
+        model=model.served_name, max_tokens=asked, messages=[{"role": "user", "content": "Say hello."}]
+    )
     message = raw.parse()
     assert clamp_note(raw.headers) == (asked, model.context - message.usage.input_tokens)
 
@@ -118,31 +127,40 @@ def test_messages_max_tokens_is_clamped(gateway, model, asked):
 def test_messages_max_tokens_is_clamped_when_streaming(gateway, model):
     asked = model.context * 2
     with gateway.anthropic().messages.with_streaming_response.create(
-            model=model.served_name, max_tokens=asked, stream=True,
-            messages=[{"role": "user", "content": "Say hello."}]) as raw:
+        model=model.served_name, max_tokens=asked, stream=True, messages=[{"role": "user", "content": "Say hello."}]
+    ) as raw:
         note = clamp_note(raw.headers)
         # the input count: message_start's (Anthropic), else the final message_delta's (LiteLLM's
         # translation sends 0 at the start and the real count at the end)
-        counts = [e.message.usage.input_tokens if e.type == "message_start" else e.usage.input_tokens
-                  for e in raw.parse() if e.type in ("message_start", "message_delta")]
+        counts = [
+            e.message.usage.input_tokens if e.type == "message_start" else e.usage.input_tokens
+            for e in raw.parse()
+            if e.type in ("message_start", "message_delta")
+        ]
     assert counts and max(c or 0 for c in counts) > 0, "no input token count in the stream"
     assert note == (asked, model.context - max(c or 0 for c in counts))
 
 
 def test_a_request_that_fits_is_not_clamped(gateway, model):
     raw = gateway.anthropic().messages.with_raw_response.create(
-        model=model.served_name, max_tokens=16, messages=[{"role": "user", "content": "Say hello."}])
+        model=model.served_name, max_tokens=16, messages=[{"role": "user", "content": "Say hello."}]
+    )
     assert clamp_note(raw.headers) is None
 
 
 # --- one clear 400 ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_prompt_longer_than_the_context_is_one_clear_400(gateway, model, stream):
     text = too_long_text(gateway, model)
     with pytest.raises(anthropic.BadRequestError) as err:
-        result = gateway.anthropic().messages.create(model=model.served_name, max_tokens=CLAUDE_CODE_MAX_TOKENS,
-                                                     messages=[{"role": "user", "content": text}], stream=stream)
+        result = gateway.anthropic().messages.create(
+            model=model.served_name,
+            max_tokens=CLAUDE_CODE_MAX_TOKENS,
+            messages=[{"role": "user", "content": text}],
+            stream=stream,
+        )
         if stream:
             list(result)
     message = err.value.body["error"]["message"]
@@ -160,19 +178,29 @@ def test_count_tokens_is_the_backends_own_count(gateway, model):
     """The count equals the prompt tokens vLLM reports for the same conversation as chat: the
     model's own tokenizer and template, so it came from the backend (LiteLLM alone would count with
     tiktoken, or ask Anthropic's servers, LiteLLM #29764)."""
-    counted = gateway.anthropic().messages.count_tokens(
-        model=model.served_name, system=SYSTEM, messages=ASK_WEATHER).input_tokens
-    served = gateway.client().chat.completions.create(
-        model=model.served_name, max_tokens=1,
-        messages=[{"role": "system", "content": SYSTEM}, *ASK_WEATHER]).usage.prompt_tokens
+    counted = (
+        gateway.anthropic()
+        .messages.count_tokens(model=model.served_name, system=SYSTEM, messages=ASK_WEATHER)
+        .input_tokens
+    )
+    served = (
+        gateway.client()
+        .chat.completions.create(
+            model=model.served_name, max_tokens=1, messages=[{"role": "system", "content": SYSTEM}, *ASK_WEATHER]
+        )
+        .usage.prompt_tokens
+    )
     assert counted == served
 
 
 def test_count_tokens_counts_a_prompt_longer_than_the_context(gateway, model):
     """Claude Code counts to decide when to compact: the count must work past the context too."""
     text = too_long_text(gateway, model)
-    counted = gateway.anthropic().messages.count_tokens(
-        model=model.served_name, messages=[{"role": "user", "content": text}]).input_tokens
+    counted = (
+        gateway.anthropic()
+        .messages.count_tokens(model=model.served_name, messages=[{"role": "user", "content": text}])
+        .input_tokens
+    )
     assert counted > model.context
 
 
@@ -185,4 +213,5 @@ def test_count_tokens_for_a_model_not_served_here_is_a_404_not_a_forward(gateway
 def test_count_tokens_needs_the_key(gateway):
     with pytest.raises(anthropic.AuthenticationError):
         gateway.anthropic(key="sk-wrong").messages.count_tokens(
-            model=gateway.plan.models[0].served_name, messages=ASK_WEATHER)
+            model=gateway.plan.models[0].served_name, messages=ASK_WEATHER
+        )

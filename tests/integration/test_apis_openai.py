@@ -28,6 +28,7 @@ def _scripted(gateway, model, kind: str) -> bool:
 
 # --- /v1/responses: tool calls ---------------------------------------------------------------------
 
+
 def _check_args(gateway, model, name: str, arguments: str) -> None:
     assert name == "get_weather"
     args = json.loads(arguments)  # valid JSON, not parser text
@@ -47,8 +48,9 @@ def test_responses_tool_call(gateway, tool_model):
 
 def test_responses_streamed_tool_call(gateway, tool_model):
     deltas, done, final = [], [], None
-    with gateway.client().responses.stream(model=tool_model.served_name, input=QUESTION,
-                                           tools=[RESPONSES_TOOL]) as stream:
+    with gateway.client().responses.stream(
+        model=tool_model.served_name, input=QUESTION, tools=[RESPONSES_TOOL]
+    ) as stream:
         for event in stream:
             if event.type == "response.function_call_arguments.delta":
                 deltas.append(event.delta)
@@ -67,9 +69,11 @@ def test_responses_tool_result_turn(gateway, tool_model):
     client = gateway.client()
     first = client.responses.create(model=tool_model.served_name, input=QUESTION, tools=[RESPONSES_TOOL])
     call = next(o for o in first.output if o.type == "function_call")
-    items = [{"role": "user", "content": QUESTION},
-             {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
-             {"type": "function_call_output", "call_id": call.call_id, "output": json.dumps({"sky": "sunny"})}]
+    items = [
+        {"role": "user", "content": QUESTION},
+        {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
+        {"type": "function_call_output", "call_id": call.call_id, "output": json.dumps({"sky": "sunny"})},
+    ]
     second = client.responses.create(model=tool_model.served_name, input=items, tools=[RESPONSES_TOOL])
     assert second.status == "completed" and second.output
 
@@ -79,12 +83,14 @@ def test_previous_response_id_is_not_stored(gateway, model):
     client = gateway.client()
     first = client.responses.create(model=model.served_name, input="Say hello.", max_output_tokens=16)
     with pytest.raises(openai.APIStatusError) as err:
-        client.responses.create(model=model.served_name, input="And again.", previous_response_id=first.id,
-                                max_output_tokens=16)
+        client.responses.create(
+            model=model.served_name, input="And again.", previous_response_id=first.id, max_output_tokens=16
+        )
     assert 400 <= err.value.status_code < 500, err.value
 
 
 # --- /v1/responses: reasoning ----------------------------------------------------------------------
+
 
 def _reasoning_text(item) -> str:
     parts = [c.text for c in (getattr(item, "content", None) or []) if getattr(c, "text", None)]
@@ -117,6 +123,7 @@ def test_responses_streamed_reasoning_is_separated(gateway, reasoning_model):
 
 # --- the clamp -------------------------------------------------------------------------------------
 
+
 def _check_clamp(model, note, asked: int, prompt_tokens: int) -> None:
     assert note, "a budget above the context must be clamped and say so in x-gateway-max-tokens-clamped"
     assert note == (asked, model.context - prompt_tokens), f"clamped {note}, prompt {prompt_tokens} tokens"
@@ -125,7 +132,8 @@ def _check_clamp(model, note, asked: int, prompt_tokens: int) -> None:
 def test_responses_max_output_tokens_is_clamped(gateway, model):
     asked = model.context * 2
     raw = gateway.client().responses.with_raw_response.create(
-        model=model.served_name, input="Say hello.", max_output_tokens=asked)
+        model=model.served_name, input="Say hello.", max_output_tokens=asked
+    )
     reply = raw.parse()
     _check_clamp(model, clamp_note(raw.headers), asked, reply.usage.input_tokens)
     assert reply.max_output_tokens == model.context - reply.usage.input_tokens
@@ -134,7 +142,8 @@ def test_responses_max_output_tokens_is_clamped(gateway, model):
 def test_responses_max_output_tokens_is_clamped_when_streaming(gateway, model):
     asked = model.context * 2
     with gateway.client().responses.with_streaming_response.create(
-            model=model.served_name, input="Say hello.", max_output_tokens=asked, stream=True) as raw:
+        model=model.served_name, input="Say hello.", max_output_tokens=asked, stream=True
+    ) as raw:
         note = clamp_note(raw.headers)
         final = [e for e in raw.parse() if e.type == "response.completed"]
     assert final, "the stream did not complete"
@@ -144,15 +153,20 @@ def test_responses_max_output_tokens_is_clamped_when_streaming(gateway, model):
 def test_completions_max_tokens_is_clamped(gateway, model):
     asked = model.context * 2
     raw = gateway.client().completions.with_raw_response.create(
-        model=model.served_name, prompt="Say hello.", max_tokens=asked)
+        model=model.served_name, prompt="Say hello.", max_tokens=asked
+    )
     _check_clamp(model, clamp_note(raw.headers), asked, raw.parse().usage.prompt_tokens)
 
 
 def test_completions_max_tokens_is_clamped_when_streaming(gateway, model):
     asked = model.context * 2
     with gateway.client().completions.with_streaming_response.create(
-            model=model.served_name, prompt="Say hello.", max_tokens=asked, stream=True,
-            stream_options={"include_usage": True}) as raw:
+        model=model.served_name,
+        prompt="Say hello.",
+        max_tokens=asked,
+        stream=True,
+        stream_options={"include_usage": True},
+    ) as raw:
         note = clamp_note(raw.headers)
         usage = [c.usage for c in raw.parse() if c.usage]
     assert usage, "no usage chunk"
@@ -164,16 +178,20 @@ def test_chat_default_max_tokens_is_what_gets_clamped(gateway, model):
     leaves less than it (the header names the default)."""
     leave = model.max_tokens // 2
     if model.context - leave > PREFILL_BUDGET:
-        pytest.skip(f"needs a {model.context - leave}-token prompt: minutes of CPU prefill (the unit tests and "
-                    "test_responses_get_the_models_defaults cover the defaults)")
+        pytest.skip(
+            f"needs a {model.context - leave}-token prompt: minutes of CPU prefill (the unit tests and "
+            "test_responses_get_the_models_defaults cover the defaults)"
+        )
     text = text_of(gateway, model, model.context - leave)
     raw = gateway.client().chat.completions.with_raw_response.create(
-        model=model.served_name, messages=[{"role": "user", "content": text}])
+        model=model.served_name, messages=[{"role": "user", "content": text}]
+    )
     reply = raw.parse()
     _check_clamp(model, clamp_note(raw.headers), model.max_tokens, reply.usage.prompt_tokens)
 
 
 # --- defaults --------------------------------------------------------------------------------------
+
 
 def test_responses_get_the_models_defaults(gateway, model):
     """The Responses API echoes the sampling settings vLLM used: the gateway's defaults."""
@@ -185,12 +203,14 @@ def test_responses_get_the_models_defaults(gateway, model):
 
 
 def test_responses_client_values_beat_the_defaults(gateway, model):
-    reply = gateway.client().responses.create(model=model.served_name, input="Say hello.", max_output_tokens=20,
-                                              temperature=0.0)
+    reply = gateway.client().responses.create(
+        model=model.served_name, input="Say hello.", max_output_tokens=20, temperature=0.0
+    )
     assert reply.max_output_tokens == 20 and reply.temperature == 0.0
 
 
 # --- one clear 400 ---------------------------------------------------------------------------------
+
 
 def _check_too_long(model, err) -> None:
     assert err.value.status_code == 400, err.value
@@ -203,7 +223,8 @@ def _check_too_long(model, err) -> None:
 
 CALLS = {
     "chat": lambda c, m, text, **kw: c.chat.completions.create(
-        model=m, messages=[{"role": "user", "content": text}], **kw),
+        model=m, messages=[{"role": "user", "content": text}], **kw
+    ),
     "completions": lambda c, m, text, **kw: c.completions.create(model=m, prompt=text, **kw),
     "responses": lambda c, m, text, **kw: c.responses.create(model=m, input=text, **kw),
 }
@@ -224,8 +245,9 @@ def test_the_backends_own_context_error_carries_no_litellm_advice(gateway, model
     """When the gateway cannot count (here: a batch of two prompts), vLLM refuses the long one itself;
     its message reaches the client without LiteLLM's "Set 'context_window_fallback'" advice."""
     with pytest.raises(openai.BadRequestError) as err:
-        gateway.client().completions.create(model=model.served_name, prompt=[too_long_text(gateway, model), "hi"],
-                                            max_tokens=16)
+        gateway.client().completions.create(
+            model=model.served_name, prompt=[too_long_text(gateway, model), "hi"], max_tokens=16
+        )
     message = str(err.value)
     assert "context" in message.lower(), message
     assert "context_window_fallback" not in message and "docs.litellm.ai" not in message, message
@@ -237,14 +259,18 @@ def test_the_backends_own_context_error_carries_no_litellm_advice(gateway, model
 # that one request killed the engine (EngineDeadError, then connection refused): any key holder could
 # stop a model. Found by the fuzz run against the compose stack; docs/limits.md.
 LOGPROBS = {
-    "completions-logprobs-0": lambda c, m: c.completions.create(model=m, prompt="Say hello.", max_tokens=2,
-                                                                logprobs=0),
-    "completions-echo-prompt-logprobs": lambda c, m: c.completions.create(model=m, prompt="Say hello.", max_tokens=2,
-                                                                          logprobs=2, echo=True),
+    "completions-logprobs-0": lambda c, m: c.completions.create(model=m, prompt="Say hello.", max_tokens=2, logprobs=0),
+    "completions-echo-prompt-logprobs": lambda c, m: c.completions.create(
+        model=m, prompt="Say hello.", max_tokens=2, logprobs=2, echo=True
+    ),
     "chat-top-logprobs": lambda c, m: c.chat.completions.create(
-        model=m, messages=[{"role": "user", "content": "Say hello."}], max_tokens=2, logprobs=True, top_logprobs=2),
-    "chat-streamed-logprobs": lambda c, m: list(c.chat.completions.create(
-        model=m, messages=[{"role": "user", "content": "Say hello."}], max_tokens=2, logprobs=True, stream=True)),
+        model=m, messages=[{"role": "user", "content": "Say hello."}], max_tokens=2, logprobs=True, top_logprobs=2
+    ),
+    "chat-streamed-logprobs": lambda c, m: list(
+        c.chat.completions.create(
+            model=m, messages=[{"role": "user", "content": "Say hello."}], max_tokens=2, logprobs=True, stream=True
+        )
+    ),
 }
 
 
@@ -252,8 +278,10 @@ def _has_logprobs(reply) -> bool:
     if isinstance(reply, list):  # streamed chunks
         return any(ch.choices and ch.choices[0].logprobs and ch.choices[0].logprobs.content for ch in reply)
     choice = reply.choices[0]
-    return bool(choice.logprobs and (getattr(choice.logprobs, "content", None) or
-                                     getattr(choice.logprobs, "token_logprobs", None)))
+    return bool(
+        choice.logprobs
+        and (getattr(choice.logprobs, "content", None) or getattr(choice.logprobs, "token_logprobs", None))
+    )
 
 
 @pytest.mark.parametrize("ask", LOGPROBS)
@@ -266,6 +294,7 @@ def test_logprobs_are_served_and_the_backend_serves_on(gateway, model, ask):
     else:
         reply = LOGPROBS[ask](client, model.served_name)
         assert _has_logprobs(reply), reply
-    after = client.chat.completions.create(model=model.served_name, messages=[{"role": "user", "content": "Hi."}],
-                                           max_tokens=2)
+    after = client.chat.completions.create(
+        model=model.served_name, messages=[{"role": "user", "content": "Hi."}], max_tokens=2
+    )
     assert after.choices[0].message is not None

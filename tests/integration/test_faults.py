@@ -32,11 +32,14 @@ def _fake_models(gateway_port: int, fakes: dict[str, int]) -> str:
     # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
     return f"""
 gateway: {{port: {gateway_port}, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}, workers: 1}}
-""" + "".join(f"""
+""" + "".join(
+        f"""
 {mode}:
   gpus: []
   command: vllm serve fake/{mode} --max-model-len 4096 --port {port}
-""" for mode, port in fakes.items())
+"""
+        for mode, port in fakes.items()
+    )
 
 
 def _wait_http(url: str, seconds: float = 30) -> None:
@@ -54,14 +57,18 @@ def _wait_http(url: str, seconds: float = 30) -> None:
 def fakes(tmp_path_factory):
     """A real LiteLLM gateway, generated config, in front of misbehaving fake backends."""
     if os.environ.get("GATEWAY_URL"):
-        pytest.skip("starts its own local gateway in front of fake backends; tests nothing of the deployment at GATEWAY_URL")
+        pytest.skip(
+            "starts its own local gateway in front of fake backends; tests nothing of the deployment at GATEWAY_URL"
+        )
     tmp = tmp_path_factory.mktemp("faults")
     gateway_port, *ports = free_ports(1 + len(MODES))
     fakes = dict(zip(MODES, ports))
     (tmp / "models.yml").write_text(_fake_models(gateway_port, fakes))
     plan = load_plan(tmp / "models.yml")
-    backends = [subprocess.Popen([sys.executable, "-m", "tests.integration.fake_backend", mode, str(port)], cwd=ROOT)
-                for mode, port in fakes.items()]
+    backends = [
+        subprocess.Popen([sys.executable, "-m", "tests.integration.fake_backend", mode, str(port)], cwd=ROOT)
+        for mode, port in fakes.items()
+    ]
     stack = LocalStack(plan, tmp / "state", vllm_python="(not used)")
     try:
         for port in fakes.values():
@@ -123,37 +130,61 @@ MALFORMED = {
 
 @pytest.mark.parametrize("body", MALFORMED.values(), ids=MALFORMED.keys())
 def test_malformed_requests_get_4xx_not_5xx(fakes, body):
-    r = httpx.post(f"{fakes.gateway_url}/v1/chat/completions", content=body, timeout=60,
-                   headers={"Authorization": f"Bearer {fakes.master_key}", "Content-Type": "application/json"})
+    r = httpx.post(
+        f"{fakes.gateway_url}/v1/chat/completions",
+        content=body,
+        timeout=60,
+        headers={"Authorization": f"Bearer {fakes.master_key}", "Content-Type": "application/json"},
+    )
     assert 400 <= r.status_code < 500, f"{r.status_code}: {r.text[:300]}"
     assert httpx.get(f"{fakes.gateway_url}/health/liveliness", timeout=5).status_code == 200
 
 
-@pytest.mark.parametrize("path,body", [
-    ("/v1/chat/completions", {"messages": HELLO, "tools": [{"type": "function", "function": {"name": "f"}}]}),
-    ("/v1/responses", {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {}}]}),
-    ("/v1/messages", {"max_tokens": 16, "messages": HELLO, "tools": [{"name": "f", "input_schema": {}}]}),
-], ids=["chat", "responses", "messages"])
+@pytest.mark.parametrize(
+    "path,body",
+    [
+        ("/v1/chat/completions", {"messages": HELLO, "tools": [{"type": "function", "function": {"name": "f"}}]}),
+        ("/v1/responses", {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {}}]}),
+        ("/v1/messages", {"max_tokens": 16, "messages": HELLO, "tools": [{"name": "f", "input_schema": {}}]}),
+    ],
+    ids=["chat", "responses", "messages"],
+)
 def test_tools_to_models_without_a_tool_parser_are_a_clear_400_before_the_backend(fakes, path, body):
     """None of the fake models has a tool parser (the demo's models all do): the gateway says so itself."""
-    r = httpx.post(f"{fakes.gateway_url}{path}", json={"model": "ok", **body}, timeout=60,
-                   headers={"Authorization": f"Bearer {fakes.master_key}"})
+    r = httpx.post(
+        f"{fakes.gateway_url}{path}",
+        json={"model": "ok", **body},
+        timeout=60,
+        headers={"Authorization": f"Bearer {fakes.master_key}"},
+    )
     assert r.status_code == 400, r.text
     assert "ok takes no tools" in r.text and "no model of this gateway takes tools" in r.text, r.text
 
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                       max_leaves=8)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 
 
-@settings(max_examples=int(os.environ.get('FUZZ_EXAMPLES', 40)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(field=st.sampled_from(["messages", "model", "max_tokens", "temperature", "tools", "tool_choice", "stream", "n"]),
-       value=JSONISH)
+@settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    field=st.sampled_from(["messages", "model", "max_tokens", "temperature", "tools", "tool_choice", "stream", "n"]),
+    value=JSONISH,
+)
 def test_fuzzed_fields_never_give_5xx(fakes, field, value):
     body = {"model": "ok", "messages": HELLO, field: value}
-    r = httpx.post(f"{fakes.gateway_url}/v1/chat/completions", json=body, timeout=30,
-                   headers={"Authorization": f"Bearer {fakes.master_key}"})
+    r = httpx.post(
+        f"{fakes.gateway_url}/v1/chat/completions",
+        json=body,
+        timeout=30,
+        headers={"Authorization": f"Bearer {fakes.master_key}"},
+    )
     assert r.status_code < 500, f"{field}={value!r} -> {r.status_code}: {r.text[:300]}"
 
 
@@ -198,8 +229,11 @@ def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
 
 
 def _states(gateway) -> dict[str, str]:
-    r = httpx.get(gateway.url.removesuffix("/v1") + "/gateway/status", timeout=30,
-                  headers={"Authorization": f"Bearer {gateway.key}"})
+    r = httpx.get(
+        gateway.url.removesuffix("/v1") + "/gateway/status",
+        timeout=30,
+        headers={"Authorization": f"Bearer {gateway.key}"},
+    )
     r.raise_for_status()
     return {m["name"]: m["state"] for m in r.json()["models"]}
 

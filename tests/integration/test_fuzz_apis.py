@@ -44,10 +44,15 @@ REGRESSIONS = Path(__file__).with_name("fuzz_regressions.jsonl")
 ALL_CHECKS = list(HealthCheck)
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 def replace_inside(body: object, draw) -> object:
@@ -57,7 +62,7 @@ def replace_inside(body: object, draw) -> object:
         return {**body, key: replace_inside(body[key], draw)}
     if isinstance(body, list) and body and draw(st.booleans()):
         i = draw(st.integers(0, len(body) - 1))
-        return [*body[:i], replace_inside(body[i], draw), *body[i + 1:]]
+        return [*body[:i], replace_inside(body[i], draw), *body[i + 1 :]]
     return draw(JSON)
 
 
@@ -77,7 +82,7 @@ def retyped(body: object, at: tuple, kind: str) -> object:
     head, rest = at[0], at[1:]
     if isinstance(body, dict):
         return {**body, head: retyped(body[head], rest, kind)}
-    return [*body[:head], retyped(body[head], rest, kind), *body[head + 1:]]
+    return [*body[:head], retyped(body[head], rest, kind), *body[head + 1 :]]
 
 
 def bodies(shape: Body) -> st.SearchStrategy:
@@ -135,8 +140,11 @@ def signature(api: str, seen: str) -> str:
 
 def keep(api: str, failures: list[tuple[object, str]]) -> None:
     """Append one failing body per new kind of failure to fuzz_regressions.jsonl (one JSON line each)."""
-    cases = [json.loads(line) for line in REGRESSIONS.read_text().splitlines() if line.strip()] \
-        if REGRESSIONS.exists() else []
+    cases = (
+        [json.loads(line) for line in REGRESSIONS.read_text().splitlines() if line.strip()]
+        if REGRESSIONS.exists()
+        else []
+    )
     known = {signature(c["api"], c["seen"]) for c in cases}
     lines = []
     for body, seen in failures:
@@ -151,9 +159,12 @@ def keep(api: str, failures: list[tuple[object, str]]) -> None:
 
 
 def client_of(gateway) -> httpx.Client:
-    return httpx.Client(base_url=gateway.url.removesuffix("/v1"), timeout=ANSWER_TIMEOUT,
-                        headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"},
-                        limits=httpx.Limits(max_connections=IN_FLIGHT))
+    return httpx.Client(
+        base_url=gateway.url.removesuffix("/v1"),
+        timeout=ANSWER_TIMEOUT,
+        headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"},
+        limits=httpx.Limits(max_connections=IN_FLIGHT),
+    )
 
 
 def assert_serves_a_normal_request(client: httpx.Client, model: str) -> None:
@@ -170,14 +181,20 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_
     slots = threading.BoundedSemaphore(IN_FLIGHT * 2)
     start = time.monotonic()
     with client_of(gateway) as client, concurrent.futures.ThreadPoolExecutor(IN_FLIGHT) as pool:
+
         def done(body, future):
             slots.release()
             if (why := future.result()) is not None:
                 failures.append((body, why))
 
         @seed(FUZZ_SEED)
-        @settings(max_examples=FUZZ_REQUESTS, phases=[Phase.generate], database=None, deadline=None,
-                  suppress_health_check=ALL_CHECKS)
+        @settings(
+            max_examples=FUZZ_REQUESTS,
+            phases=[Phase.generate],
+            database=None,
+            deadline=None,
+            suppress_health_check=ALL_CHECKS,
+        )
         @given(bodies(schema_of(models)))
         def fuzz(body):
             nonlocal sent
@@ -194,8 +211,10 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_
         print("\n" + line)
         record_property(FUZZ_COUNT, line)  # printed at the end of the run (conftest.py), from a pytest-xdist worker too
         keep(api, failures)
-        assert not failures, (f"{len(failures)} of {sent} fuzzed {api} requests failed (kept in {REGRESSIONS.name}); "
-                              f"first: {failures[0][1]} for {str(failures[0][0])[:300]}")
+        assert not failures, (
+            f"{len(failures)} of {sent} fuzzed {api} requests failed (kept in {REGRESSIONS.name}); "
+            f"first: {failures[0][1]} for {str(failures[0][0])[:300]}"
+        )
         assert sent >= FUZZ_REQUESTS, f"only {sent} {api} requests in the {FUZZ_SECONDS:.0f} s bound (FUZZ_SECONDS)"
         assert_serves_a_normal_request(client, models[0])
 
@@ -224,8 +243,12 @@ TOOL = {  # each API's own tool shape, so that only the count is past the bound
 ASKS = {  # bound -> (request field, how a request asks for k of it)
     "n": ("n", lambda api, k: k),
     "best_of": ("best_of", lambda api, k: k),
-    "tools": ("tools", lambda api, k: [TOOL.get(api, lambda i: {"type": "function", "function": {"name": f"f{i}"}})(i)
-                                       for i in range(k)]),
+    "tools": (
+        "tools",
+        lambda api, k: [
+            TOOL.get(api, lambda i: {"type": "function", "function": {"name": f"f{i}"}})(i) for i in range(k)
+        ],
+    ),
     "logit_bias": ("logit_bias", lambda api, k: {str(i): 1 for i in range(k)}),
 }
 
@@ -242,8 +265,12 @@ def test_any_value_past_a_bound_is_a_400_naming_field_and_bound(gateway, api, bo
     @given(st.integers(most + 1, most + 600))
     def past(k):
         body = {"model": m.served_name, **BASE[api], field: asking(api, k)}
-        r = httpx.post(gateway.url.removesuffix("/v1") + APIS[api][0], json=body, timeout=ANSWER_TIMEOUT,
-                       headers={"Authorization": f"Bearer {gateway.key}"})
+        r = httpx.post(
+            gateway.url.removesuffix("/v1") + APIS[api][0],
+            json=body,
+            timeout=ANSWER_TIMEOUT,
+            headers={"Authorization": f"Bearer {gateway.key}"},
+        )
         assert r.status_code == 400, f"{field}={k}: {r.status_code} {r.text[:300]}"
         assert f"`{field}` asks {k}" in r.text and f"over the {most} that {m.served_name} (limits.{bound}" in r.text
 
@@ -260,8 +287,12 @@ def test_any_body_past_the_size_bound_is_a_413(gateway, api):
     @given(st.integers(1, 4 * 1024 * 1024))
     def past(extra):
         body = json.dumps({"model": m.served_name, **BASE[api], "user": "x" * (most + extra)}).encode()
-        r = httpx.post(gateway.url.removesuffix("/v1") + APIS[api][0], content=body, timeout=120,
-                       headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"})
+        r = httpx.post(
+            gateway.url.removesuffix("/v1") + APIS[api][0],
+            content=body,
+            timeout=120,
+            headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"},
+        )
         assert r.status_code == 413 and "limits.request_size" in r.text, f"{r.status_code}: {r.text[:300]}"
 
     past()

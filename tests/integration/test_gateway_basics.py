@@ -24,7 +24,9 @@ HELLO = [{"role": "user", "content": "Say hello."}]
 
 def test_models_endpoint_lists_exactly_the_models_in_models_yml(gateway):
     listed = {m.id for m in gateway.client().models.list()}
-    assert listed == {m.served_name for m in gateway.plan.models} | {a.name for m in gateway.plan.models for a in m.adapters}
+    assert listed == {m.served_name for m in gateway.plan.models} | {
+        a.name for m in gateway.plan.models for a in m.adapters
+    }
 
 
 def test_plain_chat(gateway, model):
@@ -40,8 +42,9 @@ def test_plain_chat(gateway, model):
 def test_streamed_chat_matches_the_plain_answer(gateway, model):
     client = gateway.client()
     plain = client.chat.completions.create(model=model.served_name, messages=HELLO, max_tokens=64, temperature=0)
-    stream = client.chat.completions.create(model=model.served_name, messages=HELLO, max_tokens=64, temperature=0,
-                                            stream=True)
+    stream = client.chat.completions.create(
+        model=model.served_name, messages=HELLO, max_tokens=64, temperature=0, stream=True
+    )
     content, _, calls, finish = collect_stream(stream)
     assert finish in ("stop", "length", "tool_calls")
     assert content == (plain.choices[0].message.content or "")
@@ -52,10 +55,19 @@ def test_a_json_schema_response_format_gets_json_of_that_schema(gateway, direct_
     """Structured output through the gateway (vLLM's xgrammar; on the CPU without triton, which the CPU venv and
     image leave out: docker/lock.sh). A reasoning model's grammar starts after its reasoning: not asked here."""
     model = direct_model
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     reply = gateway.client().chat.completions.create(
-        model=model.served_name, messages=HELLO, max_tokens=64, temperature=0,
-        response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}})
+        model=model.served_name,
+        messages=HELLO,
+        max_tokens=64,
+        temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
+    )
     content, finish = reply.choices[0].message.content, reply.choices[0].finish_reason
     if finish == "length":  # a scripted model, whose logits mean nothing, pads its JSON with whitespace to the budget
         assert content.lstrip().startswith("{"), content  # (a compose stack's scripted models are not known as such)
@@ -69,8 +81,9 @@ def test_a_json_schema_response_format_gets_json_of_that_schema(gateway, direct_
 def test_requests_without_the_right_key_get_401(gateway, key):
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     model = gateway.plan.models[0].served_name
-    r = httpx.post(f"{gateway.url}/chat/completions", headers=headers, timeout=30,
-                   json={"model": model, "messages": HELLO})
+    r = httpx.post(
+        f"{gateway.url}/chat/completions", headers=headers, timeout=30, json={"model": model, "messages": HELLO}
+    )
     assert r.status_code == 401, r.text
     assert httpx.get(f"{gateway.url}/models", headers=headers, timeout=30).status_code == 401
 
@@ -87,7 +100,8 @@ def test_max_tokens_above_the_context_is_clamped_or_refused_never_5xx(gateway, m
     client = gateway.client(timeout=60)
     try:
         raw = client.chat.completions.with_raw_response.create(
-            model=model.served_name, messages=HELLO, max_tokens=model.context * 2)
+            model=model.served_name, messages=HELLO, max_tokens=model.context * 2
+        )
     except openai.APIStatusError as exc:
         assert 400 <= exc.status_code < 500, exc
         assert not gateway.plan.gateway.clamp_max_tokens, "the clamp is on: this request should have been clamped"
@@ -105,7 +119,8 @@ def test_max_tokens_equal_to_the_context_is_clamped_when_streaming(gateway, mode
         pytest.skip("gateway.clamp_max_tokens is off in this models.yml")
     client = gateway.client(timeout=60)
     with client.chat.completions.with_streaming_response.create(
-            model=model.served_name, messages=HELLO, max_tokens=model.context, stream=True) as raw:
+        model=model.served_name, messages=HELLO, max_tokens=model.context, stream=True
+    ) as raw:
         assert raw.headers.get("x-gateway-max-tokens-clamped", "").startswith(f"{model.context}->")
         _, _, _, finish = collect_stream(raw.parse())
     assert finish in ("stop", "length", "tool_calls")
@@ -113,12 +128,21 @@ def test_max_tokens_equal_to_the_context_is_clamped_when_streaming(gateway, mode
 
 def test_a_request_that_fits_is_not_clamped(gateway, model):
     raw = gateway.client().chat.completions.with_raw_response.create(
-        model=model.served_name, messages=HELLO, max_tokens=16)
+        model=model.served_name, messages=HELLO, max_tokens=16
+    )
     assert "x-gateway-max-tokens-clamped" not in raw.headers
 
 
-@pytest.mark.parametrize("method,path", [("GET", "/key/list"), ("POST", "/key/generate"), ("GET", "/user/list"),
-                                         ("GET", "/config/yaml"), ("GET", "/global/spend/logs")])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("GET", "/key/list"),
+        ("POST", "/key/generate"),
+        ("GET", "/user/list"),
+        ("GET", "/config/yaml"),
+        ("GET", "/global/spend/logs"),
+    ],
+)
 def test_admin_routes_are_closed_even_with_the_master_key(gateway, method, path):
     if gateway.plan.gateway.admin_ui:
         pytest.skip("gateway.admin_ui is on in this models.yml")
@@ -187,7 +211,9 @@ def test_a_connection_idle_past_an_sdks_keep_alive_still_takes_a_request(gateway
     from urllib.parse import urlsplit
 
     url = urlsplit(gateway.url)
-    request = (f"GET /v1/models HTTP/1.1\r\nHost: {url.hostname}\r\nAuthorization: Bearer {gateway.key}\r\n\r\n").encode()
+    request = (
+        f"GET /v1/models HTTP/1.1\r\nHost: {url.hostname}\r\nAuthorization: Bearer {gateway.key}\r\n\r\n"
+    ).encode()
     with socket.create_connection((url.hostname, url.port), timeout=30) as s:
         answers = []
         for pause in (0, 6):
@@ -199,8 +225,11 @@ def test_a_connection_idle_past_an_sdks_keep_alive_still_takes_a_request(gateway
                 assert chunk, f"the gateway closed the connection after {pause} s idle"
                 head += chunk
             answers.append(head.split(b"\r\n", 1)[0])
-            length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))
+            length = int(
+                next(
+                    line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+                )
+            )
             body = head.split(b"\r\n\r\n", 1)[1]
             while len(body) < length:
                 body += s.recv(65536)

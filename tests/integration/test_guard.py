@@ -15,8 +15,13 @@ from tests.integration.fuzz_schemas import APIS
 
 def post(gateway, path: str, body, **kw) -> httpx.Response:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx.post(gateway.url.removesuffix("/v1") + path, content=content, timeout=kw.pop("timeout", 60),
-                      headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"}, **kw)
+    return httpx.post(
+        gateway.url.removesuffix("/v1") + path,
+        content=content,
+        timeout=kw.pop("timeout", 60),
+        headers={"Authorization": f"Bearer {gateway.key}", "Content-Type": "application/json"},
+        **kw,
+    )
 
 
 def model(gateway) -> str:
@@ -38,12 +43,16 @@ def test_client_side_routing_fields_are_a_400_not_a_500_or_a_reset(gateway, fiel
     assert r.status_code == 400 and f"`{field}`" in r.text, r.text[:300]
 
 
-@pytest.mark.parametrize("api,body,message", [
-    ("responses", {"input": 5}, "`input` must be a string or a list of input items"),
-    ("messages", {"messages": "x", "max_tokens": 4}, "`messages` must be a non-empty list"),
-    ("chat", {"messages": HELLO, "max_tokens": -1}, "`max_tokens` must be an integer of at least 1"),
-    ("chat", {}, "`messages` is required"),
-], ids=["responses-input-5", "messages-a-string", "negative-max-tokens", "no-messages"])
+@pytest.mark.parametrize(
+    "api,body,message",
+    [
+        ("responses", {"input": 5}, "`input` must be a string or a list of input items"),
+        ("messages", {"messages": "x", "max_tokens": 4}, "`messages` must be a non-empty list"),
+        ("chat", {"messages": HELLO, "max_tokens": -1}, "`max_tokens` must be an integer of at least 1"),
+        ("chat", {}, "`messages` is required"),
+    ],
+    ids=["responses-input-5", "messages-a-string", "negative-max-tokens", "no-messages"],
+)
 def test_issue_31_cases_are_a_clear_400(gateway, api, body, message):
     r = post(gateway, APIS[api][0], {"model": model(gateway), **body})
     assert r.status_code == 400 and message in r.text, f"{r.status_code}: {r.text[:300]}"
@@ -83,19 +92,39 @@ def test_past_each_bound_every_api_answers_400_naming_field_and_bound(gateway, a
         value = [TOOLS_OF[api](i) for i in range(most + 1)]
     r = post(gateway, APIS[api][0], {"model": model(gateway), **BASE[api], field: value})
     assert r.status_code == 400, f"{r.status_code}: {r.text[:300]}"
-    assert f"`{field}` asks" in r.text and f"over the {most} that {model(gateway)} (limits.{bound} in models.yml)" in r.text
+    assert (
+        f"`{field}` asks" in r.text
+        and f"over the {most} that {model(gateway)} (limits.{bound} in models.yml)" in r.text
+    )
 
 
-@pytest.mark.parametrize("method,path", [
-    ("GET", "/"), ("GET", "/ui/"), ("GET", "/ui/login"), ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/openapi.json"),
-    ("GET", "/_next/static/chunks/main.js"), ("GET", "/litellm-asset-prefix/_next/static/chunks/main.js"),
-    ("GET", "/.well-known/litellm-ui-config"), ("POST", "/login"), ("POST", "/v2/login"), ("GET", "/fallback/login"),
-    ("GET", "/sso/key/generate"), ("GET", "/get_image"),
-])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("GET", "/"),
+        ("GET", "/ui/"),
+        ("GET", "/ui/login"),
+        ("GET", "/docs"),
+        ("GET", "/redoc"),
+        ("GET", "/openapi.json"),
+        ("GET", "/_next/static/chunks/main.js"),
+        ("GET", "/litellm-asset-prefix/_next/static/chunks/main.js"),
+        ("GET", "/.well-known/litellm-ui-config"),
+        ("POST", "/login"),
+        ("POST", "/v2/login"),
+        ("GET", "/fallback/login"),
+        ("GET", "/sso/key/generate"),
+        ("GET", "/get_image"),
+    ],
+)
 def test_with_the_admin_ui_off_its_pages_logins_and_the_api_docs_are_a_404(gateway, method, path):
     """Issue 48: LiteLLM mounts its UI (and served its Swagger page at /, every admin route listed) to anyone, without
     a key, whatever DISABLE_ADMIN_UI says."""
     assert not gateway.plan.gateway.admin_ui
-    r = httpx.request(method, gateway.url.removesuffix("/v1") + path, timeout=30,
-                      **({"data": {"username": "admin", "password": "x"}} if method == "POST" else {}))
+    r = httpx.request(
+        method,
+        gateway.url.removesuffix("/v1") + path,
+        timeout=30,
+        **({"data": {"username": "admin", "password": "x"}} if method == "POST" else {}),
+    )
     assert r.status_code == 404 and "admin UI and API docs are off" in r.text, f"{r.status_code}: {r.text[:200]}"

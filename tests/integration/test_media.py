@@ -31,8 +31,10 @@ from generator.operate.runtime.local import VLLM_ENTRYPOINT, LocalStack
 
 from .conftest import DEMO_MODELS, ROOT
 
-PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-                    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")  # 1x1
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+)  # 1x1
 
 
 class Listener:
@@ -97,9 +99,17 @@ def _vllm_python() -> str:
 
 
 def probe(argv: list[str], env: dict[str, str], urls: list[str]) -> dict:
-    out = subprocess.run([_vllm_python(), str(ROOT / "tests/integration/media_probe.py"),
-                          json.dumps({"argv": argv, "env": env, "urls": urls})],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = subprocess.run(
+        [
+            _vllm_python(),
+            str(ROOT / "tests/integration/media_probe.py"),
+            json.dumps({"argv": argv, "env": env, "urls": urls}),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -108,7 +118,7 @@ def backend_argv(plan, name: str) -> tuple[list[str], dict[str, str]]:
     """The backend's command line after the entrypoint and its environment, as the local runtime starts it."""
     m = next(m for m in plan.models if m.name == name)
     cmd = LocalStack(plan, ROOT / ".cache/media-test-state", "python")._backend(m).cmd
-    return cmd[1 + len(VLLM_ENTRYPOINT):], dict(m.env)
+    return cmd[1 + len(VLLM_ENTRYPOINT) :], dict(m.env)
 
 
 def without_media_flag(argv: list[str]) -> list[str]:
@@ -135,8 +145,10 @@ def test_vllm_started_with_the_generated_command_refuses_a_media_url_without_con
     url = f"{target.url}/cat.png"
     got = probe(argv, env, [url, url.replace("127.0.0.1", "LOCALHOST"), "http://NO-MEDIA-URLS.invalid/x.png"])
     print("\nthe generated command, media URLs:", json.dumps(got, indent=1))
-    assert all(r.startswith("refused: ValueError: The URL must be from one of the allowed domains")
-               for r in got["urls"].values()), got
+    assert all(
+        r.startswith("refused: ValueError: The URL must be from one of the allowed domains")
+        for r in got["urls"].values()
+    ), got
     assert target.hits == [], "the backend connected to a URL a client named"
     # the control: the same vLLM, the same command without the generated flag, fetches it
     control = probe(without_media_flag(argv), env, [url])
@@ -151,8 +163,10 @@ def test_a_listed_host_is_fetched_and_its_redirect_elsewhere_is_not_followed(hos
     elsewhere = listener()  # 127.0.0.1: not listed
     listed = listener(host=host)
     redirecting = listener(host=host, redirect=f"{elsewhere.url}/secret.png")
-    text = DEMO_MODELS.read_text().replace("gateway:\n", "gateway:\n  backend_internet: false\n") + \
-        f"\n  media: {{domains: [{host}]}}\n"  # the last model's own media
+    text = (
+        DEMO_MODELS.read_text().replace("gateway:\n", "gateway:\n  backend_internet: false\n")
+        + f"\n  media: {{domains: [{host}]}}\n"
+    )  # the last model's own media
     (tmp_path / "models.yml").write_text(text)
     cwd = os.getcwd()
     os.chdir(ROOT)
@@ -179,13 +193,45 @@ def test_through_the_gateway_no_api_fetches_a_media_url(gateway, listener):
     headers = {"Authorization": f"Bearer {gateway.key}"}
     base = gateway.url.removesuffix("/v1")
     requests = {
-        "/v1/chat/completions": {"model": model, "max_tokens": 8, "messages": [{"role": "user", "content": [
-            {"type": "text", "text": "What is in this picture?"}, {"type": "image_url", "image_url": {"url": url}}]}]},
-        "/v1/responses": {"model": model, "max_output_tokens": 16, "input": [{"role": "user", "content": [
-            {"type": "input_text", "text": "What is in this picture?"}, {"type": "input_image", "image_url": url}]}]},
-        "/v1/messages": {"model": model, "max_tokens": 8, "messages": [{"role": "user", "content": [
-            {"type": "text", "text": "What is in this picture?"},
-            {"type": "image", "source": {"type": "url", "url": url}}]}]},
+        "/v1/chat/completions": {
+            "model": model,
+            "max_tokens": 8,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is in this picture?"},
+                        {"type": "image_url", "image_url": {"url": url}},
+                    ],
+                }
+            ],
+        },
+        "/v1/responses": {
+            "model": model,
+            "max_output_tokens": 16,
+            "input": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "What is in this picture?"},
+                        {"type": "input_image", "image_url": url},
+                    ],
+                }
+            ],
+        },
+        "/v1/messages": {
+            "model": model,
+            "max_tokens": 8,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is in this picture?"},
+                        {"type": "image", "source": {"type": "url", "url": url}},
+                    ],
+                }
+            ],
+        },
     }
     answers = {}
     for path, body in requests.items():

@@ -82,19 +82,31 @@ def stack(tmp_path_factory):
     # the user's example, through models.yml's own syntax (loader -> plan -> runtime): its two models in one
     # group; here a 20 s idle timeout and a third model, alone in its group, whose start fails
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["gateway"] = {**doc["gateway"], "port": gateway_port, "request_timeout": 900, "stream_timeout": 900,
-                      "workers": 1}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
+    doc["gateway"] = {
+        **doc["gateway"],
+        "port": gateway_port,
+        "request_timeout": 900,
+        "stream_timeout": 900,
+        "workers": 1,
+    }  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
     doc["on_demand"] = {**doc["on_demand"], "port": controller_port}
     doc["defaults"]["on_demand"] = {"group": "pair", "idle": f"{IDLE}s"}
-    doc[BROKEN] = {**doc[B], "description": "starts with a flag vLLM refuses", "port": ports[BROKEN],
-                   "on_demand": {"group": "solo", "idle": 0}}
+    doc[BROKEN] = {
+        **doc[B],
+        "description": "starts with a flag vLLM refuses",
+        "port": ports[BROKEN],
+        "on_demand": {"group": "solo", "idle": 0},
+    }
     for name in ports:
         doc[name]["port"] = ports[name]
         doc[name]["command"] = doc[name]["command"].replace(".cache/demo-models", str(ROOT / ".cache/demo-models"))
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = load_plan(tmp / "models.yml")
-    assert {m.name: (m.port, m.on_demand.group) for m in plan.models} == \
-        {A: (ports[A], "pair"), B: (ports[B], "pair"), BROKEN: (ports[BROKEN], "solo")}
+    assert {m.name: (m.port, m.on_demand.group) for m in plan.models} == {
+        A: (ports[A], "pair"),
+        B: (ports[B], "pair"),
+        BROKEN: (ports[BROKEN], "solo"),
+    }
     assert (plan.gateway.port, plan.controller.port) == (gateway_port, controller_port)
     cwd = os.getcwd()
     os.chdir(ROOT)
@@ -124,8 +136,11 @@ class Sampler(threading.Thread):
                 time.sleep(0.5)
 
     def both_busy(self) -> list:
-        return [(t, {n: m["state"] for n, m in s.items()}) for t, s in self.samples
-                if s[A]["state"] in BUSY and s[B]["state"] in BUSY]
+        return [
+            (t, {n: m["state"] for n, m in s.items()})
+            for t, s in self.samples
+            if s[A]["state"] in BUSY and s[B]["state"] in BUSY
+        ]
 
 
 def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
@@ -141,8 +156,9 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     def streamed(model: str, messages=HELLO, max_tokens: int = 32, **extra) -> str | None:
         """The finish reason of a streamed answer (None: it ended without one)."""
         finish = None
-        for chunk in client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, stream=True,
-                                                    **extra):
+        for chunk in client.chat.completions.create(
+            model=model, messages=messages, max_tokens=max_tokens, stream=True, **extra
+        ):
             if chunk.choices and chunk.choices[0].finish_reason:
                 finish = chunk.choices[0].finish_reason
         return finish
@@ -167,8 +183,14 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         t = time.monotonic()
         long_prompt = [{"role": "user", "content": "Say hello. " + UNIT * 900}]  # ~60 KB
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            a = pool.submit(streamed, A, long_prompt, max_tokens=LONG_ANSWER, logit_bias=NO_END_LOGIT_BIAS,
-                            extra_body={"ignore_eos": True})
+            a = pool.submit(
+                streamed,
+                A,
+                long_prompt,
+                max_tokens=LONG_ANSWER,
+                logit_bias=NO_END_LOGIT_BIAS,
+                extra_body={"ignore_eos": True},
+            )
             deadline = time.monotonic() + 120
             while status()[A]["in_flight"] < 1:
                 assert time.monotonic() < deadline and not a.done(), "the stream of A never reached the controller"
@@ -225,15 +247,45 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         # states
         import subprocess
         import sys
-        out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
-                              "--state-dir", str(stack.state_dir)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "generator.operate.status",
+                "--json",
+                "--interval",
+                "1",
+                "--state-dir",
+                str(stack.state_dir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
         # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
-        out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1", "--models",
-                              stack.plan.source, "--state-dir", str(stack.state_dir)],
-                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "generator.operate.status",
+                "--json",
+                "--interval",
+                "1",
+                "--models",
+                stack.plan.source,
+                "--state-dir",
+                str(stack.state_dir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout
     finally:
         sampler.halt.set()
@@ -241,11 +293,14 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     assert not sampler.both_busy(), f"A and B were both loaded at once: {sampler.both_busy()[:5]}"
 
     log = (stack.state_dir / "logs" / "on-demand.log").read_text()
-    timings = {"loads": [(m, float(s)) for m, s in re.findall(r"INFO (\S+): loaded in ([\d.]+)s", log)],
-               "unloads": [(m, float(s)) for m, s in re.findall(r"INFO (\S+): unloaded in ([\d.]+)s", log)],
-               "failed_loads": [(m, float(s)) for m, s in re.findall(r"ERROR (\S+): load failed after ([\d.]+)s", log)],
-               "steps": {k: round(v, 1) for k, v in steps.items()},
-               "status_samples": len(sampler.samples), "drain_seen_with_a_stream_in_flight": drain_seen}
+    timings = {
+        "loads": [(m, float(s)) for m, s in re.findall(r"INFO (\S+): loaded in ([\d.]+)s", log)],
+        "unloads": [(m, float(s)) for m, s in re.findall(r"INFO (\S+): unloaded in ([\d.]+)s", log)],
+        "failed_loads": [(m, float(s)) for m, s in re.findall(r"ERROR (\S+): load failed after ([\d.]+)s", log)],
+        "steps": {k: round(v, 1) for k, v in steps.items()},
+        "status_samples": len(sampler.samples),
+        "drain_seen_with_a_stream_in_flight": drain_seen,
+    }
     (ROOT / ".cache").mkdir(exist_ok=True)
     (ROOT / ".cache/on-demand-timings.json").write_text(json.dumps(timings, indent=1))
     print("\non-demand timings:", json.dumps(timings, indent=1))
@@ -271,6 +326,7 @@ class BrokenStack(LocalStack):
 @pytest.fixture(scope="module")
 def standin_stack(tmp_path_factory):
     import sys
+
     if os.environ.get("GATEWAY_URL"):
         pytest.skip("starts its own local stack with on-demand models")
     tmp = tmp_path_factory.mktemp("on-demand-standin")
@@ -279,13 +335,20 @@ def standin_stack(tmp_path_factory):
     fake.chmod(0o755)
     gateway_port, controller_port, *ports = free_ports(6)  # never an example's, a demo's or another checkout's
     # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
-    (tmp / "models.yml").write_text(f"gateway: {{port: {gateway_port}, workers: 1}}\n" + "".join(
-        f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n"
-        f"  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
-        for (name, delay), port in zip((("fast", 0), ("slow", 6), ("never", 120), ("broken", 0)), ports)))
+    (tmp / "models.yml").write_text(
+        f"gateway: {{port: {gateway_port}, workers: 1}}\n"
+        + "".join(
+            f"{name}:\n  gpus: []\n  command: vllm serve o/{name} --max-model-len 8K --port {port}\n"
+            f"  env: {{STANDIN_START_DELAY: '{delay}'}}\n"
+            for (name, delay), port in zip((("fast", 0), ("slow", 6), ("never", 120), ("broken", 0)), ports)
+        )
+    )
     plan = load_plan(tmp / "models.yml")
-    plan = replace(plan, models=tuple(replace(m, on_demand=OnDemandPlan(m.name, 0, "stop")) for m in plan.models),
-                   controller=ControllerPlan(port=controller_port, queue=1, load_timeout=15, drain_timeout=30))
+    plan = replace(
+        plan,
+        models=tuple(replace(m, on_demand=OnDemandPlan(m.name, 0, "stop")) for m in plan.models),
+        controller=ControllerPlan(port=controller_port, queue=1, load_timeout=15, drain_timeout=30),
+    )
     s = BrokenStack(plan, tmp / "state", str(fake))
     try:
         s.start(timeout=120)
@@ -295,15 +358,22 @@ def standin_stack(tmp_path_factory):
 
 
 def _post(stack, model: str, **body) -> httpx.Response:
-    return httpx.post(f"{stack.gateway_url}/v1/chat/completions", timeout=120,
-                      headers={"Authorization": f"Bearer {stack.master_key}"},
-                      json={"model": model, "messages": HELLO, "max_tokens": 8, **body})
+    return httpx.post(
+        f"{stack.gateway_url}/v1/chat/completions",
+        timeout=120,
+        headers={"Authorization": f"Bearer {stack.master_key}"},
+        json={"model": model, "messages": HELLO, "max_tokens": 8, **body},
+    )
 
 
 def test_through_the_gateway_a_model_streams_after_its_load(standin_stack):
-    with httpx.stream("POST", f"{standin_stack.gateway_url}/v1/chat/completions", timeout=120,
-                      headers={"Authorization": f"Bearer {standin_stack.master_key}"},
-                      json={"model": "fast", "messages": HELLO, "max_tokens": 5, "stream": True}) as r:
+    with httpx.stream(
+        "POST",
+        f"{standin_stack.gateway_url}/v1/chat/completions",
+        timeout=120,
+        headers={"Authorization": f"Bearer {standin_stack.master_key}"},
+        json={"model": "fast", "messages": HELLO, "max_tokens": 5, "stream": True},
+    ) as r:
         assert r.status_code == 200
         lines = [ln for ln in r.iter_lines() if ln.startswith("data:")]
     assert lines[-1] == "data: [DONE]" and sum('"t' in ln for ln in lines) == 5

@@ -44,8 +44,13 @@ good:
 def _runtime(*args: str, timeout: float) -> subprocess.CompletedProcess:
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
     extra = ["--vllm-python", vllm_python] if args[0] == "up" else []
-    return subprocess.run([sys.executable, "-m", "generator.operate.runtime", *args, *extra], cwd=ROOT, text=True,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "generator.operate.runtime", *args, *extra],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -82,8 +82,10 @@ def test_bad_key_headers_are_401_never_500(gateway, people, header, value):
     from urllib.parse import urlsplit
 
     url = urlsplit(gateway.url)
-    for method, path, body in (("POST", "/chat/completions", json.dumps(chat("reasoner")).encode()),
-                               ("GET", "/models", None)):
+    for method, path, body in (
+        ("POST", "/chat/completions", json.dumps(chat("reasoner")).encode()),
+        ("GET", "/models", None),
+    ):
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
         conn.putrequest(method, url.path + path)
         conn.putheader(header, value.encode("utf-8"))
@@ -102,8 +104,11 @@ def test_a_persons_key_in_every_header_an_sdk_uses(gateway, people):
 
 
 def test_a_model_not_theirs_is_403_naming_the_model_and_no_secret(gateway, people):
-    r = httpx.post(f"{gateway.url}/chat/completions", json=chat("tool-caller"),
-                   headers={"authorization": f"Bearer {people['ann']}"})
+    r = httpx.post(
+        f"{gateway.url}/chat/completions",
+        json=chat("tool-caller"),
+        headers={"authorization": f"Bearer {people['ann']}"},
+    )
     assert r.status_code == 403
     assert "tool-caller" in r.json()["error"]["message"]
     assert people["ann"] not in r.text and key_hash(people["ann"]) not in r.text
@@ -120,8 +125,11 @@ def backend_generations(gateway) -> float:
     total = 0.0
     for m in gateway.plan.models:
         text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", timeout=30).text
-        total += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                     if line.startswith("vllm:request_success_total{"))
+        total += sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("vllm:request_success_total{")
+        )
     return total
 
 
@@ -129,7 +137,9 @@ def test_health_which_makes_every_backend_generate_is_the_master_keys_alone(gate
     """Issue 48: LiteLLM's /health makes one generation on every backend the key may use, counted by no limit."""
     root = gateway.url.removesuffix("/v1")
     before = backend_generations(gateway)
-    assert httpx.get(f"{root}/health", headers={"authorization": f"Bearer {gateway.key}"}, timeout=120).status_code == 200
+    assert (
+        httpx.get(f"{root}/health", headers={"authorization": f"Bearer {gateway.key}"}, timeout=120).status_code == 200
+    )
     after_master = backend_generations(gateway)
     assert after_master > before  # what the count below would show, had a person's /health gone through
     for path in ("/health", "/health/services?service=datadog", "/health/latest", "/health/history"):
@@ -164,18 +174,34 @@ def test_no_route_reaches_a_backend_outside_a_persons_limits(gateway, people):
     from generator.shipped.gateway_hooks.request_shapes import api_of
 
     root = gateway.url.removesuffix("/v1")
-    routes = httpx.get(f"{root}/gateway/routes", headers={"authorization": f"Bearer {gateway.key}"},
-                       timeout=60).json()["routes"]
+    routes = httpx.get(f"{root}/gateway/routes", headers={"authorization": f"Bearer {gateway.key}"}, timeout=60).json()[
+        "routes"
+    ]
     assert len(routes) > 300 and {"path": "/v1/chat/completions", "methods": ["POST"]} in routes
     asked = [(r["path"], m) for r in routes for m in r["methods"] if api_of(r["path"]) is None]
-    body = {"model": "tool-caller", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "input": "hi",
-            "prompt": "hi", "query": "hi", "documents": ["a"], "file": "x", "text": "hi", "contents": [{"text": "hi"}]}
+    body = {
+        "model": "tool-caller",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 1,
+        "input": "hi",
+        "prompt": "hi",
+        "query": "hi",
+        "documents": ["a"],
+        "file": "x",
+        "text": "hi",
+        "contents": [{"text": "hi"}],
+    }
 
     def ask(path: str, method: str) -> tuple[str, str, int]:
         url = root + re.sub(r"\{[^}:]+\}", "x", path)
         try:
-            r = httpx.request(method, url, headers={"authorization": f"Bearer {people['bob']}"}, timeout=30,
-                              **({"json": body} if method in ("POST", "PUT", "PATCH") else {}))
+            r = httpx.request(
+                method,
+                url,
+                headers={"authorization": f"Bearer {people['bob']}"},
+                timeout=30,
+                **({"json": body} if method in ("POST", "PUT", "PATCH") else {}),
+            )
             return path, method, r.status_code
         except httpx.HTTPError:
             return path, method, 0
@@ -188,8 +214,14 @@ def test_no_route_reaches_a_backend_outside_a_persons_limits(gateway, people):
     answered = sorted({path for path, _, code in answers if code < 400})
     print(f"\n{len(answers)} route x method asked (the inference APIs aside); answered < 400: {answered}")
     assert reached == {}, f"the backends answered {reached} for routes outside the metered APIs"
-    assert set(answered) <= {"/health/readiness", "/health/liveliness", "/health/liveness", "/models", "/v1/models",
-                             "/models/{model_id}"}, answered
+    assert set(answered) <= {
+        "/health/readiness",
+        "/health/liveliness",
+        "/health/liveness",
+        "/models",
+        "/v1/models",
+        "/models/{model_id}",
+    }, answered
 
 
 # one request per API the stack serves, the same person: all count against one rpm
@@ -209,9 +241,14 @@ def test_rpm_is_counted_once_over_every_gateway_worker_and_every_api(gateway, pe
     async def burst() -> list[httpx.Response]:
         limits = httpx.Limits(max_connections=20, max_keepalive_connections=0)  # new connections: any worker
         async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-            return await asyncio.gather(*(client.post(f"{gateway.url}{path}", json=body(),
-                                                      headers={"authorization": f"Bearer {people['ann']}"})
-                                          for path, body in API_CALLS * 5))
+            return await asyncio.gather(
+                *(
+                    client.post(
+                        f"{gateway.url}{path}", json=body(), headers={"authorization": f"Bearer {people['ann']}"}
+                    )
+                    for path, body in API_CALLS * 5
+                )
+            )
 
     answers = asyncio.run(burst())
     codes = sorted(r.status_code for r in answers)
@@ -231,8 +268,11 @@ def test_tpm_stops_a_person_once_the_minutes_tokens_are_used(gateway, people):
     used, codes = 0, []
     prompt = "weather " * 150
     for _ in range(40):
-        r = client.post(f"{gateway.url}/chat/completions", json=chat("tool-caller", prompt, max_tokens=16),
-                        headers={"authorization": f"Bearer {people['ci-bot']}"})
+        r = client.post(
+            f"{gateway.url}/chat/completions",
+            json=chat("tool-caller", prompt, max_tokens=16),
+            headers={"authorization": f"Bearer {people['ci-bot']}"},
+        )
         codes.append(r.status_code)
         if r.status_code != 200:
             break
@@ -256,8 +296,12 @@ def test_a_used_up_token_budget_is_429_until_the_period_ends(gateway, people):
     before = int(r.get(key) or 0)
     r.set(key, 1_000_000)
     try:
-        answer = httpx.post(f"{gateway.url}/chat/completions", json=chat("reasoner"),
-                            headers={"authorization": f"Bearer {people['bob']}"}, timeout=60)
+        answer = httpx.post(
+            f"{gateway.url}/chat/completions",
+            json=chat("reasoner"),
+            headers={"authorization": f"Bearer {people['bob']}"},
+            timeout=60,
+        )
         assert answer.status_code == 429, answer.text
         assert "per day" in answer.json()["error"]["message"]
         assert 0 < int(answer.headers["retry-after"]) <= left + 1
@@ -269,15 +313,22 @@ def test_a_used_up_token_budget_is_429_until_the_period_ends(gateway, people):
 
 def test_parallel_requests_over_the_limit_are_429(gateway, people):
     """bob may have 2 requests in flight: of 6 streams held open at once, the ones past 2 get 429."""
+
     async def streams() -> list[int]:
         async with httpx.AsyncClient(timeout=120) as client:
+
             async def one() -> int:
                 body = chat("reasoner", "count slowly", stream=True, max_tokens=200)
-                async with client.stream("POST", f"{gateway.url}/chat/completions", json=body,
-                                         headers={"authorization": f"Bearer {people['bob']}"}) as r:
+                async with client.stream(
+                    "POST",
+                    f"{gateway.url}/chat/completions",
+                    json=body,
+                    headers={"authorization": f"Bearer {people['bob']}"},
+                ) as r:
                     async for _ in r.aiter_bytes():
                         pass
                     return r.status_code
+
             return await asyncio.gather(*(one() for _ in range(6)))
 
     codes = asyncio.run(streams())
@@ -286,25 +337,36 @@ def test_parallel_requests_over_the_limit_are_429(gateway, people):
 
 
 def person_usage(gateway) -> tuple[dict, dict]:
-    r = httpx.get(f"{gateway.url.removesuffix('/v1')}/gateway/status", headers={"authorization": f"Bearer {gateway.key}"},
-                  timeout=60).json()["gateway"]
+    r = httpx.get(
+        f"{gateway.url.removesuffix('/v1')}/gateway/status",
+        headers={"authorization": f"Bearer {gateway.key}"},
+        timeout=60,
+    ).json()["gateway"]
     return (r["metrics"] or {}).get("people", {}), r.get("budgets") or {}
 
 
 def test_usage_per_person_is_the_sum_of_the_backends_usage_fields(gateway, people):
     """bob's requests and tokens in/out per model in the gateway's metrics (label: his name), and his token budget's
     count for today, grow by exactly what the backends' `usage` fields say."""
+
     def counts() -> tuple[float, float, float, int]:
         by_person, budgets = person_usage(gateway)
         row = by_person.get("bob", {}).get("tool-caller", {})
-        return (row.get("requests", 0.0), row.get("input_tokens", 0.0), row.get("output_tokens", 0.0),
-                budgets.get("bob", {}).get("day", 0))
+        return (
+            row.get("requests", 0.0),
+            row.get("input_tokens", 0.0),
+            row.get("output_tokens", 0.0),
+            budgets.get("bob", {}).get("day", 0),
+        )
 
     before = counts()
     client = gateway.client(key=people["bob"])
-    usage = [client.chat.completions.create(model="tool-caller", max_tokens=8,
-                                            messages=[{"role": "user", "content": f"weather {i}"}]).usage
-             for i in range(3)]
+    usage = [
+        client.chat.completions.create(
+            model="tool-caller", max_tokens=8, messages=[{"role": "user", "content": f"weather {i}"}]
+        ).usage
+        for i in range(3)
+    ]
     prompt, completion = sum(u.prompt_tokens for u in usage), sum(u.completion_tokens for u in usage)
     expected = (before[0] + 3, before[1] + prompt, before[2] + completion, before[3] + prompt + completion)
     deadline = time.monotonic() + 15
@@ -321,8 +383,9 @@ def test_a_revoked_key_is_401_within_seconds_and_a_stream_in_flight_runs_to_its_
     body = chat("reasoner", "tell me a long story", stream=True, max_tokens=200)
     chunks = []
     with httpx.Client(timeout=120) as client:
-        with client.stream("POST", f"{gateway.url}/chat/completions", json=body,
-                           headers={"authorization": f"Bearer {key}"}) as r:
+        with client.stream(
+            "POST", f"{gateway.url}/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}
+        ) as r:
             assert r.status_code == 200
             lines = r.iter_lines()
             chunks.append(next(lines))
@@ -342,7 +405,9 @@ def test_a_revoked_key_is_401_within_seconds_and_a_stream_in_flight_runs_to_its_
 def test_no_key_or_hash_in_logs_or_metrics(gateway, people):
     stack = gateway.stack
     logs = "".join(p.read_text(errors="replace") for p in (stack.state_dir / "logs").glob("*.log"))
-    metrics = httpx.get(f"http://127.0.0.1:{stack.metrics_port}/metrics/", timeout=30).text if stack.metrics_port else ""
+    metrics = (
+        httpx.get(f"http://127.0.0.1:{stack.metrics_port}/metrics/", timeout=30).text if stack.metrics_port else ""
+    )
     for key in people.values():
         for secret in (key, key_hash(key), key_hash(key)[:12]):
             assert secret not in logs and secret not in metrics

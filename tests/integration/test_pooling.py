@@ -110,8 +110,12 @@ def test_chat_to_an_embedding_model_is_a_clear_error(client):
 
 @pytest.mark.parametrize("path", ["/rerank", "/v1/rerank"])
 def test_rerank_orders_the_designed_documents(stack, path):
-    r = httpx.post(stack.gateway_url + path, headers={"Authorization": f"Bearer {stack.master_key}"}, timeout=60,
-                   json={"model": "reranker", "query": designed.RERANK_QUERY, "documents": designed.RERANK_DOCUMENTS})
+    r = httpx.post(
+        stack.gateway_url + path,
+        headers={"Authorization": f"Bearer {stack.master_key}"},
+        timeout=60,
+        json={"model": "reranker", "query": designed.RERANK_QUERY, "documents": designed.RERANK_DOCUMENTS},
+    )
     assert r.status_code == 200, r.text
     results = r.json()["results"]
     assert sorted(x["index"] for x in results) == list(range(len(designed.RERANK_DOCUMENTS)))
@@ -122,14 +126,23 @@ def test_rerank_orders_the_designed_documents(stack, path):
 
 def test_rerank_top_n_and_a_malformed_request(stack):
     headers = {"Authorization": f"Bearer {stack.master_key}"}
-    r = httpx.post(stack.gateway_url + "/rerank", headers=headers, timeout=60,
-                   json={"model": "reranker", "query": designed.RERANK_QUERY, "documents": designed.RERANK_DOCUMENTS,
-                         "top_n": 2})
+    r = httpx.post(
+        stack.gateway_url + "/rerank",
+        headers=headers,
+        timeout=60,
+        json={"model": "reranker", "query": designed.RERANK_QUERY, "documents": designed.RERANK_DOCUMENTS, "top_n": 2},
+    )
     assert [x["index"] for x in r.json()["results"]] == designed.RERANK_ORDER[:2]
-    r = httpx.post(stack.gateway_url + "/rerank", headers=headers, timeout=60,
-                   json={"model": "reranker", "query": "q", "documents": []})
+    r = httpx.post(
+        stack.gateway_url + "/rerank",
+        headers=headers,
+        timeout=60,
+        json={"model": "reranker", "query": "q", "documents": []},
+    )
     assert r.status_code == 400 and "documents" in r.text
-    r = httpx.post(stack.gateway_url + "/rerank", timeout=60, json={"model": "reranker", "query": "q", "documents": ["d"]})
+    r = httpx.post(
+        stack.gateway_url + "/rerank", timeout=60, json={"model": "reranker", "query": "q", "documents": ["d"]}
+    )
     assert r.status_code == 401
 
 
@@ -160,8 +173,9 @@ def test_the_adapter_gets_its_own_defaults_and_the_bases_clamp(stack, client):
     plan = {m.served_name: m for m in stack.plan.models}["reasoner"]
     adapter = plan.adapters[0]
     assert adapter.max_tokens == 128 and plan.max_tokens == 256  # examples/cpu-pooling: its own budget
-    raw = client.chat.completions.with_raw_response.create(model=lora_adapter.NAME, messages=WEATHER,
-                                                           max_tokens=plan.context * 2)
+    raw = client.chat.completions.with_raw_response.create(
+        model=lora_adapter.NAME, messages=WEATHER, max_tokens=plan.context * 2
+    )
     asked, given = clamp_note(raw.headers)
     prompt = raw.parse().usage.prompt_tokens
     assert (asked, given) == (plan.context * 2, plan.context - prompt)
@@ -171,15 +185,22 @@ def test_the_adapter_gets_its_own_defaults_and_the_bases_clamp(stack, client):
 def test_a_prompt_over_the_bases_context_is_a_400_for_the_adapter(stack, client):
     context = {m.served_name: m for m in stack.plan.models}["reasoner"].context
     with pytest.raises(openai.BadRequestError) as err:
-        client.chat.completions.create(model=lora_adapter.NAME, max_tokens=8,
-                                       messages=[{"role": "user", "content": "sunny weather " * context}])
+        client.chat.completions.create(
+            model=lora_adapter.NAME, max_tokens=8, messages=[{"role": "user", "content": "sunny weather " * context}]
+        )
     assert str(context) in str(err.value)
 
 
 def test_status_shows_the_adapter_under_its_base(stack):
     env = {**os.environ, "GATEWAY_URL": stack.gateway_url + "/v1", "GATEWAY_KEY": stack.master_key}
-    out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
-                          "--models", stack.plan.source], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1", "--models", stack.plan.source],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     rows = json.loads(out.stdout)["models"]
     names = [r["name"] for r in rows]
     assert names.index(lora_adapter.NAME) == names.index("reasoner") + 1, names
@@ -187,9 +208,14 @@ def test_status_shows_the_adapter_under_its_base(stack):
     assert row["adapter_of"] == "reasoner" and row["state"] == "healthy", row
     assert row["gateway_requests_total"] >= 1  # this module's requests by the adapter's name
     assert len([r for r in rows if r["name"] == "reasoner"]) == 1  # one backend, probed once
-    text = subprocess.run([sys.executable, "-m", "generator.operate.status", "--interval", "0",
-                           "--models", stack.plan.source], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**env, "COLUMNS": "200"}).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "generator.operate.status", "--interval", "0", "--models", stack.plan.source],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**env, "COLUMNS": "200"},
+    ).stdout
     assert f"└ {lora_adapter.NAME}" in text, text
 
 
@@ -219,8 +245,10 @@ def test_an_adapter_added_and_removed_by_apply_loses_no_request_and_restarts_not
     added.write_text(yaml.safe_dump(doc, sort_keys=False))
     pids = {p.name: p.pid for p in stack.procs}
     stop, done, failed = threading.Event(), [], []
-    threads = [threading.Thread(target=_traffic, args=(client, m, stop, done, failed))
-               for m in (["reasoner"], [lora_adapter.NAME])]
+    threads = [
+        threading.Thread(target=_traffic, args=(client, m, stop, done, failed))
+        for m in (["reasoner"], [lora_adapter.NAME])
+    ]
     for t in threads:
         t.start()
     try:

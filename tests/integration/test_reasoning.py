@@ -10,7 +10,9 @@ ASK = [{"role": "user", "content": "Is it sunny in Paris?"}]
 
 
 def test_reasoning_is_separated(gateway, reasoning_model):
-    message = gateway.client().chat.completions.create(model=reasoning_model.served_name, messages=ASK).choices[0].message
+    message = (
+        gateway.client().chat.completions.create(model=reasoning_model.served_name, messages=ASK).choices[0].message
+    )
     reasoning = reasoning_of(message)
     assert reasoning, f"no reasoning_content; content was {message.content!r}"
     assert "<think>" not in (message.content or "") and "</think>" not in (message.content or "")

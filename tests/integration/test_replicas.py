@@ -67,25 +67,38 @@ def served(stack: LocalStack) -> dict[str, float]:
     key = stack.keys()["VLLM_API_KEY_PLAIN"]
     out = {}
     for m in stack.plan.models:
-        text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"},
-                         timeout=10).text
-        out[m.name] = sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
-                          if s.name == "vllm:request_success_total")
+        text = httpx.get(
+            f"http://127.0.0.1:{m.port}/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=10
+        ).text
+        out[m.name] = sum(
+            s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+            if s.name == "vllm:request_success_total"
+        )
     return out
 
 
 def running(stack: LocalStack, name: str) -> float:
     """Requests one replica is running or holding in its queue, from its own /metrics."""
     m = next(m for m in stack.plan.models if m.name == name)
-    text = httpx.get(f"http://127.0.0.1:{m.port}/metrics", timeout=10,
-                     headers={"Authorization": f"Bearer {stack.keys()['VLLM_API_KEY_PLAIN']}"}).text
-    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
-               if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting"))
+    text = httpx.get(
+        f"http://127.0.0.1:{m.port}/metrics",
+        timeout=10,
+        headers={"Authorization": f"Bearer {stack.keys()['VLLM_API_KEY_PLAIN']}"},
+    ).text
+    return sum(
+        s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting")
+    )
 
 
 def states(stack: LocalStack) -> dict[str, str]:
-    r = httpx.get(f"{stack.gateway_url}/gateway/status", headers={"Authorization": f"Bearer {stack.master_key}"},
-                  timeout=30)
+    r = httpx.get(
+        f"{stack.gateway_url}/gateway/status", headers={"Authorization": f"Bearer {stack.master_key}"}, timeout=30
+    )
     r.raise_for_status()
     return {m["name"]: m["state"] for m in r.json()["models"]}
 
@@ -94,14 +107,17 @@ def conversation(c: openai.OpenAI, first: str, turns: int, headers: dict | None 
     messages = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": first}]
     for turn in range(turns):
         answer = c.chat.completions.create(model="plain", messages=messages, max_tokens=8, extra_headers=headers)
-        messages += [{"role": "assistant", "content": answer.choices[0].message.content or ""},
-                     {"role": "user", "content": f"and turn {turn + 2}?"}]
+        messages += [
+            {"role": "assistant", "content": answer.choices[0].message.content or ""},
+            {"role": "user", "content": f"and turn {turn + 2}?"},
+        ]
 
 
 def test_status_shows_each_replica(stack):
     assert states(stack) == {"plain-1": "healthy", "plain-2": "healthy"}
-    models = httpx.get(f"{stack.gateway_url}/v1/models", headers={"Authorization": f"Bearer {stack.master_key}"},
-                       timeout=30).json()["data"]
+    models = httpx.get(
+        f"{stack.gateway_url}/v1/models", headers={"Authorization": f"Bearer {stack.master_key}"}, timeout=30
+    ).json()["data"]
     assert [m["id"] for m in models] == ["plain"]  # one name for clients
 
 
@@ -110,8 +126,13 @@ def claude_code_conversation(stack: LocalStack, session: str, turns: int) -> Non
     c = anthropic.Anthropic(base_url=stack.gateway_url, api_key=stack.master_key, max_retries=0, timeout=60)
     messages = [{"role": "user", "content": "the same first question for every session"}]
     for turn in range(turns):
-        answer = c.messages.create(model="plain", max_tokens=8, messages=messages, system="You answer briefly.",
-                                   extra_headers={"X-Claude-Code-Session-Id": session})
+        answer = c.messages.create(
+            model="plain",
+            max_tokens=8,
+            messages=messages,
+            system="You answer briefly.",
+            extra_headers={"X-Claude-Code-Session-Id": session},
+        )
         text = "".join(b.text for b in answer.content if b.type == "text") or "ok"
         messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"and turn {turn + 2}?"}]
 
@@ -121,17 +142,26 @@ def codex_conversation(stack: LocalStack, session: str, turns: int) -> None:
     c = client(stack, timeout=60)
     items: list = [{"role": "user", "content": "the same first question for every session"}]
     for turn in range(turns):
-        answer = c.responses.create(model="plain", input=items, instructions="You answer briefly.",
-                                    max_output_tokens=16, extra_body={"prompt_cache_key": session})
-        items += [{"role": "assistant", "content": answer.output_text or "ok"},
-                  {"role": "user", "content": f"and turn {turn + 2}?"}]
+        answer = c.responses.create(
+            model="plain",
+            input=items,
+            instructions="You answer briefly.",
+            max_output_tokens=16,
+            extra_body={"prompt_cache_key": session},
+        )
+        items += [
+            {"role": "assistant", "content": answer.output_text or "ok"},
+            {"role": "user", "content": f"and turn {turn + 2}?"},
+        ]
 
 
 KEYS = {  # how the conversation is told apart; the last three send the same first turn every time
-    "leading-messages": lambda stack, i, turns: conversation(client(stack, timeout=60), f"Question {i} {uuid.uuid4()}",
-                                                             turns),
-    "session-header": lambda stack, i, turns: conversation(client(stack, timeout=60), "the same first question",
-                                                           turns, {"x-session-id": str(uuid.uuid4())}),
+    "leading-messages": lambda stack, i, turns: conversation(
+        client(stack, timeout=60), f"Question {i} {uuid.uuid4()}", turns
+    ),
+    "session-header": lambda stack, i, turns: conversation(
+        client(stack, timeout=60), "the same first question", turns, {"x-session-id": str(uuid.uuid4())}
+    ),
     "claude-code": lambda stack, i, turns: claude_code_conversation(stack, str(uuid.uuid4()), turns),
     "codex-prompt-cache-key": lambda stack, i, turns: codex_conversation(stack, str(uuid.uuid4()), turns),
 }
@@ -177,9 +207,12 @@ def test_new_conversations_go_to_the_replica_that_is_not_busy_and_stay_there(sta
         all finished before the 12 new turns, on a box also building images). Returns how many it sent."""
         sent = 0
         while not (sent and new_done.is_set()):
-            c.chat.completions.create(model="plain", max_tokens=64, extra_headers={"x-session-id": session},
-                                      messages=[{"role": "user",
-                                                 "content": f"Long {i}.{sent} {uuid.uuid4()} " + "padding " * 7000}])
+            c.chat.completions.create(
+                model="plain",
+                max_tokens=64,
+                extra_headers={"x-session-id": session},
+                messages=[{"role": "user", "content": f"Long {i}.{sent} {uuid.uuid4()} " + "padding " * 7000}],
+            )
             sent += 1
         return sent
 
@@ -188,8 +221,11 @@ def test_new_conversations_go_to_the_replica_that_is_not_busy_and_stay_there(sta
         futures = [pool.submit(long_requests, i) for i in range(busy_count)]
         try:
             deadline = time.monotonic() + 60
-            while max((loads := {n: running(stack, n) for n in REPLICAS}).values()) < 2 \
-                    and time.monotonic() < deadline and not any(f.done() for f in futures):
+            while (
+                max((loads := {n: running(stack, n) for n in REPLICAS}).values()) < 2
+                and time.monotonic() < deadline
+                and not any(f.done() for f in futures)
+            ):
                 time.sleep(0.1)
             for f in futures:
                 if f.done():
@@ -204,9 +240,11 @@ def test_new_conversations_go_to_the_replica_that_is_not_busy_and_stay_there(sta
             new_done.set()
         long_sent = sum(f.result() for f in futures)
     grew = {name: served(stack)[name] - before[name] for name in REPLICAS}
-    print(f"\nbusy replica {busy} ({loads}); {new_count} new conversations done after {new_took:.1f}s with "
-          f"{still_busy:.0f} request(s) still on {busy}; {long_sent} long ones done after "
-          f"{time.monotonic() - started:.1f}s; {grew}")
+    print(
+        f"\nbusy replica {busy} ({loads}); {new_count} new conversations done after {new_took:.1f}s with "
+        f"{still_busy:.0f} request(s) still on {busy}; {long_sent} long ones done after "
+        f"{time.monotonic() - started:.1f}s; {grew}"
+    )
     assert loads[idle] == 0, loads  # one session: all on one replica
     assert still_busy > 0, "the busy replica finished before the new conversations: the test proved nothing"
     assert grew == {busy: long_sent, idle: new_count * turns}, grew
@@ -271,9 +309,11 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
         stop.set()
         for f in futures:
             f.result()
-    print(f"\nkilled plain-1 holding {in_flight:.0f} request(s); down in status after {down_after:.1f}s; "
-          f"{len(results)} requests: "
-          f"{sum(r == 'ok' for r, _ in results)} ok, {sum(r == 'cut' for r, _ in results)} cut mid-stream")
+    print(
+        f"\nkilled plain-1 holding {in_flight:.0f} request(s); down in status after {down_after:.1f}s; "
+        f"{len(results)} requests: "
+        f"{sum(r == 'ok' for r, _ in results)} ok, {sum(r == 'cut' for r, _ in results)} cut mid-stream"
+    )
     assert in_flight > 0, "nothing was in flight on the replica when it was killed: the test proved nothing"
     assert seen == {"plain-1": "down", "plain-2": "healthy"}, seen
     failed = [detail for outcome, detail in results if outcome == "failed"]

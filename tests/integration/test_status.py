@@ -20,16 +20,34 @@ HELLO = [{"role": "user", "content": "Say hello."}]
 
 
 def route(gateway, key: str | None = None) -> httpx.Response:
-    return httpx.get(gateway.url.removesuffix("/v1") + "/gateway/status", timeout=30,
-                     headers={"Authorization": f"Bearer {key or gateway.key}"})
+    return httpx.get(
+        gateway.url.removesuffix("/v1") + "/gateway/status",
+        timeout=30,
+        headers={"Authorization": f"Bearer {key or gateway.key}"},
+    )
 
 
 def status_json(gateway, *extra: str) -> tuple[int, dict]:
     """`python -m generator.operate.status --json` as a user runs it, pointed at this gateway."""
     env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
-    out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
-                          "--models", gateway.plan.source, *extra],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.operate.status",
+            "--json",
+            "--interval",
+            "1",
+            "--models",
+            gateway.plan.source,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     assert out.stdout, out.stderr
     return out.returncode, json.loads(out.stdout)
 
@@ -51,7 +69,8 @@ def test_status_json_shows_every_model_healthy_with_its_numbers(gateway):
     assert names == [name for m in gateway.plan.models for name in (m.served_name, *(a.name for a in m.adapters))]
     adapters = [m for m in rep["models"] if m.get("adapter_of")]  # each right under its base (the order above)
     assert [(m["name"], m["adapter_of"], m["state"]) for m in adapters] == [
-        (a.name, m.served_name, "healthy") for m in gateway.plan.models for a in m.adapters]
+        (a.name, m.served_name, "healthy") for m in gateway.plan.models for a in m.adapters
+    ]
     for m, planned in zip([m for m in rep["models"] if not m.get("adapter_of")], gateway.plan.models):
         assert m["state"] == "healthy", m
         assert m["gpus"] == list(planned.gpus)
@@ -81,7 +100,9 @@ def _counters(gateway) -> tuple[float, dict[str, float]]:
     body = route(gateway).json()
     metrics = body["gateway"]["metrics"]
     assert metrics is not None, body["gateway"]["metrics_error"]
-    return metrics["requests_total"], {m["name"]: (m["metrics"] or {}).get("generation_tokens_total") for m in body["models"]}
+    return metrics["requests_total"], {
+        m["name"]: (m["metrics"] or {}).get("generation_tokens_total") for m in body["models"]
+    }
 
 
 def test_the_gateway_counts_every_request_once_summed_over_its_workers(gateway):
@@ -130,8 +151,9 @@ def test_answers_a_client_got_wrong_are_not_counted_as_backend_errors(gateway):
     long = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(context * 3))
     bad = [{"model": model, "messages": [{"role": "user", "content": long}], "max_tokens": 4}] * 2
     for body in bad:
-        r = httpx.post(gateway.url + "/chat/completions", json=body, timeout=60,
-                       headers={"Authorization": f"Bearer {gateway.key}"})
+        r = httpx.post(
+            gateway.url + "/chat/completions", json=body, timeout=60, headers={"Authorization": f"Bearer {gateway.key}"}
+        )
         assert 400 <= r.status_code < 500, r.text[:300]
     deadline = time.monotonic() + 20  # recorded by LiteLLM's failure callback, after the answer
     while (errors := _errors(gateway, model))[1] < client_before + len(bad) and time.monotonic() < deadline:
@@ -145,9 +167,25 @@ def test_status_reads_the_local_stack_it_runs_by_its_models_yml_with_that_stacks
     if gateway.stack is None:
         pytest.skip("needs the local stack (this session's or make demo's), not GATEWAY_URL")
     env = {k: v for k, v in os.environ.items() if k not in ("GATEWAY_URL", "GATEWAY_KEY")}
-    out = subprocess.run([sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1",
-                          "--models", gateway.plan.source, "--state-dir", str(gateway.stack.state_dir)],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.operate.status",
+            "--json",
+            "--interval",
+            "1",
+            "--models",
+            gateway.plan.source,
+            "--state-dir",
+            str(gateway.stack.state_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     rep = json.loads(out.stdout)
     assert rep["gateway"]["url"] == gateway.stack.gateway_url and rep["gateway"]["state"] == "healthy", out.stdout
     assert out.returncode == 0, out.stderr

@@ -28,7 +28,8 @@ def _check_call(gateway, model, name: str, arguments: str) -> None:
 @pytest.mark.parametrize("choice", TOOL_CHOICES, ids=list(TOOL_CHOICES))
 def test_tool_call(gateway, tool_model, choice):
     reply = gateway.client().chat.completions.create(
-        model=tool_model.served_name, messages=ASK_WEATHER, tools=[WEATHER_TOOL], tool_choice=TOOL_CHOICES[choice])
+        model=tool_model.served_name, messages=ASK_WEATHER, tools=[WEATHER_TOOL], tool_choice=TOOL_CHOICES[choice]
+    )
     message = reply.choices[0].message
     assert message.tool_calls, f"no tool_calls; content was {message.content!r}"
     call = message.tool_calls[0]
@@ -40,8 +41,12 @@ def test_tool_call(gateway, tool_model, choice):
 @pytest.mark.parametrize("choice", TOOL_CHOICES, ids=list(TOOL_CHOICES))
 def test_streamed_tool_call(gateway, tool_model, choice):
     stream = gateway.client().chat.completions.create(
-        model=tool_model.served_name, messages=ASK_WEATHER, tools=[WEATHER_TOOL],
-        tool_choice=TOOL_CHOICES[choice], stream=True)
+        model=tool_model.served_name,
+        messages=ASK_WEATHER,
+        tools=[WEATHER_TOOL],
+        tool_choice=TOOL_CHOICES[choice],
+        stream=True,
+    )
     content, _, calls, _ = collect_stream(stream)
     assert calls, f"no streamed tool_calls; content was {content!r}"
     _check_call(gateway, tool_model, calls[0]["name"], calls[0]["arguments"])
@@ -53,9 +58,17 @@ def test_multi_turn_with_a_tool_result(gateway, tool_model):
     first = client.chat.completions.create(model=tool_model.served_name, messages=ASK_WEATHER, tools=[WEATHER_TOOL])
     call = first.choices[0].message.tool_calls[0]
     messages = ASK_WEATHER + [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature": 21, "sky": "sunny"})},
     ]
     second = client.chat.completions.create(model=tool_model.served_name, messages=messages, tools=[WEATHER_TOOL])

@@ -40,7 +40,6 @@ def configmap_volume(src: Path, dest: Path) -> None:
         path.chmod(0o555)
 
 
-
 @pytest.fixture
 def gateway(tmp_path):
     assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(tmp_path), "-q"]) == 0
@@ -50,18 +49,27 @@ def gateway(tmp_path):
     (mount,) = container["volumeMounts"]
     volume = tmp_path / "volume"
     configmap_volume(tmp_path / "k8s/gateway", volume)
-    env = {e["name"]: e["value"] if "value" in e else keys[e["valueFrom"]["secretKeyRef"]["key"]]
-           for e in container["env"]}
+    env = {
+        e["name"]: e["value"] if "value" in e else keys[e["valueFrom"]["secretKeyRef"]["key"]] for e in container["env"]
+    }
     port = free_port()
     args = [a.replace(mount["mountPath"], str(volume)) for a in container["args"]]
     args[args.index("--port") + 1] = str(port)
     # the container's own command: gateway_start.py from the mounted ConfigMap (it resolves `--num_workers
     # auto` for this process's CPUs and execs LiteLLM); python3 of the image = this interpreter here
-    command = [sys.executable if c == "python3" else c.replace(mount["mountPath"], str(volume)) for c in container["command"]]
+    command = [
+        sys.executable if c == "python3" else c.replace(mount["mountPath"], str(volume)) for c in container["command"]
+    ]
     log = (tmp_path / "gateway.log").open("wb")
-    proc = subprocess.Popen([*command, *args, "--host", "127.0.0.1"],
-                            env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [*command, *args, "--host", "127.0.0.1"],
+        env={**os.environ, **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=tmp_path,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180

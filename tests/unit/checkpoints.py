@@ -71,7 +71,10 @@ def glm4_moe_lite_layout(cfg: dict, dtype: str = "BF16") -> list[Tensor]:
         if i < cfg["first_k_dense_replace"]:
             mlps = [(f"{p}.mlp", cfg["intermediate_size"])]
         else:
-            out += [(f"{p}.mlp.gate.weight", dtype, [experts, h]), (f"{p}.mlp.gate.e_score_correction_bias", dtype, [experts])]
+            out += [
+                (f"{p}.mlp.gate.weight", dtype, [experts, h]),
+                (f"{p}.mlp.gate.e_score_correction_bias", dtype, [experts]),
+            ]
             mlps = [(f"{p}.mlp.experts.{e}", moe) for e in range(experts)]
             mlps.append((f"{p}.mlp.shared_experts", moe * cfg["n_shared_experts"]))
         for m, inter in mlps:
@@ -102,8 +105,11 @@ def awq(tensors: list[Tensor], group: int, bits: int = 4) -> list[Tensor]:
             o, i = shape
             assert o % pack == 0 and i % group == 0, (name, shape)
             base = name.removesuffix(".weight")
-            out += [(f"{base}.qweight", "I32", [i, o // pack]), (f"{base}.qzeros", "I32", [i // group, o // pack]),
-                    (f"{base}.scales", "F16", [i // group, o])]
+            out += [
+                (f"{base}.qweight", "I32", [i, o // pack]),
+                (f"{base}.qzeros", "I32", [i // group, o // pack]),
+                (f"{base}.scales", "F16", [i // group, o]),
+            ]
         else:
             out.append((name, "F16", shape))
     return out
@@ -142,8 +148,10 @@ def header_only_files(tensors: list[Tensor], single: bool = False) -> dict[str, 
     n = len(shards)
     names = [f"model-{i + 1:05d}-of-{n:05d}.safetensors" for i in range(n)]
     files = {name: _header(shard) for name, shard in zip(names, shards)}
-    index = {"metadata": {"total_size": nbytes(tensors)},
-             "weight_map": {t[0]: name for name, shard in zip(names, shards) for t in shard}}
+    index = {
+        "metadata": {"total_size": nbytes(tensors)},
+        "weight_map": {t[0]: name for name, shard in zip(names, shards) for t in shard},
+    }
     files["model.safetensors.index.json"] = json.dumps(index, indent=2).encode()
     return files
 

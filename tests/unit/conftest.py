@@ -33,20 +33,24 @@ def local_network_only():
 @pytest.fixture
 def write(tmp_path):
     """write(yaml_text) -> path of a models.yml holding it (dedented)."""
+
     def _write(text: str, name: str = "models.yml") -> Path:
         path = tmp_path / name
         path.write_text(textwrap.dedent(text))
         return path
+
     return _write
 
 
 @pytest.fixture
 def problems(write):
     """problems(yaml_text) -> the one-line problems load_plan reports (fails if it accepts the file)."""
+
     def _problems(text: str) -> list[str]:
         with pytest.raises(ConfigError) as err:
             load_plan(write(text))
         return [str(p) for p in err.value.problems]
+
     return _problems
 
 

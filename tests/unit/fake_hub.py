@@ -33,8 +33,13 @@ def commit_of(repo: str) -> str:
 
 
 class FakeHub:
-    def __init__(self, repos: dict[str, dict[str, bytes]], gated: set[str] = frozenset(), token: str = "hf_granted",
-                 delay: float = 0.0):
+    def __init__(
+        self,
+        repos: dict[str, dict[str, bytes]],
+        gated: set[str] = frozenset(),
+        token: str = "hf_granted",
+        delay: float = 0.0,
+    ):
         self.repos, self.gated, self.token, self.delay = repos, set(gated), token, delay
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self._lock = threading.Lock()
@@ -81,33 +86,56 @@ class FakeHub:
         if (m := API.fullmatch(path)) and not head:
             repo, rev = m["repo"], m["rev"] or "main"
             if repo not in self.repos:
-                return self._error(h, 404 if h.headers.get("authorization") else 401, "RepoNotFound", "Repository not found", head)
+                return self._error(
+                    h, 404 if h.headers.get("authorization") else 401, "RepoNotFound", "Repository not found", head
+                )
             if rev not in ("main", commit_of(repo)):
                 return self._error(h, 404, "RevisionNotFound", "Invalid rev id: " + rev, head)
-            info = {"_id": commit_of(repo)[:24], "id": repo, "modelId": repo, "sha": commit_of(repo), "private": False,
-                    "gated": "manual" if repo in self.gated else False, "disabled": False, "tags": [],
-                    "library_name": "transformers", "siblings": [{"rfilename": f} for f in sorted(self.repos[repo])]}
+            info = {
+                "_id": commit_of(repo)[:24],
+                "id": repo,
+                "modelId": repo,
+                "sha": commit_of(repo),
+                "private": False,
+                "gated": "manual" if repo in self.gated else False,
+                "disabled": False,
+                "tags": [],
+                "library_name": "transformers",
+                "siblings": [{"rfilename": f} for f in sorted(self.repos[repo])],
+            }
             return self._send(h, 200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head)
         if m := RESOLVE.fullmatch(path):
             repo, rev, name = m["repo"], m["rev"], m["file"]
             if repo not in self.repos:
-                return self._error(h, 404 if h.headers.get("authorization") else 401, "RepoNotFound", "Repository not found", head)
+                return self._error(
+                    h, 404 if h.headers.get("authorization") else 401, "RepoNotFound", "Repository not found", head
+                )
             if rev not in ("main", commit_of(repo)):
                 return self._error(h, 404, "RevisionNotFound", "Invalid rev id: " + rev, head)
             if repo in self.gated and not authorized:
-                return self._error(h, 401, "GatedRepo", f"Access to model {repo} is restricted. You must have access to "
-                                   "it and be authenticated to access it. Please log in.", head)
+                return self._error(
+                    h,
+                    401,
+                    "GatedRepo",
+                    f"Access to model {repo} is restricted. You must have access to "
+                    "it and be authenticated to access it. Please log in.",
+                    head,
+                )
             commit = {"X-Repo-Commit": commit_of(repo)}
             if name not in self.repos[repo]:
-                return self._error(h, 404, "EntryNotFound", f"{name} does not exist on \"{rev}\"", head, commit)
+                return self._error(h, 404, "EntryNotFound", f'{name} does not exist on "{rev}"', head, commit)
             data = self.repos[repo][name]
-            headers = {**commit, "ETag": f'"{hashlib.sha1(data).hexdigest()}"', "Accept-Ranges": "bytes",
-                       "Content-Type": "application/octet-stream"}
+            headers = {
+                **commit,
+                "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                "Accept-Ranges": "bytes",
+                "Content-Type": "application/octet-stream",
+            }
             rng = RANGE.fullmatch(h.headers.get("range", "")) if not head else None
             if rng:
                 start, end = int(rng[1]), min(int(rng[2] or len(data) - 1), len(data) - 1)
                 headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-                return self._send(h, 206, data[start:end + 1], headers, head)
+                return self._send(h, 206, data[start : end + 1], headers, head)
             return self._send(h, 200, data, headers, head)
         return self._error(h, 404, "", "Not found", head)
 

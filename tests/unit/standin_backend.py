@@ -25,8 +25,13 @@ def make_app(name: str) -> web.Application:
 
     def chunk(content: str | None, finish: str | None = None) -> bytes:
         delta = {"content": content} if content is not None else {}
-        body = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()), "model": name,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        body = {
+            "id": "chatcmpl-standin",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": name,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
         return f"data: {json.dumps(body)}\n\n".encode()
 
     async def chat(request: web.Request) -> web.StreamResponse:
@@ -39,11 +44,23 @@ def make_app(name: str) -> web.Application:
             if not body.get("stream"):
                 await asyncio.sleep(float(body.get("delay", 0)))
                 state["finished"] += 1
-                return web.json_response({
-                    "id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()), "model": name,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": f"ok from {name}"},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}, **extra})
+                return web.json_response(
+                    {
+                        "id": "chatcmpl-standin",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": name,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": f"ok from {name}"},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6},
+                        **extra,
+                    }
+                )
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Standin": json.dumps(extra)})
             await resp.prepare(request)
             for i in range(int(body.get("max_tokens", 5))):

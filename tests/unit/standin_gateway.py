@@ -14,16 +14,37 @@ import time
 
 
 def route_json(models: list[str]) -> dict:
-    metrics = {"requests_running": 0.0, "requests_waiting": 0.0, "kv_cache_usage": 0.0, "prompt_tokens_total": 0.0,
-               "generation_tokens_total": 0.0, "preemptions_total": 0.0, "requests_finished_total": 0.0,
-               "ttft_seconds": {"buckets": [], "count": 0, "sum": 0}}
-    return {"time": time.time(),
-            "gateway": {"state": "healthy", "pid": 1, "workers": 1, "metrics_error": None,
-                        "metrics": {"requests_total": 3.0, "errors_total": 0.0, "client_errors_total": 2.0,
-                                    "requests_by_model": {m: 1.0 for m in models}, "errors_by_model": {},
-                                    "client_errors_by_model": {models[0]: 2.0}}},
-            "models": [{"name": m, "backend": f"http://{m}:8001", "state": "healthy", "reason": "/health 200",
-                        "metrics": metrics} for m in models]}
+    metrics = {
+        "requests_running": 0.0,
+        "requests_waiting": 0.0,
+        "kv_cache_usage": 0.0,
+        "prompt_tokens_total": 0.0,
+        "generation_tokens_total": 0.0,
+        "preemptions_total": 0.0,
+        "requests_finished_total": 0.0,
+        "ttft_seconds": {"buckets": [], "count": 0, "sum": 0},
+    }
+    return {
+        "time": time.time(),
+        "gateway": {
+            "state": "healthy",
+            "pid": 1,
+            "workers": 1,
+            "metrics_error": None,
+            "metrics": {
+                "requests_total": 3.0,
+                "errors_total": 0.0,
+                "client_errors_total": 2.0,
+                "requests_by_model": {m: 1.0 for m in models},
+                "errors_by_model": {},
+                "client_errors_by_model": {models[0]: 2.0},
+            },
+        },
+        "models": [
+            {"name": m, "backend": f"http://{m}:8001", "state": "healthy", "reason": "/health 200", "metrics": metrics}
+            for m in models
+        ],
+    }
 
 
 def serve(port: int, key: str, models: list[str]) -> None:

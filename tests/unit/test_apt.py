@@ -24,8 +24,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="apt needs root (CI ru
 
 
 def install(*, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(APT), "install", INSTALLED], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [str(APT), "install", INSTALLED], capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}
+    )
 
 
 class HeldLock:
@@ -60,8 +61,10 @@ def held_lock():
 
 
 def test_two_concurrent_installs_both_succeed():
-    procs = [subprocess.Popen([str(APT), "install", INSTALLED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen([str(APT), "install", INSTALLED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
     assert all(rc == 0 for rc, _ in results), results
 
@@ -92,16 +95,21 @@ def test_the_projects_own_calls_queue_on_one_lock(tmp_path):
     queue = tmp_path / "apt.lock"
     with open(queue, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
-        proc = subprocess.Popen([str(APT), "install", INSTALLED], stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "APT_QUEUE_LOCK": str(queue)})
+        proc = subprocess.Popen(
+            [str(APT), "install", INSTALLED],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "APT_QUEUE_LOCK": str(queue)},
+        )
         time.sleep(3)
         assert proc.poll() is None, "ran while another project apt step held the queue"
     assert proc.wait(timeout=300) == 0, proc.stderr.read()
 
 
 def test_an_unknown_package_fails_naming_it():
-    run = subprocess.run([str(APT), "install", "no-such-package-llm-gateway"], capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [str(APT), "install", "no-such-package-llm-gateway"], capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 1
     assert "could not install no-such-package-llm-gateway" in run.stderr, run.stderr
 

@@ -51,14 +51,18 @@ def test_max_rate_ignores_failing_points_and_sequential():
 
 def test_summary_line_format():
     assert summary_line(1.234, 8.5, 0.61, 0.3) == (
-        "added p50 1.23 ms (default 8.50 ms), max rate ratio gateway/direct 0.610 (default 0.300)")
+        "added p50 1.23 ms (default 8.50 ms), max rate ratio gateway/direct 0.610 (default 0.300)"
+    )
 
 
 def test_merge_patches_nested_settings():
     base = {"general_settings": {"master_key": "k"}, "model_list": [1]}
     out = merge(base, {"general_settings": {"disable_spend_logs": True}, "litellm_settings": {"x": 1}})
-    assert out == {"general_settings": {"master_key": "k", "disable_spend_logs": True},
-                   "model_list": [1], "litellm_settings": {"x": 1}}
+    assert out == {
+        "general_settings": {"master_key": "k", "disable_spend_logs": True},
+        "model_list": [1],
+        "litellm_settings": {"x": 1},
+    }
     assert base == {"general_settings": {"master_key": "k"}, "model_list": [1]}
 
 
@@ -68,7 +72,9 @@ def test_mock_bodies_are_what_an_openai_client_parses():
     events = [e for e in stream_body("mock").split("\n\n") if e]
     assert events[-1] == "data: [DONE]"
     chunks = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
-    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == body["choices"][0]["message"]["content"]
+    assert (
+        "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == body["choices"][0]["message"]["content"]
+    )
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 

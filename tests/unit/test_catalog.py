@@ -26,6 +26,11 @@ def test_catalog_matches_the_installed_vllm_parser():
     python = _vllm_python()
     if python is None:
         pytest.skip("vLLM is not importable here and .venv-vllm is absent (run `make venv-vllm`)")
-    run = subprocess.run([python, "-m", "generator.compile.load.catalog_build", "--check"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [python, "-m", "generator.compile.load.catalog_build", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]

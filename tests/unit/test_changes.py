@@ -56,8 +56,11 @@ def test_nothing_changed_is_all_unchanged(tmp_path):
 
 def test_metrics_services_are_left_alone_when_a_model_changes(tmp_path):
     with_metrics = BASE.replace("metrics: {enabled: false}", "")
-    plan = changes(tmp_path, with_metrics.replace("org/alpha --max-model-len 16K", "org/alpha --max-model-len 8K"),
-                   old_text=with_metrics)
+    plan = changes(
+        tmp_path,
+        with_metrics.replace("org/alpha --max-model-len 16K", "org/alpha --max-model-len 8K"),
+        old_text=with_metrics,
+    )
     assert actions(plan)["alpha"] == "recreate" and actions(plan)["beta"] == "unchanged"
     assert actions(plan)["prometheus"] == "unchanged" and actions(plan)["dcgm-exporter"] == "unchanged"
 
@@ -89,20 +92,29 @@ def test_one_worker_reloads_with_a_cut_said_in_the_plan(tmp_path):
 
 
 def test_env_recreates_the_model(tmp_path):
-    plan = changes(tmp_path, BASE.replace("  litellm: {max_tokens: 4K}", "  litellm: {max_tokens: 4K}\n  env: {VLLM_X: '1'}"))
+    plan = changes(
+        tmp_path, BASE.replace("  litellm: {max_tokens: 4K}", "  litellm: {max_tokens: 4K}\n  env: {VLLM_X: '1'}")
+    )
     assert actions(plan)["alpha"] == "recreate" and plan["alpha"].details == ("env VLLM_X=1 added",)
     assert plan["litellm"].action == "unchanged"
 
 
 def test_image_recreates_the_model(tmp_path):
-    plan = changes(tmp_path, BASE.replace("  litellm: {max_tokens: 4K}", "  litellm: {max_tokens: 4K}\n  image: vllm/vllm-openai:v0.32.1"))
+    plan = changes(
+        tmp_path,
+        BASE.replace("  litellm: {max_tokens: 4K}", "  litellm: {max_tokens: 4K}\n  image: vllm/vllm-openai:v0.32.1"),
+    )
     assert plan["alpha"].action == "recreate"
     assert plan["alpha"].details == ("image vllm/vllm-openai:v0.32.0 -> vllm/vllm-openai:v0.32.1",)
 
 
 def test_gpus_recreate_the_moved_model_and_its_start_order(tmp_path):
-    plan = changes(tmp_path, BASE.replace("gpus: [1]", "gpus: [0]").replace(
-        "--tool-call-parser hermes", "--tool-call-parser hermes --gpu-memory-utilization 0.05"))
+    plan = changes(
+        tmp_path,
+        BASE.replace("gpus: [1]", "gpus: [0]").replace(
+            "--tool-call-parser hermes", "--tool-call-parser hermes --gpu-memory-utilization 0.05"
+        ),
+    )
     assert actions(plan) == {"alpha": "unchanged", "beta": "unchanged", "gamma": "recreate", "litellm": "unchanged"}
     details = plan["gamma"].details
     assert "gpus [1] -> [0]" in details and "start after [] -> [beta]" in details
@@ -110,7 +122,9 @@ def test_gpus_recreate_the_moved_model_and_its_start_order(tmp_path):
 
 
 def test_start_after_recreates_with_the_new_order(tmp_path):
-    plan = changes(tmp_path, BASE.replace("  litellm: {max_tokens: 2K}", "  litellm: {max_tokens: 2K}\n  start_after: [gamma]"))
+    plan = changes(
+        tmp_path, BASE.replace("  litellm: {max_tokens: 2K}", "  litellm: {max_tokens: 2K}\n  start_after: [gamma]")
+    )
     assert plan["beta"].action == "recreate" and plan["beta"].details == ("start after [alpha] -> [alpha, gamma]",)
 
 
@@ -120,10 +134,15 @@ def test_a_gateway_setting_in_its_config_reloads(tmp_path):
     assert "litellm_settings.request_timeout 600 -> 300" in plan["gateway"].details
 
 
-@pytest.mark.parametrize("setting, why", [("port: 4100", "published port"), ("workers: 3", "worker count"),
-                                          ("image: other/litellm:1", "image")])
+@pytest.mark.parametrize(
+    "setting, why",
+    [("port: 4100", "published port"), ("workers: 3", "worker count"), ("image: other/litellm:1", "image")],
+)
 def test_a_gateway_service_setting_recreates_it_and_says_it_cuts(tmp_path, setting, why):
-    plan = changes(tmp_path, BASE.replace("workers: 2}", f"workers: 2, {setting}}}".replace("workers: 2, workers: 3", "workers: 3")))
+    plan = changes(
+        tmp_path,
+        BASE.replace("workers: 2}", f"workers: 2, {setting}}}".replace("workers: 2, workers: 3", "workers: 3")),
+    )
     assert actions(plan)["litellm"] == "recreate"
     assert why in plan["litellm"].cut and "requests in flight through it are cut" in plan["litellm"].cut
 
@@ -131,7 +150,13 @@ def test_a_gateway_service_setting_recreates_it_and_says_it_cuts(tmp_path, setti
 def test_added_and_removed_models(tmp_path):
     new = BASE.replace("beta:", "delta:").replace("org/beta", "org/delta")
     plan = changes(tmp_path, new)
-    assert actions(plan) == {"beta": "remove", "alpha": "unchanged", "delta": "add", "gamma": "unchanged", "litellm": "recreate"}
+    assert actions(plan) == {
+        "beta": "remove",
+        "alpha": "unchanged",
+        "delta": "add",
+        "gamma": "unchanged",
+        "litellm": "recreate",
+    }
     assert plan["delta"].waits_for == ("alpha",)
     assert "delta routed" in plan["litellm"].details and "beta no longer routed" in plan["litellm"].details
     assert "keys of added or removed models" in plan["litellm"].cut
@@ -157,7 +182,10 @@ def test_unknown_services_are_recreated_when_their_definition_changes(tmp_path):
 
 def test_command_changes_reads_flags_with_and_without_values():
     assert command_changes(["m", "--a", "1", "--flag", "--b=2"], ["m", "--a", "2", "--b=2", "--c", "x"]) == [
-        "--a 1 -> 2", "--flag removed", "--c x added"]
+        "--a 1 -> 2",
+        "--flag removed",
+        "--c x added",
+    ]
     assert command_changes(["m1", "--a", "1"], ["m2", "--a", "1"]) == ["m1 -> m2"]
 
 
@@ -180,8 +208,10 @@ def test_adding_an_adapter_recreates_its_base_and_reloads_the_gateway_without_a_
     unchanged). Later adapters are loaded without a restart: test_live_adapters.py."""
     (tmp_path / "sql").mkdir()
     (tmp_path / "sql" / "adapter_config.json").write_text('{"r": 8}')
-    with_adapter = BASE.replace("--tool-call-parser hermes\n", "--tool-call-parser hermes\n"
-                                f"  adapters:\n    sql: {{path: {tmp_path / 'sql'}}}\n")
+    with_adapter = BASE.replace(
+        "--tool-call-parser hermes\n",
+        f"--tool-call-parser hermes\n  adapters:\n    sql: {{path: {tmp_path / 'sql'}}}\n",
+    )
     plan = changes(tmp_path, with_adapter)
     assert actions(plan) == {"alpha": "unchanged", "beta": "unchanged", "gamma": "recreate", "gateway": "reload"}
     assert any("--lora-modules" in line for line in plan["gamma"].details), plan["gamma"].details

@@ -34,8 +34,12 @@ def test_bad_input_exits_2_with_one_line_per_problem_and_writes_nothing(write, t
 
 def test_bad_input_from_a_real_process_has_no_traceback(write):
     bad = write("m1: [unclosed\n")
-    run = subprocess.run([sys.executable, "-m", "generator", "--models", str(bad), "--out", str(bad.parent / "o")],
-                         capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "generator", "--models", str(bad), "--out", str(bad.parent / "o")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 2
     assert run.stderr.count("\n") == 2 and "YAML syntax error" in run.stderr and "Traceback" not in run.stderr
 
@@ -100,8 +104,12 @@ def test_keys_are_made_once_kept_secret_and_reused(tmp_path):
     assert main(["--models", str(GOOD), "--out", str(tmp_path), "-q"]) == 0
     env_path = tmp_path / ENV_FILE
     keys = read_env_file(env_path)
-    assert set(keys) == {"LITELLM_MASTER_KEY", "VLLM_API_KEY_GLM47_FLASH", "VLLM_API_KEY_QWEN3_8B",
-                         "VLLM_API_KEY_SMALL_CHAT"}
+    assert set(keys) == {
+        "LITELLM_MASTER_KEY",
+        "VLLM_API_KEY_GLM47_FLASH",
+        "VLLM_API_KEY_QWEN3_8B",
+        "VLLM_API_KEY_SMALL_CHAT",
+    }
     assert all(len(v) >= 32 for v in keys.values()) and len(set(keys.values())) == len(keys)
     assert stat.S_IMODE(env_path.stat().st_mode) == 0o600
     generated = "".join(t.decode() for k, t in files_under(tmp_path).items() if k != ENV_FILE)
@@ -123,9 +131,14 @@ def test_the_generated_master_key_is_one_litellm_starts_with(tmp_path):
     assert main(["--models", str(GOOD), "--out", str(tmp_path), "-q"]) == 0
     key = read_env_file(tmp_path / ENV_FILE)["LITELLM_MASTER_KEY"]
     verdict = master_key_boot_verdict(
-        master_key=key, environment_master_key=key, general_settings={"master_key": "os.environ/LITELLM_MASTER_KEY"},
-        config_file_path="litellm/config.yaml", override_env_is_on=False, salt_key_is_set=False,
-        database_is_configured=False)
+        master_key=key,
+        environment_master_key=key,
+        general_settings={"master_key": "os.environ/LITELLM_MASTER_KEY"},
+        config_file_path="litellm/config.yaml",
+        override_env_is_on=False,
+        salt_key_is_set=False,
+        database_is_configured=False,
+    )
     assert isinstance(verdict, SafeMasterKey)
     generated = "".join(t.decode() for k, t in files_under(tmp_path).items() if k != ENV_FILE)
     assert WEAK_OR_UNSET_MASTER_KEY_OVERRIDE_SETTING not in generated
@@ -134,10 +147,30 @@ def test_the_generated_master_key_is_one_litellm_starts_with(tmp_path):
 
 def test_a_new_model_gets_a_key_and_old_keys_stay(write, tmp_path):
     out = tmp_path / "out"
-    main(["--models", str(write("a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\n")), "--out", str(out), "-q"])
+    main(
+        [
+            "--models",
+            str(write("a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\n")),
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     first = read_env_file(out / ENV_FILE)
-    main(["--models", str(write("a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\n"
-                                "b:\n  gpus: []\n  command: vllm serve o/b --max-model-len 8K\n")), "--out", str(out), "-q"])
+    main(
+        [
+            "--models",
+            str(
+                write(
+                    "a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K\n"
+                    "b:\n  gpus: []\n  command: vllm serve o/b --max-model-len 8K\n"
+                )
+            ),
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     second = read_env_file(out / ENV_FILE)
     assert {k: second[k] for k in first} == first and "VLLM_API_KEY_B" in second
 
@@ -162,6 +195,7 @@ def test_a_failed_write_leaves_the_old_files_and_no_temp_files(tmp_path_factory,
     with pytest.raises(OSError):
         from generator.compile.load.loader import load_plan
         from generator.compile.output import render_files, write_files
+
         write_files(render_files(load_plan(models)), tmp_path)
     after = files_under(tmp_path)
     assert not [k for k in after if k.endswith(".tmp")]

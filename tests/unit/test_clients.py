@@ -51,9 +51,14 @@ def two(write):
 
 
 def test_golden_files(files):
-    assert set(files) == {"clients/README.md", "clients/opencode.json", "clients/claude-code.env",
-                          "clients/codex/config.toml", "clients/codex/glm47-flash.config.toml",
-                          "clients/codex/qwen3-8b.config.toml"}
+    assert set(files) == {
+        "clients/README.md",
+        "clients/opencode.json",
+        "clients/claude-code.env",
+        "clients/codex/config.toml",
+        "clients/codex/glm47-flash.config.toml",
+        "clients/codex/qwen3-8b.config.toml",
+    }
     assert_golden(files)
 
 
@@ -82,11 +87,24 @@ def test_only_tool_capable_models_with_their_real_limits(two):
     assert provider["npm"] == "@ai-sdk/openai-compatible"
     assert provider["options"]["baseURL"] == "http://127.0.0.1:4100/v1"  # bind 0.0.0.0: connect on loopback
     assert provider["models"] == {
-        "big": {"name": "big", "tool_call": True, "reasoning": True, "temperature": True, "attachment": False,
-                "modalities": {"input": ["text"], "output": ["text"]}, "limit": {"context": 32768, "output": 4096}},
-        "org/small": {"name": "org/small", "tool_call": True, "reasoning": False, "temperature": True,
-                      "attachment": False, "modalities": {"input": ["text"], "output": ["text"]},
-                      "limit": {"context": 16384, "output": 2048}},
+        "big": {
+            "name": "big",
+            "tool_call": True,
+            "reasoning": True,
+            "temperature": True,
+            "attachment": False,
+            "modalities": {"input": ["text"], "output": ["text"]},
+            "limit": {"context": 32768, "output": 4096},
+        },
+        "org/small": {
+            "name": "org/small",
+            "tool_call": True,
+            "reasoning": False,
+            "temperature": True,
+            "attachment": False,
+            "modalities": {"input": ["text"], "output": ["text"]},
+            "limit": {"context": 16384, "output": 2048},
+        },
     }
     assert opencode["model"] == "llm-gateway/big" and opencode["small_model"] == "llm-gateway/org/small"
     assert "chat-only" not in "".join(v for k, v in two.items() if k != "clients/README.md")
@@ -95,12 +113,19 @@ def test_only_tool_capable_models_with_their_real_limits(two):
     codex = tomllib.loads(two["clients/codex/config.toml"])
     assert codex["model"] == "big" and codex["model_provider"] == "llm-gateway"
     assert codex["model_providers"]["llm-gateway"] == {
-        "name": "llm-gateway-stack", "base_url": "http://127.0.0.1:4100/v1", "env_key": "LITELLM_MASTER_KEY",
-        "wire_api": "responses"}
+        "name": "llm-gateway-stack",
+        "base_url": "http://127.0.0.1:4100/v1",
+        "env_key": "LITELLM_MASTER_KEY",
+        "wire_api": "responses",
+    }
     assert codex["check_for_update_on_startup"] is False and codex["analytics"] == {"enabled": False}
     small = tomllib.loads(two["clients/codex/small.config.toml"])  # profile named by the models.yml key
-    assert small == {"model": "org/small", "model_provider": "llm-gateway", "model_context_window": 16384,
-                     "model_auto_compact_token_limit": 16384 - 2048}
+    assert small == {
+        "model": "org/small",
+        "model_provider": "llm-gateway",
+        "model_context_window": 16384,
+        "model_auto_compact_token_limit": 16384 - 2048,
+    }
     assert "profiles" not in codex  # Codex 0.169 refuses [profiles.*] next to --profile
     assert "clients/codex/chat-only.config.toml" not in two
 
@@ -108,8 +133,9 @@ def test_only_tool_capable_models_with_their_real_limits(two):
 def _sourced(env_text: str, **env) -> dict[str, str]:
     """What `set -a; . claude-code.env` exports, run by a real shell."""
     script = "set -a; . /dev/stdin; set +a; env -0"
-    out = subprocess.run(["sh", "-c", script], input=env_text, capture_output=True, text=True,
-                         env={"PATH": os.environ["PATH"], **env})
+    out = subprocess.run(
+        ["sh", "-c", script], input=env_text, capture_output=True, text=True, env={"PATH": os.environ["PATH"], **env}
+    )
     if out.returncode:
         raise RuntimeError(out.stderr.strip())
     return dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
@@ -119,7 +145,9 @@ def test_claude_code_env_is_a_sourceable_shell_file(two):
     env = _sourced(two["clients/claude-code.env"], LITELLM_MASTER_KEY="the-key")
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4100"  # no /v1: Claude Code adds /v1/messages
     assert env["ANTHROPIC_AUTH_TOKEN"] == "the-key"
-    assert env["ANTHROPIC_MODEL"] == env["ANTHROPIC_DEFAULT_SONNET_MODEL"] == env["ANTHROPIC_DEFAULT_OPUS_MODEL"] == "big"
+    assert (
+        env["ANTHROPIC_MODEL"] == env["ANTHROPIC_DEFAULT_SONNET_MODEL"] == env["ANTHROPIC_DEFAULT_OPUS_MODEL"] == "big"
+    )
     assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "org/small"
     assert env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "2048"  # the smallest budget of the models it may use
     assert env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "16384"
@@ -141,7 +169,10 @@ def test_deterministic_and_every_file_names_its_source(write, two):
 def test_gateway_address_as_a_client_dials_it(write):
     def base(bind: str) -> str:
         plan = load_plan(write(TWO_MODELS.replace("bind: 0.0.0.0", f"bind: '{bind}'")))
-        return json.loads(render_files(plan, ("clients",))["clients/opencode.json"])["provider"]["llm-gateway"]["options"]["baseURL"]
+        return json.loads(render_files(plan, ("clients",))["clients/opencode.json"])["provider"]["llm-gateway"][
+            "options"
+        ]["baseURL"]
+
     assert base("10.1.2.3") == "http://10.1.2.3:4100/v1"
     assert base("::1") == "http://[::1]:4100/v1"
 

@@ -22,7 +22,6 @@ tool-caller:
 """  # noqa: E501 - models.yml lines as a user writes them
 
 
-
 def scripted(tmp_path, kinds=("reasoner", "tool-caller")):
     for kind in kinds:
         (tmp_path / kind).mkdir()

@@ -55,7 +55,8 @@ def test_the_readme_is_a_front_page_with_every_docs_page_one_click_away():
 
 
 def test_the_anchor_rule_matches_githubs():
-    assert anchors("## `make status`\n## GPUs shared by several models\n# Kubernetes (`make k8s`)\n"
-                   "## `<model>.k8s` (and `defaults.k8s`)") == {
-        "make-status", "gpus-shared-by-several-models", "kubernetes-make-k8s", "modelk8s-and-defaultsk8s"}
+    assert anchors(
+        "## `make status`\n## GPUs shared by several models\n# Kubernetes (`make k8s`)\n"
+        "## `<model>.k8s` (and `defaults.k8s`)"
+    ) == {"make-status", "gpus-shared-by-several-models", "kubernetes-make-k8s", "modelk8s-and-defaultsk8s"}
     assert anchors("## Plan\n## Plan\n") == {"plan", "plan-1"}

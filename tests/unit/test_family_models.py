@@ -67,7 +67,7 @@ def test_each_script_plays_back_as_the_family_renders_it(fam):
     assert set(book["scripts"]) == set(scripts_for(fam.has_reasoning, fam.parallel_calls, agents=True))
     for name, ids in book["scripts"].items():
         played = play(ids, book["eos"])
-        assert played[:len(ids)] == ids and played[len(ids):] in ([], [book["eos"]])
+        assert played[: len(ids)] == ids and played[len(ids) :] in ([], [book["eos"]])
         assert tok.decode(ids, skip_special_tokens=False) == fam.render({**SCRIPTS, **AGENT_SCRIPTS}[name])
 
 
@@ -95,8 +95,13 @@ def test_the_chat_template_picks_the_script_a_conversation_asks_for(fam):
         return choose(text, fam.has_reasoning, fam.tool_result_opener, fam.user_opener, fam.parallel_calls)
 
     ask = {"role": "user", "content": f"Weather? {selector('one-call')}"}
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        ],
+    }
     result = {"role": "tool", "tool_call_id": "call_0", "content": '{"sky": "sunny"}'}
     assert picked([ask]) == "one-call"
     assert picked([ask, call, result]) == AFTER_TOOL

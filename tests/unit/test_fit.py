@@ -42,6 +42,7 @@ def header_only_shards(model_dir: Path, dtype: str = "BF16") -> None:
 def model_dir(tmp_path):
     def _copy(name: str) -> Path:
         return Path(shutil.copytree(FIXTURES / name, tmp_path / name))
+
     return _copy
 
 
@@ -157,9 +158,20 @@ def scripted_model(tmp_path: Path) -> Path:
     """The shape of the CPU demo's scripted models (generator/demo/scripted_model.py): float32, 2 layers."""
     d = tmp_path / "scripted"
     d.mkdir()
-    (d / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
-                                               "hidden_size": 384, "num_hidden_layers": 2, "num_attention_heads": 6,
-                                               "num_key_value_heads": 2, "head_dim": 64, "torch_dtype": "float32"}))
+    (d / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "hidden_size": 384,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 6,
+                "num_key_value_heads": 2,
+                "head_dim": 64,
+                "torch_dtype": "float32",
+            }
+        )
+    )
     header = json.dumps({"w": {"dtype": "F32", "shape": [384, 384], "data_offsets": [0, 384 * 384 * 4]}}).encode()
     (d / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
     return d
@@ -178,8 +190,10 @@ def test_cpu_models_get_an_estimate_and_the_cpu_kv_space_is_checked(tmp_path):
 def test_a_refusal_stops_load_plan_naming_model_and_command(tmp_path, write, problems):
     d = tmp_path / "qwen3-8b"
     shutil.copytree(FIXTURES / "qwen3-8b", d)
-    (msg,) = problems(f"gpu_memory: 80GiB\nqwen:\n  gpus: [0]\n  command: vllm serve {d} --max-model-len 32K "
-                      "--gpu-memory-utilization 0.2\n")
+    (msg,) = problems(
+        f"gpu_memory: 80GiB\nqwen:\n  gpus: [0]\n  command: vllm serve {d} --max-model-len 32K "
+        "--gpu-memory-utilization 0.2\n"
+    )
     assert "qwen.command" in msg and "does not fit" in msg and "raise --gpu-memory-utilization to 0.25" in msg
 
 
@@ -193,9 +207,19 @@ def test_sliding_window_layers_hold_at_most_their_window(tmp_path):
     d = tmp_path / "swa"
     d.mkdir()
     layers = ["sliding_attention", "full_attention"] * 12  # the pattern of gpt-oss / Gemma-style hybrids
-    (d / "config.json").write_text(json.dumps({"num_hidden_layers": 24, "num_attention_heads": 64, "head_dim": 64,
-                                               "num_key_value_heads": 8, "sliding_window": 128, "layer_types": layers,
-                                               "torch_dtype": "bfloat16"}))
+    (d / "config.json").write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 24,
+                "num_attention_heads": 64,
+                "head_dim": 64,
+                "num_key_value_heads": 8,
+                "sliding_window": 128,
+                "layer_types": layers,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
     (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 2**30}, "weight_map": {}}))
     est = estimate(d, "--max-model-len 128K")
     per_layer = 2 * 8 * 64 * 2

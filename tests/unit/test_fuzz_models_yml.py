@@ -16,16 +16,49 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT.parent / "shared/schemas/compose-spec.json"
 EXAMPLE = yaml.safe_load((ROOT / "models.yml").read_text())
 
-SCALARS = st.none() | st.booleans() | st.integers(-5, 200_000) | st.floats(allow_nan=False, width=32) | st.sampled_from(
-    ["", "16K", "8k", "auto", "0.9", "vllm serve x", "hermes", "-1", "1.5K", "--max-model-len", "a b"])
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
-                      | st.dictionaries(st.sampled_from(["gpus", "command", "litellm", "env", "max_tokens",
-                                                         "context_length", "port", "temperature", "x"]), inner,
-                                        max_size=4), max_leaves=10)
-FLAGS = st.sampled_from(["--max-model-len 4K", "--max-model-len 200", "--max-model-len auto", "--tool-call-parser hermes",
-                         "--enable-auto-tool-choice", "--reasoning-parser qwen3", "--gpu-memory-utilization 0.6",
-                         "--tensor-parallel-size 2", "--max-model-length 4K", "--enable-reasoning", "--port 8001",
-                         "--served-model-name same", "--api-key k", "--dtype half", "--kv-cache-dtype fp9", "'unclosed"])
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 200_000)
+    | st.floats(allow_nan=False, width=32)
+    | st.sampled_from(
+        ["", "16K", "8k", "auto", "0.9", "vllm serve x", "hermes", "-1", "1.5K", "--max-model-len", "a b"]
+    )
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                ["gpus", "command", "litellm", "env", "max_tokens", "context_length", "port", "temperature", "x"]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=10,
+)
+FLAGS = st.sampled_from(
+    [
+        "--max-model-len 4K",
+        "--max-model-len 200",
+        "--max-model-len auto",
+        "--tool-call-parser hermes",
+        "--enable-auto-tool-choice",
+        "--reasoning-parser qwen3",
+        "--gpu-memory-utilization 0.6",
+        "--tensor-parallel-size 2",
+        "--max-model-length 4K",
+        "--enable-reasoning",
+        "--port 8001",
+        "--served-model-name same",
+        "--api-key k",
+        "--dtype half",
+        "--kv-cache-dtype fp9",
+        "'unclosed",
+    ]
+)
 
 
 @st.composite
@@ -41,8 +74,10 @@ def mutated_documents(draw) -> str:
             doc[name] = draw(VALUES)
         elif action == "command":
             flags = draw(st.lists(FLAGS, max_size=5))
-            doc[name] = {"gpus": draw(st.lists(st.integers(0, 2), max_size=2)),
-                         "command": "vllm serve org/model " + " ".join(flags)}
+            doc[name] = {
+                "gpus": draw(st.lists(st.integers(0, 2), max_size=2)),
+                "command": "vllm serve org/model " + " ".join(flags),
+            }
         elif isinstance(doc.get(name), dict):
             doc[name][draw(st.sampled_from(["litellm", "gpus", "env", "context_length", "port"]))] = draw(VALUES)
     return yaml.safe_dump(doc)

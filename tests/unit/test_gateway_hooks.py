@@ -32,8 +32,9 @@ def test_every_generated_module_loads_the_way_litellm_loads_it(name):
     assert load_like_litellm(name) is not None
 
 
-@pytest.mark.parametrize("hook_name", ["async_pre_call_hook", "async_post_call_response_headers_hook",
-                                       "async_post_call_failure_hook"])
+@pytest.mark.parametrize(
+    "hook_name", ["async_pre_call_hook", "async_post_call_response_headers_hook", "async_post_call_failure_hook"]
+)
 def test_each_hook_is_defined_on_the_registered_class_itself(hook_name):
     """LiteLLM 1.108 calls the pre-call and response-headers hooks of a callback only when its own class
     defines them (`hook in vars(type(callback))`, proxy/utils.py): an inherited or mixed-in hook is never run."""
@@ -54,13 +55,28 @@ def test_the_header_hook_takes_the_call_info_litellm_passes():
 class FakeRouter:
     def __init__(self):
         self.model_list = [
-            {"model_name": "thinker", "litellm_params": {"model": "hosted_vllm/thinker", "api_base": "http://t:1/v1",
-                                                         "max_tokens": DEFAULT_MAX, "temperature": 0.6, "top_p": 0.9,
-                                                         "top_k": 20, "stop": "END"},
-             "model_info": {"max_input_tokens": CONTEXT, "supports_function_calling": False}},
-            {"model_name": "caller", "litellm_params": {"model": "hosted_vllm/caller", "api_base": "http://c:1/v1",
-                                                        "max_tokens": DEFAULT_MAX},
-             "model_info": {"max_input_tokens": CONTEXT, "supports_function_calling": True}},
+            {
+                "model_name": "thinker",
+                "litellm_params": {
+                    "model": "hosted_vllm/thinker",
+                    "api_base": "http://t:1/v1",
+                    "max_tokens": DEFAULT_MAX,
+                    "temperature": 0.6,
+                    "top_p": 0.9,
+                    "top_k": 20,
+                    "stop": "END",
+                },
+                "model_info": {"max_input_tokens": CONTEXT, "supports_function_calling": False},
+            },
+            {
+                "model_name": "caller",
+                "litellm_params": {
+                    "model": "hosted_vllm/caller",
+                    "api_base": "http://c:1/v1",
+                    "max_tokens": DEFAULT_MAX,
+                },
+                "model_info": {"max_input_tokens": CONTEXT, "supports_function_calling": True},
+            },
         ]
 
     def get_model_list(self, model_name):
@@ -156,22 +172,31 @@ def test_the_default_budget_is_applied_under_each_apis_own_name(hook, call_type)
 def test_defaults_never_override_the_client(hook):
     data, _ = run(hook, {"model": "thinker", "input": "hi", "max_output_tokens": 7, "temperature": 0.0}, "aresponses")
     assert data["max_output_tokens"] == 7 and data["temperature"] == 0.0 and "max_tokens" not in data
-    data, _ = run(hook, {"model": "thinker", "messages": [{"role": "user", "content": "hi"}],
-                         "max_completion_tokens": 9}, "acompletion")
+    data, _ = run(
+        hook,
+        {"model": "thinker", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 9},
+        "acompletion",
+    )
     assert data["max_completion_tokens"] == 9 and "max_tokens" not in data
 
 
 def test_anthropic_stop_default_becomes_stop_sequences(hook):
-    data, _ = run(hook, {"model": "thinker", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
-                  "anthropic_messages")
+    data, _ = run(
+        hook,
+        {"model": "thinker", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+        "anthropic_messages",
+    )
     assert data["stop_sequences"] == ["END"] and "stop" not in data and data["top_k"] == 20
 
 
-@pytest.mark.parametrize("call_type,tools", [
-    ("acompletion", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
-    ("aresponses", [{"type": "function", "name": "f", "parameters": {}}]),
-    ("anthropic_messages", [{"name": "f", "input_schema": {"type": "object"}}]),
-])
+@pytest.mark.parametrize(
+    "call_type,tools",
+    [
+        ("acompletion", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
+        ("aresponses", [{"type": "function", "name": "f", "parameters": {}}]),
+        ("anthropic_messages", [{"name": "f", "input_schema": {"type": "object"}}]),
+    ],
+)
 def test_tools_to_a_model_without_a_tool_parser_name_the_models_that_take_them(hook, call_type, tools):
     make, _ = REQUESTS[call_type]
     with pytest.raises(HTTPException) as err:
@@ -183,36 +208,60 @@ def test_tools_to_a_model_without_a_tool_parser_name_the_models_that_take_them(h
 
 def test_tool_choice_none_is_no_tool_use(hook):
     tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
-    run(hook, {"model": "thinker", "messages": [{"role": "user", "content": "hi"}], "tools": tools,
-               "tool_choice": "none"}, "acompletion")
+    run(
+        hook,
+        {"model": "thinker", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": "none"},
+        "acompletion",
+    )
 
 
 def test_anthropic_requests_are_counted_as_anthropic_messages(hook):
-    run(hook, {"model": "caller", "max_tokens": 100_000, "messages": [{"role": "user", "content": big(1000)}]},
-        "anthropic_messages")
+    run(
+        hook,
+        {"model": "caller", "max_tokens": 100_000, "messages": [{"role": "user", "content": big(1000)}]},
+        "anthropic_messages",
+    )
     assert [kind for kind, _ in hook.calls] == ["count_tokens"]
 
 
 def test_anthropic_messages_are_counted_as_the_chat_litellm_sends_for_them():
     gb = load_like_litellm("gateway_backends")
-    payload = gb.messages_as_chat({
-        "model": "caller", "max_tokens": 5, "system": "be brief",
-        "messages": [{"role": "user", "content": "hi"},
-                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}],
-        "tools": [{"name": "f", "input_schema": {"type": "object"}}]})
+    payload = gb.messages_as_chat(
+        {
+            "model": "caller",
+            "max_tokens": 5,
+            "system": "be brief",
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+            ],
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+        }
+    )
     assert [m["role"] for m in payload["messages"]] == ["system", "user", "assistant", "tool"]
     assert payload["messages"][2]["tool_calls"][0]["function"]["name"] == "f"
     assert payload["tools"][0]["function"]["name"] == "f" and payload["add_generation_prompt"] is True
 
 
 def test_responses_input_is_counted_as_the_chat_vllm_renders(hook):
-    items = [{"type": "message", "role": "user", "content": big(1000)},
-             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
-             {"type": "function_call_output", "call_id": "c1", "output": "sunny"}]
-    run(hook, {"model": "caller", "input": items, "instructions": "be brief", "max_output_tokens": 100_000,
-               "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}, "aresponses")
-    (kind, payload), = hook.calls
+    items = [
+        {"type": "message", "role": "user", "content": big(1000)},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    ]
+    run(
+        hook,
+        {
+            "model": "caller",
+            "input": items,
+            "instructions": "be brief",
+            "max_output_tokens": 100_000,
+            "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+        },
+        "aresponses",
+    )
+    ((kind, payload),) = hook.calls
     roles = [m["role"] for m in payload["messages"]]
     assert kind == "tokenize" and roles[0] == "system" and "tool" in roles and "assistant" in roles
     assert payload["tools"][0]["function"]["name"] == "f" and payload["add_generation_prompt"] is True
@@ -237,6 +286,7 @@ def test_unknown_models_and_other_call_types_pass_untouched(hook):
 
 
 # --- the renderer: which hook, which files ----------------------------------------------------------
+
 
 def _plan(tmp_path, clamp: bool):
     from generator.compile.load.loader import load_plan
@@ -263,6 +313,7 @@ def test_the_config_names_the_hook_with_or_without_the_clamp(tmp_path, clamp, in
 
 
 # --- /v1/messages/count_tokens ----------------------------------------------------------------------
+
 
 class FakeRequest:
     def __init__(self, body, headers=None):
@@ -306,10 +357,11 @@ def _answer(counter, body, authorize=_allow):
 
 
 def test_count_tokens_asks_only_the_models_own_backend(counter):
-    status, body = _answer(counter, {"model": "caller", "system": "be brief",
-                                     "messages": [{"role": "user", "content": "hi"}]})
+    status, body = _answer(
+        counter, {"model": "caller", "system": "be brief", "messages": [{"role": "user", "content": "hi"}]}
+    )
     assert (status, body) == (200, {"input_tokens": 42})
-    (url, sent), = counter.posted
+    ((url, sent),) = counter.posted
     assert url == "http://c:1/tokenize"  # the configured api_base of `caller`, nothing else
     assert sent["model"] == "caller" and sent["messages"][0] == {"role": "system", "content": "be brief"}
 
@@ -338,6 +390,7 @@ def test_the_backend_client_ignores_proxy_variables(monkeypatch):
 
 def test_count_tokens_answers_messages_it_cannot_translate_with_a_400(counter, monkeypatch):
     """LiteLLM's translation raising on a malformed item is the client's error, not a bare 500."""
+
     def refuse(body):
         raise KeyError("content")
 
@@ -378,20 +431,32 @@ def test_a_backends_retry_after_reaches_the_client_as_retry_after(hook):
     import httpx
     import litellm
 
-    answer = httpx.Response(503, headers={"Retry-After": "7"}, request=httpx.Request("POST", "http://c/m/a/v1/chat/completions"))
-    exc = litellm.ServiceUnavailableError(message="model a is loading", llm_provider="hosted_vllm", model="a",
-                                          response=answer)
+    answer = httpx.Response(
+        503, headers={"Retry-After": "7"}, request=httpx.Request("POST", "http://c/m/a/v1/chat/completions")
+    )
+    exc = litellm.ServiceUnavailableError(
+        message="model a is loading", llm_provider="hosted_vllm", model="a", response=answer
+    )
     handler = hook.MaxTokensClamp(clamp=True)
     assert asyncio.run(handler.async_post_call_failure_hook({}, exc, None)) is None  # the error itself is unchanged
     assert exc.headers == {"retry-after": "7"} and exc.status_code == 503
-    plain = litellm.ServiceUnavailableError(message="down", llm_provider="hosted_vllm", model="a",
-                                            response=httpx.Response(503, request=answer.request))
+    plain = litellm.ServiceUnavailableError(
+        message="down", llm_provider="hosted_vllm", model="a", response=httpx.Response(503, request=answer.request)
+    )
     asyncio.run(handler.async_post_call_failure_hook({}, plain, None))
     assert not getattr(plain, "headers", None)  # nothing to pass on: LiteLLM's own handling stays
 
 
-@pytest.mark.parametrize("path,allowed", [("/health", False), ("/health/services", False), ("/health/latest", False),
-                                          ("/health/readiness", True), ("/health/liveliness", True)])
+@pytest.mark.parametrize(
+    "path,allowed",
+    [
+        ("/health", False),
+        ("/health/services", False),
+        ("/health/latest", False),
+        ("/health/readiness", True),
+        ("/health/liveliness", True),
+    ],
+)
 def test_a_persons_key_may_not_ask_health_which_makes_every_backend_generate(monkeypatch, path, allowed):
     """Issue 48: LiteLLM's /health runs a generation on every backend the key may use, counted by no limit."""
     import asyncio
@@ -425,14 +490,32 @@ def test_the_route_check_leaves_our_own_routes_to_their_own_key_check(monkeypatc
     assert guard.route_problem("master-key", "/health") is None
 
 
-@pytest.mark.parametrize("path,opens", [
-    ("/v1/chat/completions", True), ("/chat/completions", True), ("/v1/responses", True), ("/v1/messages", True),
-    ("/v1/messages/count_tokens", True), ("/v1/embeddings", True), ("/v1/rerank", True), ("/v1/models", True),
-    ("/models", True), ("/v1/models/reasoner", True), ("/health/readiness", True),
-    ("/health", False), ("/v1/model/info", False), ("/v1/files", False), ("/v1/audio/transcriptions", False),
-    ("/v1/images/generations", False), ("/v1/responses/input_tokens", False), ("/models/reasoner:generateContent", False),
-    ("/models/reasoner:countTokens", False), ("/v1/mcp/tools", False), ("/key/generate", False),
-])
+@pytest.mark.parametrize(
+    "path,opens",
+    [
+        ("/v1/chat/completions", True),
+        ("/chat/completions", True),
+        ("/v1/responses", True),
+        ("/v1/messages", True),
+        ("/v1/messages/count_tokens", True),
+        ("/v1/embeddings", True),
+        ("/v1/rerank", True),
+        ("/v1/models", True),
+        ("/models", True),
+        ("/v1/models/reasoner", True),
+        ("/health/readiness", True),
+        ("/health", False),
+        ("/v1/model/info", False),
+        ("/v1/files", False),
+        ("/v1/audio/transcriptions", False),
+        ("/v1/images/generations", False),
+        ("/v1/responses/input_tokens", False),
+        ("/models/reasoner:generateContent", False),
+        ("/models/reasoner:countTokens", False),
+        ("/v1/mcp/tools", False),
+        ("/key/generate", False),
+    ],
+)
 def test_a_persons_key_opens_the_inference_apis_and_the_model_list_only(monkeypatch, path, opens):
     guard = load_like_litellm("gateway_guard")
     ann = guard.people.Person("ann", None, None, None, None, None, None)

@@ -25,7 +25,7 @@ from generator.shipped.gateway_hooks.gateway_supervisor import fork_server_of, w
 HOOKS = Path(__file__).resolve().parents[2] / "generator" / "shipped" / "gateway_hooks"
 # the app: its answer names the worker, the process that imported the app module and the hook module's word, which
 # it imports at start-up (as a LiteLLM worker imports the hook modules when it reads config.yaml)
-APP = '''
+APP = """
 import importlib, os
 IMPORTED_IN = os.getpid()
 async def app(scope, receive, send):
@@ -38,7 +38,7 @@ async def app(scope, receive, send):
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
     await send({"type": "http.response.body", "body": f"{os.getpid()} {IMPORTED_IN} {WORD}".encode()})
-'''
+"""
 
 
 @pytest.fixture()
@@ -55,12 +55,18 @@ def _run(tmp_path: Path, fork: bool) -> tuple[subprocess.Popen, int]:
     port = free_port()
     # PYTHONPATH, not sys.path: the fork server is a new interpreter (Python 3.11's does not take the parent's sys.path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), str(tmp_path)])}
-    code = ("import gateway_serve, uvicorn; "
-            + ("why = gateway_serve.serve_workers_from_a_fork_server(['tiny_app']); assert why is None, why; "
-               if fork else "")
-            + f"uvicorn.run('tiny_app:app', port={port}, workers=2, log_level='warning', timeout_worker_healthcheck=60)")
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env), port
+    code = (
+        "import gateway_serve, uvicorn; "
+        + (
+            "why = gateway_serve.serve_workers_from_a_fork_server(['tiny_app']); assert why is None, why; "
+            if fork
+            else ""
+        )
+        + f"uvicorn.run('tiny_app:app', port={port}, workers=2, log_level='warning', timeout_worker_healthcheck=60)"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    ), port
 
 
 def _wait(check, what: str, timeout: float = 60):
@@ -106,7 +112,9 @@ def test_workers_are_counted_forked_or_spawned_and_after_a_rolling_restart(tmp_p
         if fork:  # the gateway process imported the app once; its fork server (a fork of it) and the workers did not
             assert {imported_in for _, imported_in, _ in answers} == {proc.pid} != parents, (answers, parents)
             (server,) = parents
-            assert psutil.Process(server).cmdline() == psutil.Process(proc.pid).cmdline()  # a fork, not a new interpreter
+            assert (
+                psutil.Process(server).cmdline() == psutil.Process(proc.pid).cmdline()
+            )  # a fork, not a new interpreter
             assert all(psutil.Process(w).cmdline() == psutil.Process(server).cmdline() for w in first)
             assert psutil.Process(server).ppid() == proc.pid and fork_server_of(proc.pid) == server
         else:

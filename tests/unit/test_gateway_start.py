@@ -34,36 +34,55 @@ MEMINFO = {"proc/meminfo": "MemTotal: 25000000 kB\nMemAvailable: 20971520 kB\n"}
 
 
 def test_cgroup_v2_quota_in_a_container_rounds_up(tmp_path, start):
-    root = tree(tmp_path, {"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/cpu.max": "150000 100000\n",
-                           "sys/fs/cgroup/memory.max": "max\n", **MEMINFO})
+    root = tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "0::/\n",
+            "sys/fs/cgroup/cpu.max": "150000 100000\n",
+            "sys/fs/cgroup/memory.max": "max\n",
+            **MEMINFO,
+        },
+    )
     assert start.cpu_quota(root) == 1.5 and start.memory_limit(root) is None
     n, why = start.auto_workers(8, start.cpu_quota(root), start.memory_limit(root), start.available_memory(root))
     assert n == 2 and "cgroup CPU quota 1.5" in why and "available memory 20.0 GiB" in why
 
 
 def test_cgroup_v2_the_tightest_of_the_process_cgroup_and_its_parents_wins(tmp_path, start):
-    root = tree(tmp_path, {"proc/self/cgroup": "0::/kubepods/pod1/ctr\n",
-                           "sys/fs/cgroup/kubepods/cpu.max": "400000 100000\n",
-                           "sys/fs/cgroup/kubepods/pod1/cpu.max": "300000 100000\n",
-                           "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max": "max 100000\n",
-                           "sys/fs/cgroup/kubepods/pod1/ctr/memory.max": str(2 * GIB)})
+    root = tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "0::/kubepods/pod1/ctr\n",
+            "sys/fs/cgroup/kubepods/cpu.max": "400000 100000\n",
+            "sys/fs/cgroup/kubepods/pod1/cpu.max": "300000 100000\n",
+            "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max": "max 100000\n",
+            "sys/fs/cgroup/kubepods/pod1/ctr/memory.max": str(2 * GIB),
+        },
+    )
     assert start.cpu_quota(root) == 3.0
     assert start.memory_limit(root) == 2 * GIB
 
 
 def test_cgroup_v1_quota_and_memory_limit(tmp_path, start):
-    root = tree(tmp_path, {"proc/self/cgroup": "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n",
-                           "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "200000",
-                           "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000",
-                           "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": str(1536 * 2**20),
-                           "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712"})
+    root = tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n",
+            "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "200000",
+            "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000",
+            "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": str(1536 * 2**20),
+            "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712",
+        },
+    )
     assert start.cpu_quota(root) == 2.0
     assert start.memory_limit(root) == 1536 * 2**20
 
 
 def test_no_cgroup_limits_means_the_affinity(tmp_path, start):
-    root = tree(tmp_path, {"proc/self/cgroup": "0::/user.slice\n", "sys/fs/cgroup/user.slice/cpu.max": "max 100000\n",
-                           **MEMINFO})
+    root = tree(
+        tmp_path,
+        {"proc/self/cgroup": "0::/user.slice\n", "sys/fs/cgroup/user.slice/cpu.max": "max 100000\n", **MEMINFO},
+    )
     assert start.cpu_quota(root) is None
     assert start.auto_workers(6, None, None, start.available_memory(root))[0] == 6
 
@@ -83,7 +102,9 @@ def test_only_auto_is_replaced_and_every_other_argument_passes_through(start):
     resolved, line = start.resolve(auto)
     n = int(resolved[5])
     assert resolved[:5] + resolved[6:] == args[:5] + args[6:]
-    assert 1 <= n <= len(os.sched_getaffinity(0)) and line.startswith(f"gateway: {n} worker(s) (gateway.workers: auto: ")
+    assert 1 <= n <= len(os.sched_getaffinity(0)) and line.startswith(
+        f"gateway: {n} worker(s) (gateway.workers: auto: "
+    )
 
 
 def test_the_supervisor_runs_and_rolls_the_worker_count_it_resolved(monkeypatch, capsys):
@@ -106,11 +127,23 @@ def test_the_supervisor_runs_and_rolls_the_worker_count_it_resolved(monkeypatch,
 def test_the_metrics_server_command_takes_the_gateways_host_and_port_and_folder(start):
     env = {"GATEWAY_METRICS_PORT": "4001", "PROMETHEUS_MULTIPROC_DIR": "/m"}
     cmd = start.metrics_command(["--config", "c.yaml", "--host", "127.0.0.1"], env)
-    assert cmd[1:] == [str(ROOT / "litellm" / "gateway_metrics.py"), "--host", "127.0.0.1", "--port", "4001",
-                       "--dir", "/m"]
+    assert cmd[1:] == [
+        str(ROOT / "litellm" / "gateway_metrics.py"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "4001",
+        "--dir",
+        "/m",
+    ]
     assert start.metrics_command([], {**env, "HOST": "10.0.0.2"})[3] == "10.0.0.2"  # LiteLLM's own HOST variable
     assert start.metrics_command([], {"GATEWAY_METRICS_PORT": "4001"})[3:] == [
-        "0.0.0.0", "--port", "4001", "--dir", start.DEFAULT_MULTIPROC]  # LiteLLM's defaults
+        "0.0.0.0",
+        "--port",
+        "4001",
+        "--dir",
+        start.DEFAULT_MULTIPROC,
+    ]  # LiteLLM's defaults
     assert start.metrics_command(["--host", "127.0.0.1"], {}) is None  # no metrics: nothing to start
 
 
@@ -161,15 +194,27 @@ def test_the_supervisor_runs_the_metrics_server_beside_the_gateway_restarts_it_a
 
     port = free_port()
     env_file = tmp_path / "gateway-env.json"
-    stand_in = ("import json, os, sys, time; from prometheus_client import Counter; "
-                "Counter('stand_in_requests', 'requests').inc(3); "
-                "open(sys.argv[1], 'w').write(json.dumps(dict(os.environ))); time.sleep(600)")
+    stand_in = (
+        "import json, os, sys, time; from prometheus_client import Counter; "
+        "Counter('stand_in_requests', 'requests').inc(3); "
+        "open(sys.argv[1], 'w').write(json.dumps(dict(os.environ))); time.sleep(600)"
+    )
     gateway = [sys.executable, "-c", stand_in, str(env_file)]
-    env = {**os.environ, "GATEWAY_METRICS_PORT": str(port), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-           "GATEWAY_RELOAD_POLL": "0.2", "GATEWAY_METRICS_RESTART_GAP": "2"}
+    env = {
+        **os.environ,
+        "GATEWAY_METRICS_PORT": str(port),
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+        "GATEWAY_RELOAD_POLL": "0.2",
+        "GATEWAY_METRICS_RESTART_GAP": "2",
+    }
     env.pop("PROMETHEUS_METRICS_PORT", None)
-    sup = subprocess.Popen([sys.executable, str(ROOT / "litellm" / "gateway_supervisor.py"), *gateway], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sup = subprocess.Popen(
+        [sys.executable, str(ROOT / "litellm" / "gateway_supervisor.py"), *gateway],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
     def wait_for(check, what: str, timeout: float = 60):
         deadline = time.monotonic() + timeout

@@ -141,7 +141,9 @@ def test_capabilities_follow_the_parser_flags(config):
 
 
 def test_autoheal_is_opt_in_and_restarts_only_labelled_backends(write):
-    plan = load_plan(write("gateway: {autoheal: true}\nm1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n"))
+    plan = load_plan(
+        write("gateway: {autoheal: true}\nm1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n")
+    )
     compose = yaml.safe_load(render_files(plan)["compose/docker-compose.yml"])
     assert compose["services"]["m1"]["labels"]["autoheal"] == "true"
     assert compose["services"]["autoheal"]["network_mode"] == "none"

@@ -64,8 +64,13 @@ def test_gpu_memory_values_are_checked(problems, value, hint):
 
 
 def test_models_sharing_a_gpu_start_in_file_order_others_at_once(plan):
-    p = plan(H100 + model("glm", "[0]", 0.9) + model("qwen", "[1]", 0.55) + model("small", "[1]", 0.35)
-             + model("wide", "[0, 1]", 0.04, "  start_after: []\n").replace("--max-model-len 8K", "--max-model-len 8K -tp 2"))
+    p = plan(
+        H100
+        + model("glm", "[0]", 0.9)
+        + model("qwen", "[1]", 0.55)
+        + model("small", "[1]", 0.35)
+        + model("wide", "[0, 1]", 0.04, "  start_after: []\n").replace("--max-model-len 8K", "--max-model-len 8K -tp 2")
+    )
     after = {m.name: m.start_after for m in p.models}
     assert after == {"glm": (), "qwen": (), "small": ("qwen",), "wide": ("glm", "small")}
 

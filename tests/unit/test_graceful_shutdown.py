@@ -93,6 +93,7 @@ def test_a_busy_connection_is_closed_after_its_response_which_says_so_when_it_ha
 
 def test_the_grace_outlasts_httpxs_keep_alive_expiry():
     import httpx
+
     assert graceful_shutdown.GRACE > httpx.Limits().keepalive_expiry  # the OpenAI SDK's and LiteLLM's client
 
 
@@ -102,6 +103,7 @@ def test_the_patch_is_applied_once_and_to_the_pinned_uvicorn():
     assert Protocol.shutdown is before
     graceful_shutdown.install()
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
     assert H11Protocol.shutdown._answers_accepted
 
 
@@ -129,8 +131,17 @@ def test_a_real_uvicorn_answers_an_idle_keep_alive_connection_after_its_shutdown
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(_app, host="127.0.0.1", port=port, http="h11", lifespan="off",
-                                           log_level="warning", timeout_graceful_shutdown=30))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            _app,
+            host="127.0.0.1",
+            port=port,
+            http="h11",
+            lifespan="off",
+            log_level="warning",
+            timeout_graceful_shutdown=30,
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -143,7 +154,8 @@ def test_a_real_uvicorn_answers_an_idle_keep_alive_connection_after_its_shutdown
         server.should_exit = True  # what SIGTERM does to an old worker in a rolling reload
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and not any(  # the server has begun its shutdown (uvicorn alone: closed)
-                getattr(c, "_gateway_stopping", False) for c in list(server.server_state.connections)):
+            getattr(c, "_gateway_stopping", False) for c in list(server.server_state.connections)
+        ):
             time.sleep(0.02)
         second = _exchange(sock)
         assert second.startswith(b"HTTP/1.1 200"), second  # uvicorn alone: b"" (closed at the shutdown)

@@ -61,9 +61,12 @@ def copy_as_models_yml(src: Path, tmp: Path) -> Path:
 
 def manifests(files: dict[str, str]) -> list[dict]:
     """Every Kubernetes object in the generated files (kustomization.yaml is kustomize's, not the API's)."""
-    return [doc for rel, text in sorted(files.items())
-            if rel.endswith(".yaml") and not rel.startswith(("k8s/gateway/", "k8s/kustomization"))
-            for doc in yaml.safe_load_all(text)]
+    return [
+        doc
+        for rel, text in sorted(files.items())
+        if rel.endswith(".yaml") and not rel.startswith(("k8s/gateway/", "k8s/kustomization"))
+        for doc in yaml.safe_load_all(text)
+    ]
 
 
 def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
@@ -77,8 +80,10 @@ def validate_all(docs: list[dict]) -> None:
             try:
                 kubernetes_validate.validate(doc, version, strict=True)
             except kubernetes_validate.ValidationError as exc:
-                pytest.fail(f"{doc['kind']}/{doc['metadata']['name']} invalid for Kubernetes {version}: "
-                            f"{exc.message} at {'.'.join(map(str, exc.path))}")
+                pytest.fail(
+                    f"{doc['kind']}/{doc['metadata']['name']} invalid for Kubernetes {version}: "
+                    f"{exc.message} at {'.'.join(map(str, exc.path))}"
+                )
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +102,7 @@ def k8s_of(path: Path) -> dict[str, str]:
 
 # --- schema validity ---------------------------------------------------------------------------
 
+
 def test_the_validator_catches_a_wrong_manifest(repo_docs):
     """So a pass below means something: a misspelt field and a wrong type both fail."""
     dep = next(d for d in repo_docs if d["kind"] == "Deployment")
@@ -108,8 +114,9 @@ def test_the_validator_catches_a_wrong_manifest(repo_docs):
 def test_repo_manifests_validate_against_current_kubernetes(repo_docs):
     validate_all(repo_docs)
     kinds = sorted(d["kind"] for d in repo_docs)
-    assert kinds == sorted(["Namespace", "Deployment", "Service"] + ["PersistentVolumeClaim", "Deployment", "Service",
-                                                                       "NetworkPolicy"] * 3)
+    assert kinds == sorted(
+        ["Namespace", "Deployment", "Service"] + ["PersistentVolumeClaim", "Deployment", "Service", "NetworkPolicy"] * 3
+    )
 
 
 def test_cpu_demo_manifests_validate(tmp_path):
@@ -125,17 +132,24 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     # replicas: 2 -> two Deployments of one pod each (a Service each: the gateway picks the replica)
     assert big["replicas"] == 1 and deps["big-2"]["spec"]["replicas"] == 1 and "big" not in deps
     assert {"big-1", "big-2"} <= by_kind(docs, "Service").keys() and deps["litellm"]["spec"]["replicas"] == 3
-    assert big["template"]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert big["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
     assert big["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}  # from defaults
     assert small["template"]["spec"]["nodeSelector"] == {"pool": "a100"}  # the model's own wins
     assert small["template"]["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"nvidia.com/gpu": 1}}
+        "requests": {"cpu": "4", "memory": "32Gi"},
+        "limits": {"nvidia.com/gpu": 1},
+    }
     for replica in ("big-1", "big-2"):  # a claim each: ReadWriteOnce does
-        assert claims[f"{replica}-cache"]["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast-ssd",
-                                                      "resources": {"requests": {"storage": "500Gi"}}}
+        assert claims[f"{replica}-cache"]["spec"] == {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "fast-ssd",
+            "resources": {"requests": {"storage": "500Gi"}},
+        }
     assert claims["small-cache"]["spec"]["accessModes"] == ["ReadWriteOnce"]
     assert by_kind(docs, "Service")["litellm"]["spec"]["type"] == "LoadBalancer"
-    assert by_kind(docs, "Namespace") .keys() == {"ai"}
+    assert by_kind(docs, "Namespace").keys() == {"ai"}
     assert yaml.safe_load(files["k8s/kustomization.yaml"])["namespace"] == "ai"
     policy = by_kind(docs, "NetworkPolicy")["big-1-from-gateway-only"]["spec"]
     assert policy["policyTypes"] == ["Ingress", "Egress"] and policy["egress"] == []  # backend_internet: false
@@ -143,12 +157,16 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     assert env["HF_HUB_OFFLINE"] == "1"
     # clamp off: the hook module still ships (tools/prompt checks and defaults), without the clamp
     assert yaml.safe_load(files["k8s/gateway/config.yaml"])["litellm_settings"]["callbacks"] == [
-        "max_tokens_clamp.checks_only_instance", "prometheus", "replica_routing.routing_instance"]
+        "max_tokens_clamp.checks_only_instance",
+        "prometheus",
+        "replica_routing.routing_instance",
+    ]
     warnings = " ".join(k8s_warnings(load_plan(write(EVERYTHING))))
     assert "ReadWriteMany" not in warnings and "reachable from outside the cluster" in warnings
 
 
 # --- golden files, determinism, the committed k8s/ ------------------------------------------
+
 
 def test_golden_files(repo):
     # the hook modules are verbatim copies of generator/shipped/gateway_hooks
@@ -158,16 +176,22 @@ def test_golden_files(repo):
 
 
 def test_the_committed_k8s_files_are_up_to_date():
-    assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(ROOT), "--check", "-q"]) == 0, "run `make k8s`"
+    assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(ROOT), "--check", "-q"]) == 0, (
+        "run `make k8s`"
+    )
 
 
 def test_same_input_same_bytes_and_a_second_run_writes_nothing(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):
         assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(out), "-q"]) == 0
+
     def generated(d):
-        return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*"))
-                if p.is_file() and p.name != "secrets.env"}
+        return {
+            p.relative_to(d).as_posix(): p.read_bytes()
+            for p in sorted(d.rglob("*"))
+            if p.is_file() and p.name != "secrets.env"
+        }
 
     assert generated(a) == generated(b) and len(generated(a)) == 7 + len(GATEWAY_MODULES)
     capsys.readouterr()
@@ -176,6 +200,7 @@ def test_same_input_same_bytes_and_a_second_run_writes_nothing(tmp_path, capsys)
 
 
 # --- keys ----------------------------------------------------------------------------------------
+
 
 def test_no_key_in_any_manifest_and_keys_are_kept_apart_from_compose(tmp_path):
     good = str(ROOT / "models.yml")
@@ -212,40 +237,53 @@ def test_every_key_comes_from_the_generated_secret(repo, repo_docs):
     assert all(r == {"name": gen["name"], "key": name} for name, r in refs.items())
     for m in plan.models:
         env = deps[m.name]["spec"]["template"]["spec"]["containers"][0]["env"]
-        assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": gen["name"], "key": m.api_key_env}}} in env
+        assert {
+            "name": "VLLM_API_KEY",
+            "valueFrom": {"secretKeyRef": {"name": gen["name"], "key": m.api_key_env}},
+        } in env
         assert not any("KEY" in e["name"] and "value" in e for e in env)  # a backend sees only its own key
 
 
 # --- GPUs --------------------------------------------------------------------------------------
 
+
 def gpu_limits(docs: list[dict]) -> dict[str, dict]:
     """Each backend's resource limits (the gateway's and the Redis Deployment left out)."""
-    return {name: d["spec"]["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
-            for name, d in by_kind(docs, "Deployment").items()
-            if d["metadata"]["labels"]["app.kubernetes.io/component"] == "backend"}
+    return {
+        name: d["spec"]["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
+        for name, d in by_kind(docs, "Deployment").items()
+        if d["metadata"]["labels"]["app.kubernetes.io/component"] == "backend"
+    }
 
 
 def test_gpus_as_the_file_meant_whole_ones_and_time_slices_for_the_shared_gpu(repo_docs):
-    assert gpu_limits(repo_docs) == {"glm47-flash": {"nvidia.com/gpu": 1},
-                                     "qwen3-8b": {"nvidia.com/gpu.shared": 1},
-                                     "small-chat": {"nvidia.com/gpu.shared": 1}}
+    assert gpu_limits(repo_docs) == {
+        "glm47-flash": {"nvidia.com/gpu": 1},
+        "qwen3-8b": {"nvidia.com/gpu.shared": 1},
+        "small-chat": {"nvidia.com/gpu.shared": 1},
+    }
     (warning,) = k8s_warnings(load_plan(ROOT / "models.yml"))
     assert "GPU 1 is shared by qwen3-8b, small-chat" in warning and "time-slicing" in warning
     assert "renameByDefault: true" in warning and "2 replicas of that GPU" in warning
 
 
 def test_a_multi_gpu_model_asks_for_as_many_whole_gpus(write):
-    docs = manifests(k8s_of(write("m:\n  gpus: [0, 1, 2, 3]\n  command: vllm serve o/m --max-model-len 8K -tp 2 -pp 2\n")))
+    docs = manifests(
+        k8s_of(write("m:\n  gpus: [0, 1, 2, 3]\n  command: vllm serve o/m --max-model-len 8K -tp 2 -pp 2\n"))
+    )
     assert gpu_limits(docs) == {"m": {"nvidia.com/gpu": 4}}
     assert by_kind(docs, "Deployment")["m"]["spec"]["strategy"] == {"type": "Recreate"}
 
 
 def test_never_more_whole_gpus_than_the_file_names(write, tmp_path):
     """Whole GPUs requested <= distinct GPUs in models.yml, for the repo file and a crowded one."""
-    crowded = write("a:\n  gpus: [0]\n  command: vllm serve o/a --max-model-len 8K --gpu-memory-utilization 0.3\n"
-                    "b:\n  gpus: [0]\n  command: vllm serve o/b --max-model-len 8K --gpu-memory-utilization 0.3\n"
-                    "c:\n  gpus: [0]\n  command: vllm serve o/c --max-model-len 8K --gpu-memory-utilization 0.3\n"
-                    "d:\n  gpus: [1, 2]\n  command: vllm serve o/d --max-model-len 8K -tp 2\n", name="crowded.yml")
+    crowded = write(
+        "a:\n  gpus: [0]\n  command: vllm serve o/a --max-model-len 8K --gpu-memory-utilization 0.3\n"
+        "b:\n  gpus: [0]\n  command: vllm serve o/b --max-model-len 8K --gpu-memory-utilization 0.3\n"
+        "c:\n  gpus: [0]\n  command: vllm serve o/c --max-model-len 8K --gpu-memory-utilization 0.3\n"
+        "d:\n  gpus: [1, 2]\n  command: vllm serve o/d --max-model-len 8K -tp 2\n",
+        name="crowded.yml",
+    )
     for path in (copy_as_models_yml(ROOT / "models.yml", tmp_path), crowded):
         plan = load_plan(path)
         whole = sum(limits.get("nvidia.com/gpu", 0) for limits in gpu_limits(manifests(k8s_of(path))).values())
@@ -254,8 +292,10 @@ def test_never_more_whole_gpus_than_the_file_names(write, tmp_path):
 
 
 def test_a_shared_multi_gpu_model_is_refused_exit_2_nothing_written(write, tmp_path, capsys):
-    bad = write("a:\n  gpus: [0, 1]\n  command: vllm serve o/a --max-model-len 8K -tp 2 --gpu-memory-utilization 0.5\n"
-                "b:\n  gpus: [1]\n  command: vllm serve o/b --max-model-len 8K --gpu-memory-utilization 0.4\n")
+    bad = write(
+        "a:\n  gpus: [0, 1]\n  command: vllm serve o/a --max-model-len 8K -tp 2 --gpu-memory-utilization 0.5\n"
+        "b:\n  gpus: [1]\n  command: vllm serve o/b --max-model-len 8K --gpu-memory-utilization 0.4\n"
+    )
     out = tmp_path / "out"
     assert main(["k8s", "--models", str(bad), "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -265,12 +305,16 @@ def test_a_shared_multi_gpu_model_is_refused_exit_2_nothing_written(write, tmp_p
 
 
 def test_claiming_whole_gpus_for_a_shared_gpu_is_said_out_loud(write):
-    path = write("a:\n  gpus: [0, 1]\n  command: vllm serve o/a --max-model-len 8K -tp 2 --gpu-memory-utilization 0.5\n"
-                 "  k8s: {gpu_resource: nvidia.com/gpu}\n"
-                 "b:\n  gpus: [1]\n  command: vllm serve o/b --max-model-len 8K --gpu-memory-utilization 0.4\n")
+    path = write(
+        "a:\n  gpus: [0, 1]\n  command: vllm serve o/a --max-model-len 8K -tp 2 --gpu-memory-utilization 0.5\n"
+        "  k8s: {gpu_resource: nvidia.com/gpu}\n"
+        "b:\n  gpus: [1]\n  command: vllm serve o/b --max-model-len 8K --gpu-memory-utilization 0.4\n"
+    )
     assert gpu_limits(manifests(k8s_of(path))) == {"a": {"nvidia.com/gpu": 2}, "b": {"nvidia.com/gpu.shared": 1}}
-    assert any("a request nvidia.com/gpu (k8s.gpu_resource)" in w and "more GPUs than the file meant" in w
-               for w in k8s_warnings(load_plan(path)))
+    assert any(
+        "a request nvidia.com/gpu (k8s.gpu_resource)" in w and "more GPUs than the file meant" in w
+        for w in k8s_warnings(load_plan(path))
+    )
 
 
 def test_cpu_models_ask_for_no_gpu_and_wait_for_their_local_weights(tmp_path):
@@ -295,14 +339,19 @@ def test_hub_models_get_no_weights_volume(repo_docs):
 
 # --- backends: same vLLM command as compose, probes, only the gateway reaches them ---------------
 
+
 def test_backends_run_the_compose_command_with_probes_and_a_cache(repo, repo_docs, tmp_path):
-    compose = yaml.safe_load(render_files(load_plan(copy_as_models_yml(ROOT / "models.yml", tmp_path)))
-                             ["compose/docker-compose.yml"])
+    compose = yaml.safe_load(
+        render_files(load_plan(copy_as_models_yml(ROOT / "models.yml", tmp_path)))["compose/docker-compose.yml"]
+    )
     deps, services, claims = (by_kind(repo_docs, k) for k in ("Deployment", "Service", "PersistentVolumeClaim"))
     for m in load_plan(ROOT / "models.yml").models:
         pod = deps[m.name]["spec"]["template"]["spec"]
         (c,) = pod["containers"]
-        assert c["command"] == compose["services"][m.name]["entrypoint"] and c["args"] == compose["services"][m.name]["command"]
+        assert (
+            c["command"] == compose["services"][m.name]["entrypoint"]
+            and c["args"] == compose["services"][m.name]["command"]
+        )
         assert c["ports"] == [{"name": "http", "containerPort": m.port, "protocol": "TCP"}]
         start = c["startupProbe"]
         assert start["httpGet"] == {"path": "/health", "port": "http"}
@@ -327,21 +376,33 @@ def test_backends_accept_only_the_gateway_and_nothing_is_exposed(repo_docs):
     for name, dep in deps.items():
         if name == "litellm":
             continue
-        (policy,) = [p["spec"] for p in policies.values()
-                     if p["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]]
+        (policy,) = [
+            p["spec"]
+            for p in policies.values()
+            if p["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+        ]
         rule, scraper = policy["ingress"]  # the gateway; the cluster's Prometheus (metrics.k8s), /metrics only
-        assert scraper == {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
-                                     "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
-                           "ports": rule["ports"]}
+        assert scraper == {
+            "from": [
+                {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+                }
+            ],
+            "ports": rule["ports"],
+        }
         (source,) = rule["from"]
         assert set(source) == {"podSelector"}  # pods of this namespace only; no namespace or IP block
         assert source["podSelector"]["matchLabels"].items() <= gateway_pods.items()
         backend_pods = dep["spec"]["template"]["metadata"]["labels"]
         assert not source["podSelector"]["matchLabels"].items() <= backend_pods.items()  # backends don't match it
-        assert rule["ports"] == [{"protocol": "TCP", "port": dep["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]}]
+        assert rule["ports"] == [
+            {"protocol": "TCP", "port": dep["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]}
+        ]
 
 
 # --- gateway -------------------------------------------------------------------------------------
+
 
 def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(repo, repo_docs):
     kustomization = yaml.safe_load(repo["k8s/kustomization.yaml"])
@@ -349,8 +410,11 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
     assert gen["files"] == ["gateway/config.yaml", *(f"gateway/{mod}.py" for mod in GATEWAY_MODULES)]
     config = yaml.safe_load(repo["k8s/gateway/config.yaml"])
     assert config["general_settings"]["custom_auth"] == "gateway_guard.user_api_key_auth"
-    assert config["litellm_settings"]["callbacks"] == ["max_tokens_clamp.proxy_handler_instance", "prometheus",
-                                                       "tool_call_repairs.repair_instance"]  # its models take tools
+    assert config["litellm_settings"]["callbacks"] == [
+        "max_tokens_clamp.proxy_handler_instance",
+        "prometheus",
+        "tool_call_repairs.repair_instance",
+    ]  # its models take tools
     services = by_kind(repo_docs, "Service")
     for entry in config["model_list"]:
         name = entry["model_name"]
@@ -387,14 +451,19 @@ def test_kubectl_kustomize_builds_it_and_every_object_validates(tmp_path):
     assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == keys
     assert set(config_map["data"]) == {"config.yaml", *(f"{mod}.py" for mod in GATEWAY_MODULES)}
     assert all(d["metadata"].get("namespace") == "llm-gateway" for d in docs if d["kind"] != "Namespace")
-    refs = {e["valueFrom"]["secretKeyRef"]["name"] for d in by_kind(docs, "Deployment").values()
-            for e in d["spec"]["template"]["spec"]["containers"][0]["env"] if "valueFrom" in e}
+    refs = {
+        e["valueFrom"]["secretKeyRef"]["name"]
+        for d in by_kind(docs, "Deployment").values()
+        for e in d["spec"]["template"]["spec"]["containers"][0]["env"]
+        if "valueFrom" in e
+    }
     assert refs == {secret["metadata"]["name"], "hf-token"}  # the hashed name, rewritten everywhere
     gateway = by_kind(docs, "Deployment")["litellm"]["spec"]["template"]["spec"]
     assert gateway["volumes"][0]["configMap"]["name"] == config_map["metadata"]["name"]
 
 
 # --- bad input, checks -------------------------------------------------------------------------
+
 
 def test_a_name_that_is_no_service_name_is_refused(write, tmp_path, capsys):
     bad = write("8b-chat:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n")
@@ -428,16 +497,23 @@ def test_k8s_fields_are_checked_with_suggestions(problems):
 
 
 def test_cpu_and_memory_requests(plan):
-    (m,) = plan("m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n  k8s: {cpu: 500m, memory: 1.5Gi}\n").models
+    (m,) = plan(
+        "m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n  k8s: {cpu: 500m, memory: 1.5Gi}\n"
+    ).models
     assert (m.k8s.cpu, m.k8s.memory) == ("500m", "1.5Gi")
 
 
 def test_defaults_k8s_merge_under_the_models_own(plan):
-    p = plan("defaults:\n  k8s: {storage_class: a, cache_size: 5Gi}\n"
-             "m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n  k8s: {storage_class: b}\n"
-             "m2:\n  gpus: [1]\n  command: vllm serve o/n --max-model-len 8K\n")
+    p = plan(
+        "defaults:\n  k8s: {storage_class: a, cache_size: 5Gi}\n"
+        "m1:\n  gpus: [0]\n  command: vllm serve o/m --max-model-len 8K\n  k8s: {storage_class: b}\n"
+        "m2:\n  gpus: [1]\n  command: vllm serve o/n --max-model-len 8K\n"
+    )
     (m1, m2) = p.models
-    assert (m1.k8s.storage_class, m1.k8s.cache_size) == ("b", "5Gi") and (m2.k8s.storage_class, m2.k8s.cache_size) == ("a", "5Gi")
+    assert (m1.k8s.storage_class, m1.k8s.cache_size) == ("b", "5Gi") and (m2.k8s.storage_class, m2.k8s.cache_size) == (
+        "a",
+        "5Gi",
+    )
 
 
 @pytest.mark.parametrize("where", ["m1:\n  k8s: {replicas: 2}\n", "defaults:\n  k8s: {replicas: 2}\nm1:\n"])
@@ -482,19 +558,35 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tests.unit.test_fuzz_models_yml import mutated_documents  # noqa: E402
 
-K8S_VALUES = st.fixed_dictionaries({}, optional={
-    "cache_size": st.sampled_from(["10Gi", "1.5T", "100GB", "", "7"]),
-    "storage_class": st.sampled_from(["standard", "Fast_SSD", "a.b-c"]),
-    "node_selector": st.dictionaries(st.sampled_from(["pool", "nvidia.com/gpu.product", "bad key"]),
-                                     st.sampled_from(["a100", "", True, 3, "x" * 70]), max_size=2),
-    "tolerations": st.lists(st.fixed_dictionaries({}, optional={
-        "key": st.sampled_from(["nvidia.com/gpu", "dedicated"]), "operator": st.sampled_from(["Exists", "Equal", "In"]),
-        "value": st.sampled_from(["gpu", "a b"]), "effect": st.sampled_from(["NoSchedule", "NoExecute", "Never"]),
-        "toleration_seconds": st.integers(-1, 60)}), max_size=2),
-    "gpu_resource": st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "gpu"]),
-    "memory": st.sampled_from(["8Gi", "8GB", 4]), "cpu": st.sampled_from(["500m", 2, "two"]),
-    "replica": st.just(1),
-})
+K8S_VALUES = st.fixed_dictionaries(
+    {},
+    optional={
+        "cache_size": st.sampled_from(["10Gi", "1.5T", "100GB", "", "7"]),
+        "storage_class": st.sampled_from(["standard", "Fast_SSD", "a.b-c"]),
+        "node_selector": st.dictionaries(
+            st.sampled_from(["pool", "nvidia.com/gpu.product", "bad key"]),
+            st.sampled_from(["a100", "", True, 3, "x" * 70]),
+            max_size=2,
+        ),
+        "tolerations": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "key": st.sampled_from(["nvidia.com/gpu", "dedicated"]),
+                    "operator": st.sampled_from(["Exists", "Equal", "In"]),
+                    "value": st.sampled_from(["gpu", "a b"]),
+                    "effect": st.sampled_from(["NoSchedule", "NoExecute", "Never"]),
+                    "toleration_seconds": st.integers(-1, 60),
+                },
+            ),
+            max_size=2,
+        ),
+        "gpu_resource": st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "gpu"]),
+        "memory": st.sampled_from(["8Gi", "8GB", 4]),
+        "cpu": st.sampled_from(["500m", 2, "two"]),
+        "replica": st.just(1),
+    },
+)
 
 
 @st.composite
@@ -504,9 +596,20 @@ def k8s_documents(draw) -> str:
         return yaml.safe_dump(doc)
     for name in draw(st.lists(st.sampled_from(sorted(doc)), max_size=3)):
         if isinstance(doc[name], dict):
-            doc[name]["k8s"] = draw(K8S_VALUES) if name != "gateway" else draw(st.fixed_dictionaries({}, optional={
-                "replicas": st.integers(0, 3), "expose": st.sampled_from(["none", "nodeport", "ingress"]),
-                "namespace": st.sampled_from(["ai", "Bad", "llm-gateway"])}))
+            doc[name]["k8s"] = (
+                draw(K8S_VALUES)
+                if name != "gateway"
+                else draw(
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "replicas": st.integers(0, 3),
+                            "expose": st.sampled_from(["none", "nodeport", "ingress"]),
+                            "namespace": st.sampled_from(["ai", "Bad", "llm-gateway"]),
+                        },
+                    )
+                )
+            )
     return yaml.safe_dump(doc)
 
 

@@ -26,8 +26,13 @@ reasoner:
 
 
 def make_key(models: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", "key", f"MODELS={models}", f"OUT={out}", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["make", "-s", "key", f"MODELS={models}", f"OUT={out}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_make_key_prints_the_key_alone_and_the_gateway_gets_its_hash(write, tmp_path):
@@ -42,7 +47,9 @@ def test_make_key_prints_the_key_alone_and_the_gateway_gets_its_hash(write, tmp_
     assert hashes == {key_hash(key): "ann"}
     assert make_key(models, tmp_path, "NAME=ann").stdout.strip() == key  # the same key again
     rotated = make_key(models, tmp_path, "NAME=ann", "ROTATE=1").stdout.strip()
-    assert rotated != key and json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {key_hash(rotated): "ann"}
+    assert rotated != key and json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {
+        key_hash(rotated): "ann"
+    }
     revoked = make_key(models, tmp_path, "NAME=ann", "REVOKE=1")
     assert revoked.returncode == 0 and revoked.stdout == ""
     assert json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {}
@@ -65,8 +72,16 @@ def test_regenerate_keeps_only_the_hashes_of_people_models_yml_still_has(write, 
     assert main(["--models", str(write(MODELS.replace("  ci-bot:\n", ""))), "--out", str(tmp_path), "-q"]) == 0
     assert json.loads((tmp_path / "litellm/people-keys.json").read_text()) == {}
     policy = json.loads((tmp_path / "litellm/people.json").read_text())
-    assert policy["people"] == {"ann": {"models": ["reasoner"], "rpm": 10, "tpm": None, "parallel": None,
-                                        "tokens_per_day": None, "tokens_per_month": None}}
+    assert policy["people"] == {
+        "ann": {
+            "models": ["reasoner"],
+            "rpm": 10,
+            "tpm": None,
+            "parallel": None,
+            "tokens_per_day": None,
+            "tokens_per_month": None,
+        }
+    }
     assert key not in (tmp_path / "litellm/config.yaml").read_text()
 
 
@@ -97,14 +112,20 @@ def test_budget_periods_end_at_utc_midnight_and_the_first_of_the_month():
     assert spans["day"] == ("2026-12-31", 31) and spans["month"] == ("2026-12", 31)
 
 
-@pytest.mark.parametrize("text,problem", [
-    ("people: {ann: {models: [reasonr]}}", "people.ann.models.0: 'reasonr' is not a model of this file; did you mean 'reasoner'?"),
-    ("people: {ann: {rpmm: 3}}", "people.ann.rpmm: unknown field 'rpmm'; did you mean 'rpm'?"),
-    ("people: {Ann: {rpm: 3}}", "people.Ann"),
-    ("people: {ann: {rpm: 0}}", "people.ann.rpm"),
-    ("people: {ann: {models: []}}", "people.ann.models"),
-    ("people: {ann: {tpm: yes}}", "people.ann.tpm"),
-])
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        (
+            "people: {ann: {models: [reasonr]}}",
+            "people.ann.models.0: 'reasonr' is not a model of this file; did you mean 'reasoner'?",
+        ),
+        ("people: {ann: {rpmm: 3}}", "people.ann.rpmm: unknown field 'rpmm'; did you mean 'rpm'?"),
+        ("people: {Ann: {rpm: 3}}", "people.Ann"),
+        ("people: {ann: {rpm: 0}}", "people.ann.rpm"),
+        ("people: {ann: {models: []}}", "people.ann.models"),
+        ("people: {ann: {tpm: yes}}", "people.ann.tpm"),
+    ],
+)
 def test_people_syntax_errors_name_the_field(problems, text, problem):
     found = problems(MODELS.split("people:")[0] + MODELS.split("ci-bot:\n")[1] + text + "\n")
     assert any(problem in p for p in found), found
@@ -143,13 +164,17 @@ def test_kubernetes_gets_the_hashes_as_a_secret_of_their_own(write, tmp_path):
     assert f"PERSON_KEY_ANN={key}" in (tmp_path / "k8s/secrets.env").read_text()
     assert json.loads((tmp_path / "k8s/people-keys.json").read_text()) == {key_hash(key): "ann"}
     kustomization = yaml.safe_load((tmp_path / "k8s/kustomization.yaml").read_text())
-    assert {"name": "llm-gateway-people", "files": ["people-keys.json"], "type": "Opaque"} in kustomization["secretGenerator"]
+    assert {"name": "llm-gateway-people", "files": ["people-keys.json"], "type": "Opaque"} in kustomization[
+        "secretGenerator"
+    ]
     gateway = yaml.safe_load_all((tmp_path / "k8s/gateway.yaml").read_text())
     pod = next(d for d in gateway if d and d["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert {"name": "people", "secret": {"secretName": "llm-gateway-people"}} in pod["volumes"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["GATEWAY_PEOPLE_KEYS"] == "/etc/litellm-people/people-keys.json"
-    assert key not in "".join(p.read_text() for p in (tmp_path / "k8s").rglob("*") if p.is_file() and p.name != "secrets.env")
+    assert key not in "".join(
+        p.read_text() for p in (tmp_path / "k8s").rglob("*") if p.is_file() and p.name != "secrets.env"
+    )
 
 
 def test_make_clients_name_writes_configs_carrying_the_persons_key_and_never_the_masters(tmp_path):
@@ -158,15 +183,25 @@ def test_make_clients_name_writes_configs_carrying_the_persons_key_and_never_the
 
     models = tmp_path / "models.yml"
     shutil.copy(ROOT / "examples/cpu-demo/models.yml", models)
-    r = subprocess.run(["make", "-s", "clients", "NAME=ann", f"MODELS={models}", f"OUT={tmp_path}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["make", "-s", "clients", "NAME=ann", f"MODELS={models}", f"OUT={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     env = (tmp_path / "compose/.env").read_text()
     key = next(line.split("=", 1)[1] for line in env.splitlines() if line.startswith("PERSON_KEY_ANN="))
     folder = tmp_path / "clients/people/ann"
     files = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
-    assert set(files) == {"opencode.json", "claude-code.env", "codex/config.toml", "codex/key.env",
-                          "codex/reasoner.config.toml"}  # ann may use the reasoner only
+    assert set(files) == {
+        "opencode.json",
+        "claude-code.env",
+        "codex/config.toml",
+        "codex/key.env",
+        "codex/reasoner.config.toml",
+    }  # ann may use the reasoner only
     for p in files.values():
         assert stat.S_IMODE(p.stat().st_mode) == 0o600 and "LITELLM_MASTER_KEY" not in p.read_text()
     assert json.loads(files["opencode.json"].read_text())["provider"]["llm-gateway"]["options"]["apiKey"] == key
@@ -182,7 +217,9 @@ def test_the_dashboard_has_a_people_row_only_with_people(plan):
     with_people = dashboard(plan(MODELS + "metrics: {grafana: {enabled: true}}\n"))
     rows = [p["title"] for p in with_people["panels"] if p["type"] == "row"]
     assert "People" in rows
-    assert any("api_key_alias" in expr and "litellm_output_tokens_metric_total" in expr for _, expr in queries(with_people))
+    assert any(
+        "api_key_alias" in expr and "litellm_output_tokens_metric_total" in expr for _, expr in queries(with_people)
+    )
     without = dashboard(plan(MODELS.split("people:")[0] + MODELS.split("ci-bot:\n")[1]))
     assert "People" not in [p["title"] for p in without["panels"] if p["type"] == "row"]
 

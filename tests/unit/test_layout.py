@@ -30,8 +30,12 @@ def imported_modules(source: str, package: str) -> set[str]:
 
 
 def test_the_compiler_never_imports_what_acts_on_a_running_stack():
-    offenders = {f"{p.relative_to(ROOT)} imports {m}" for p in sorted((GEN / "compile").rglob("*.py"))
-                 for m in imported_modules(p.read_text(), package_of(p)) if m.startswith("generator.operate")}
+    offenders = {
+        f"{p.relative_to(ROOT)} imports {m}"
+        for p in sorted((GEN / "compile").rglob("*.py"))
+        for m in imported_modules(p.read_text(), package_of(p))
+        if m.startswith("generator.operate")
+    }
     assert not offenders, sorted(offenders)
 
 
@@ -39,9 +43,12 @@ def test_what_runs_inside_the_stack_imports_nothing_else_of_the_generator():
     """The gateway hooks are copied next to the LiteLLM config and the controller into its container: an import
     of the compiler or of operate/ would fail there."""
     shipped = GEN / "shipped"
-    offenders = {f"{p.relative_to(ROOT)} imports {m}" for p in sorted(shipped.rglob("*.py"))
-                 for m in imported_modules(p.read_text(), package_of(p))
-                 if not m.startswith("generator.shipped")}
+    offenders = {
+        f"{p.relative_to(ROOT)} imports {m}"
+        for p in sorted(shipped.rglob("*.py"))
+        for m in imported_modules(p.read_text(), package_of(p))
+        if not m.startswith("generator.shipped")
+    }
     assert not offenders, sorted(offenders)
 
 
@@ -57,6 +64,7 @@ def test_the_resolver_sees_relative_and_absolute_imports():
 def test_every_import_inside_the_generator_names_a_module_that_exists():
     """A relative import resolved against the wrong package (a module moved, its import not) fails only when the
     line runs; some run only in one runtime (the controller's local driver)."""
+
     def exists(module: str) -> bool:
         path = ROOT.joinpath(*module.split("."))
         return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
@@ -74,6 +82,9 @@ def test_every_import_inside_the_generator_names_a_module_that_exists():
 
 
 def test_every_package_says_what_it_holds():
-    missing = [str(init.relative_to(ROOT)) for init in sorted(GEN.rglob("__init__.py"))
-               if not ast.get_docstring(ast.parse(init.read_text()))]
+    missing = [
+        str(init.relative_to(ROOT))
+        for init in sorted(GEN.rglob("__init__.py"))
+        if not ast.get_docstring(ast.parse(init.read_text()))
+    ]
     assert not missing, f"packages without a docstring: {missing}"

@@ -47,12 +47,16 @@ def test_a_removed_adapter_is_unloaded_live(tmp_path):
 
 def test_an_adapter_of_a_higher_rank_than_the_running_one_recreates(tmp_path):
     """The running backend's --max-lora-rank 8 would refuse a rank-16 adapter: a restart with the new rank."""
-    plan = changes(tmp_path, with_adapters(tmp_path, {"sql": 8, "big": 16}), old_text=with_adapters(tmp_path, {"sql": 8}))
+    plan = changes(
+        tmp_path, with_adapters(tmp_path, {"sql": 8, "big": 16}), old_text=with_adapters(tmp_path, {"sql": 8})
+    )
     assert plan["gamma"].action == "recreate" and "--max-lora-rank 8 -> 16" in plan["gamma"].details
 
 
 def test_removing_the_highest_rank_adapter_is_live(tmp_path):
-    plan = changes(tmp_path, with_adapters(tmp_path, {"sql": 8}), old_text=with_adapters(tmp_path, {"sql": 8, "big": 16}))
+    plan = changes(
+        tmp_path, with_adapters(tmp_path, {"sql": 8}), old_text=with_adapters(tmp_path, {"sql": 8, "big": 16})
+    )
     assert plan["gamma"].action == "adapters"
     assert plan["gamma"].live.later == ("--max-lora-rank 16 -> 8", "--max-loras 2 -> 1")
 
@@ -65,14 +69,19 @@ def test_the_first_adapter_and_the_last_one_recreate(tmp_path):
 
 def test_an_adapter_change_with_another_flag_change_recreates(tmp_path):
     old = with_adapters(tmp_path, {"sql": 8})
-    new = with_adapters(tmp_path, {"sql": 8, "docs": 8}).replace("org/gamma --max-model-len 8K", "org/gamma --max-model-len 4K")
+    new = with_adapters(tmp_path, {"sql": 8, "docs": 8}).replace(
+        "org/gamma --max-model-len 8K", "org/gamma --max-model-len 4K"
+    )
     assert changes(tmp_path, new, old_text=old)["gamma"].action == "recreate"
 
 
 def test_runtime_routes_turned_off_in_models_yml_recreate(tmp_path):
-    off = BASE.replace("--tool-call-parser hermes\n", "--tool-call-parser hermes\n  env: {VLLM_ALLOW_RUNTIME_LORA_UPDATING: '0'}\n")
-    plan = changes(tmp_path, with_adapters(tmp_path, {"sql": 8, "docs": 8}, off),
-                   old_text=with_adapters(tmp_path, {"sql": 8}, off))
+    off = BASE.replace(
+        "--tool-call-parser hermes\n", "--tool-call-parser hermes\n  env: {VLLM_ALLOW_RUNTIME_LORA_UPDATING: '0'}\n"
+    )
+    plan = changes(
+        tmp_path, with_adapters(tmp_path, {"sql": 8, "docs": 8}, off), old_text=with_adapters(tmp_path, {"sql": 8}, off)
+    )
     assert plan["gamma"].action == "recreate"
 
 
@@ -90,14 +99,25 @@ def test_a_changed_adapter_path_is_reloaded_in_place(tmp_path):
     new = old.replace(f"sql: {{path: {tmp_path / 'sql'}}}", f"sql: {{path: {tmp_path / 'sql2'}}}")
     upd = changes(tmp_path, new, old_text=old)["gamma"].live
     assert upd == live.LiveUpdate(replace=(("sql", str(tmp_path / "sql2")),))
-    assert live.load_calls(upd) == [(live.LOAD, {"lora_name": "sql", "lora_path": str(tmp_path / "sql2"),
-                                                 "load_inplace": True})]
+    assert live.load_calls(upd) == [
+        (live.LOAD, {"lora_name": "sql", "lora_path": str(tmp_path / "sql2"), "load_inplace": True})
+    ]
 
 
 # --- the command -------------------------------------------------------------------------------------------
 def test_split_command_reads_every_form_of_lora_modules():
-    cmd = ["org/m", "--enable-lora", "--lora-modules", "a=/x", '{"name": "b", "path": "/y,z"}', "--max-loras", "2",
-           "--max-lora-rank=16", "--port", "8001"]
+    cmd = [
+        "org/m",
+        "--enable-lora",
+        "--lora-modules",
+        "a=/x",
+        '{"name": "b", "path": "/y,z"}',
+        "--max-loras",
+        "2",
+        "--max-lora-rank=16",
+        "--port",
+        "8001",
+    ]
     rest, modules, values = live.split_command(cmd)
     assert rest == ["org/m", "--enable-lora", "--port", "8001"]
     assert modules == {"a": "/x", "b": "/y,z"} and values == {"--max-loras": "2", "--max-lora-rank": "16"}
@@ -111,19 +131,26 @@ def test_call_says_what_it_did_and_an_unknown_unload_is_done_already():
     def post(route, body):
         seen.append((route, body))
         return (404, "not found") if route == live.UNLOAD else (200, "Success")
-    lines = live.call(post, [(live.LOAD, {"lora_name": "a", "lora_path": "/a"}), (live.UNLOAD, {"lora_name": "b"})], "m")
+
+    lines = live.call(
+        post, [(live.LOAD, {"lora_name": "a", "lora_path": "/a"}), (live.UNLOAD, {"lora_name": "b"})], "m"
+    )
     assert lines == ["loaded adapter a into m (no restart)", "adapter b was not loaded in m (nothing to unload)"]
     assert [r for r, _ in seen] == [live.LOAD, live.UNLOAD]
 
 
 def test_a_failed_load_raises_naming_adapter_model_and_vllms_answer():
     with pytest.raises(live.LiveUpdateError, match=r"loading adapter a into m: HTTP 404: .*does not exist"):
-        live.call(lambda r, b: (404, '{"error": "adapter a does not exist"}'),
-                  [(live.LOAD, {"lora_name": "a", "lora_path": "/nope"})], "m")
+        live.call(
+            lambda r, b: (404, '{"error": "adapter a does not exist"}'),
+            [(live.LOAD, {"lora_name": "a", "lora_path": "/nope"})],
+            "m",
+        )
 
 
 class FakeBackend(BaseHTTPRequestHandler):
     """vLLM's two routes as 0.32 answers them: the key like every /v1 route, 400 for a name loaded already."""
+
     loaded: dict[str, str] = {}
 
     def do_POST(self):
@@ -172,10 +199,22 @@ def test_the_in_container_script_prints_status_and_answer(backend, monkeypatch):
     """What apply runs with python3 in the backend container (docker compose exec): the same calls."""
     import subprocess
     import sys
+
     port = backend.rsplit(":", 1)[1]
-    run = subprocess.run([sys.executable, "-c", live.IN_CONTAINER, port, live.LOAD,
-                          json.dumps({"lora_name": "docs", "lora_path": "/docs"})],
-                         capture_output=True, text=True, env={"VLLM_API_KEY": "k"}, timeout=60)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            live.IN_CONTAINER,
+            port,
+            live.LOAD,
+            json.dumps({"lora_name": "docs", "lora_path": "/docs"}),
+        ],
+        capture_output=True,
+        text=True,
+        env={"VLLM_API_KEY": "k"},
+        timeout=60,
+    )
     assert live.parse_printed(run.stdout) == (200, "Success")
     assert FakeBackend.loaded["docs"] == "/docs"
 
@@ -183,8 +222,9 @@ def test_the_in_container_script_prints_status_and_answer(backend, monkeypatch):
 # --- a container updated live, at the next apply ----------------------------------------------------------
 def test_a_container_updated_live_is_kept_while_the_file_is_unchanged(tmp_path):
     doc, _ = rendered(tmp_path, with_adapters(tmp_path, {"sql": 8, "docs": 8}))
-    containers = {s: {"Config": {"Labels": {"com.docker.compose.config-hash": "old"}}, "Image": "x"}
-                  for s in doc["services"]}
+    containers = {
+        s: {"Config": {"Labels": {"com.docker.compose.config-hash": "old"}}, "Image": "x"} for s in doc["services"]
+    }
     hashes = {s: "old" for s in doc["services"]} | {"gamma": "new"}
     assert compose_recreates(doc, hashes, containers, doc, {}) == {"gamma": REDEFINED}  # made from another file
     assert "gamma" not in compose_recreates(doc, hashes, containers, doc, {"gamma": "old"})  # updated live
@@ -209,6 +249,7 @@ def test_the_local_runtime_finds_the_adapter_only_change_and_refuses_others(tmp_
     def plan(text: str, name: str):
         (tmp_path / name).write_text(text)
         return load_plan(tmp_path / name)
+
     old = plan(with_adapters(tmp_path, {"sql": 8}), "old.yml")
     stack = LocalStack(old, tmp_path / "state", "/usr/bin/python3")
     assert live_updates(stack, plan(with_adapters(tmp_path, {"sql": 8}), "same.yml")) == {}

@@ -33,9 +33,12 @@ def adapter_dir(root: Path, name: str, config: dict | None) -> Path:
 
 @pytest.fixture()
 def dirs(tmp_path):
-    return {"one": adapter_dir(tmp_path, "one", {"r": 1}), "twelve": adapter_dir(tmp_path, "twelve",
-                                                                             {"r": 8, "rank_pattern": {"q_proj": 12}}),
-            "big": adapter_dir(tmp_path, "big", {"r": 600}), "none": adapter_dir(tmp_path, "none", None)}
+    return {
+        "one": adapter_dir(tmp_path, "one", {"r": 1}),
+        "twelve": adapter_dir(tmp_path, "twelve", {"r": 8, "rank_pattern": {"q_proj": 12}}),
+        "big": adapter_dir(tmp_path, "big", {"r": 600}),
+        "none": adapter_dir(tmp_path, "none", None),
+    }
 
 
 def chat(adapters: str, flags: str = "", extra: str = "") -> str:
@@ -59,7 +62,7 @@ def flags_of(plan, name: str = "chat") -> list[str]:
 def after(args: list[str], flag: str) -> list[str]:
     i = args.index(flag)
     out = []
-    for token in args[i + 1:]:
+    for token in args[i + 1 :]:
         if token.startswith("--"):
             break
         out.append(token)
@@ -85,15 +88,21 @@ def test_the_allowed_ranks_are_vllms():
     assert lora.allowed_ranks(load_catalog()) == (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
-@pytest.mark.parametrize("config, rank", [({"r": 4}, 4), ({"r": 8, "rank_pattern": {"a": 32, "b": 2}}, 32),
-                                          ({}, None), ({"r": True}, None), ([], None)])
+@pytest.mark.parametrize(
+    "config, rank",
+    [({"r": 4}, 4), ({"r": 8, "rank_pattern": {"a": 32, "b": 2}}, 32), ({}, None), ({"r": True}, None), ([], None)],
+)
 def test_the_rank_of_an_adapter_config(config, rank):
     assert lora.config_rank(config) == rank
 
 
 def test_the_commands_own_settings_win_and_enable_lora_is_not_repeated(dirs, plan):
-    p = plan(chat(f"    one: {{path: {dirs['one']}}}\n    twelve: {{path: {dirs['twelve']}}}\n",
-                  "--enable-lora --max-loras 1 --max-lora-rank 32"))
+    p = plan(
+        chat(
+            f"    one: {{path: {dirs['one']}}}\n    twelve: {{path: {dirs['twelve']}}}\n",
+            "--enable-lora --max-loras 1 --max-lora-rank 32",
+        )
+    )
     args = flags_of(p)
     assert args.count("--enable-lora") == 1 and args.count("--max-loras") == 1 and args.count("--max-lora-rank") == 1
     assert after(args, "--max-loras") == ["1"] and after(args, "--max-lora-rank") == ["32"]
@@ -118,8 +127,12 @@ def test_the_rank_is_read_through_a_volume_and_from_the_hf_cache(tmp_path, plan,
     (hub / "refs" / "main").write_text("abc\n")
     adapter_dir(hub / "snapshots", "abc", {"r": 128})
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    p = plan(chat("    sql: {path: /adapters/sql}\n    hubbed: {repo: org/lora}\n",
-                  extra=f"  volumes: ['{host.parent}:/adapters:ro']\n"))
+    p = plan(
+        chat(
+            "    sql: {path: /adapters/sql}\n    hubbed: {repo: org/lora}\n",
+            extra=f"  volumes: ['{host.parent}:/adapters:ro']\n",
+        )
+    )
     assert [a.rank for a in p.models[0].adapters] == [64, 128]
     assert after(flags_of(p), "--max-lora-rank") == ["128"]
 
@@ -150,10 +163,16 @@ def test_a_revision_is_refused_with_the_way_to_pin_one(problems):
     assert "chat.adapters.hub.revision" in msg and "--revision v2" in msg and "path:" in msg
 
 
-@pytest.mark.parametrize("entry, expected", [("{}", "exactly one"), ("{path: /a, repo: org/b}", "exactly one"),
-                                              ("{path: /a, litellm: {tempature: 1}}", "did you mean"),
-                                              ("{path: /a, max_tokens: 1}", "valid: path, repo, revision"),
-                                              ("{pth: /a}", "did you mean 'path'?")])
+@pytest.mark.parametrize(
+    "entry, expected",
+    [
+        ("{}", "exactly one"),
+        ("{path: /a, repo: org/b}", "exactly one"),
+        ("{path: /a, litellm: {tempature: 1}}", "did you mean"),
+        ("{path: /a, max_tokens: 1}", "valid: path, repo, revision"),
+        ("{pth: /a}", "did you mean 'path'?"),
+    ],
+)
 def test_the_adapter_schema(entry, expected, problems):
     (msg,) = problems(chat(f"    one: {entry}\n"))
     assert expected in msg and "chat.adapters.one" in msg
@@ -164,8 +183,10 @@ def test_an_adapter_name_must_be_a_model_name_clients_can_send(problems):
     assert "chat.adapters" in msg
 
 
-@pytest.mark.parametrize("name, owner", [("chat", "the model chat"), ("other", "the model other"),
-                                          ("served-other", "the served name of other")])
+@pytest.mark.parametrize(
+    "name, owner",
+    [("chat", "the model chat"), ("other", "the model other"), ("served-other", "the served name of other")],
+)
 def test_an_adapter_name_that_is_a_model_name_is_refused(name, owner, dirs, problems):
     other = "other:\n  gpus: []\n  command: vllm serve org/o --max-model-len 4K --served-model-name served-other\n"
     (msg,) = problems(chat(f"    {name}: {{path: {dirs['one']}}}\n") + other)
@@ -173,8 +194,10 @@ def test_an_adapter_name_that_is_a_model_name_is_refused(name, owner, dirs, prob
 
 
 def test_two_models_with_an_adapter_of_one_name_are_refused(dirs, problems):
-    other = ("other:\n  gpus: []\n  command: vllm serve org/o --max-model-len 4K\n"
-             f"  adapters:\n    one: {{path: {dirs['one']}}}\n")
+    other = (
+        "other:\n  gpus: []\n  command: vllm serve org/o --max-model-len 4K\n"
+        f"  adapters:\n    one: {{path: {dirs['one']}}}\n"
+    )
     (msg,) = problems(chat(f"    one: {{path: {dirs['one']}}}\n") + other)
     assert "other.adapters.one" in msg and "an adapter of chat" in msg
 
@@ -188,15 +211,21 @@ def test_adapters_on_a_pooling_model_are_refused(tmp_path, dirs, problems):
     emb = tmp_path / "emb"
     emb.mkdir()
     (emb / "config.json").write_text(json.dumps({"architectures": ["BertModel"]}))
-    (msg,) = problems(f"emb:\n  gpus: []\n  command: vllm serve {emb} --max-model-len 256\n"
-                      f"  adapters:\n    one: {{path: {dirs['one']}}}\n")
+    (msg,) = problems(
+        f"emb:\n  gpus: []\n  command: vllm serve {emb} --max-model-len 256\n"
+        f"  adapters:\n    one: {{path: {dirs['one']}}}\n"
+    )
     assert "emb.adapters" in msg and "embedding model" in msg and "remove them" in msg
 
 
 # --- what the gateway gets ------------------------------------------------------------------------------
 def test_each_adapter_is_a_gateway_model_on_its_bases_backend(dirs, plan):
-    p = plan(chat(f"    one: {{path: {dirs['one']}, description: terse, litellm: {{temperature: 0.1}}}}\n"
-                  f"    twelve: {{path: {dirs['twelve']}, litellm: {{max_tokens: 100}}}}\n"))
+    p = plan(
+        chat(
+            f"    one: {{path: {dirs['one']}, description: terse, litellm: {{temperature: 0.1}}}}\n"
+            f"    twelve: {{path: {dirs['twelve']}, litellm: {{max_tokens: 100}}}}\n"
+        )
+    )
     entries = {e["model_name"]: e for e in render_litellm(p)["model_list"]}
     base, one, twelve = entries["chat"], entries["one"], entries["twelve"]
     assert one["litellm_params"]["model"] == "hosted_vllm/one"
@@ -208,15 +237,17 @@ def test_each_adapter_is_a_gateway_model_on_its_bases_backend(dirs, plan):
     assert twelve["litellm_params"]["temperature"] == 0.7
     assert twelve["model_info"]["max_output_tokens"] == 100
     for e in (one, twelve):  # the base's context and parsers: the clamp and the tool 400s apply alike
-        assert {k: v for k, v in e["model_info"].items() if k not in ("max_output_tokens", ADAPTER_OF)} == \
-            {k: v for k, v in base["model_info"].items() if k != "max_output_tokens"}
+        assert {k: v for k, v in e["model_info"].items() if k not in ("max_output_tokens", ADAPTER_OF)} == {
+            k: v for k, v in base["model_info"].items() if k != "max_output_tokens"
+        }
         assert e["model_info"][ADAPTER_OF] == "chat"
     assert ADAPTER_OF not in base["model_info"]
 
 
 def test_client_configs_and_people_know_the_adapters(dirs, plan):
-    p = plan(chat(f"    one: {{path: {dirs['one']}, litellm: {{max_tokens: 100}}}}\n")
-             + "people:\n  ann: {models: [one]}\n")
+    p = plan(
+        chat(f"    one: {{path: {dirs['one']}, litellm: {{max_tokens: 100}}}}\n") + "people:\n  ann: {models: [one]}\n"
+    )
     models = agent_models(p)
     assert [m.served_name for m in models] == ["chat", "one"]
     assert models[1].max_tokens == 100 and models[1].context == 4096 and models[1].tool_parser == "hermes"
@@ -227,10 +258,19 @@ def test_client_configs_and_people_know_the_adapters(dirs, plan):
 
 def test_status_lists_the_adapter_under_its_base_with_its_own_counters(dirs, plan):
     p = plan(chat(f"    one: {{path: {dirs['one']}}}\n"))
-    backend = {"name": "chat", "model": "chat", "state": "healthy", "reason": "", "adapters": ["one"],
-               "metrics": {"requests_running": 1.0}}
-    after = {"time": 2.0, "gateway": {"state": "healthy", "metrics": {"requests_by_model": {"chat": 3.0, "one": 5.0}}},
-             "models": [backend]}
+    backend = {
+        "name": "chat",
+        "model": "chat",
+        "state": "healthy",
+        "reason": "",
+        "adapters": ["one"],
+        "metrics": {"requests_running": 1.0},
+    }
+    after = {
+        "time": 2.0,
+        "gateway": {"state": "healthy", "metrics": {"requests_by_model": {"chat": 3.0, "one": 5.0}}},
+        "models": [backend],
+    }
     rows = report(None, after, Target("http://gw", "k", p, "", ""))["models"]
     assert [(r["name"], r["adapter_of"]) for r in rows] == [("chat", None), ("one", "chat")]
     assert rows[1]["state"] == "healthy" and rows[1]["gateway_requests_total"] == 5.0
@@ -243,7 +283,9 @@ def test_status_lists_the_adapter_under_its_base_with_its_own_counters(dirs, pla
     console.print(render(report(None, after, Target("http://gw", "k", p, "", ""))))
     lines = console.export_text().splitlines()
     (row,) = [line for line in lines if "└ one" in line]
-    assert "healthy" in row and lines.index(row) == next(i for i, line in enumerate(lines) if line.startswith("chat")) + 1
+    assert (
+        "healthy" in row and lines.index(row) == next(i for i, line in enumerate(lines) if line.startswith("chat")) + 1
+    )
 
 
 # --- part 4: on-demand, replicas, Kubernetes ---------------------------------------------------------------
@@ -269,8 +311,13 @@ def test_every_replica_serves_the_same_adapters_and_the_router_spreads_them(dirs
 def test_kubernetes_mounts_a_local_adapter_like_local_weights(dirs, plan):
     p = plan(chat("    one: {path: adapters/one}\n    hub: {repo: org/lora}\n"))  # a path, though Hub-id shaped
     files = render_files(p, ("k8s",))
-    dep = next(d for rel, text in files.items() if rel.endswith(".yaml") for d in yaml.safe_load_all(text)
-               if d and d.get("kind") == "Deployment" and d["metadata"]["name"] == "chat")
+    dep = next(
+        d
+        for rel, text in files.items()
+        if rel.endswith(".yaml")
+        for d in yaml.safe_load_all(text)
+        if d and d.get("kind") == "Deployment" and d["metadata"]["name"] == "chat"
+    )
     pod = dep["spec"]["template"]["spec"]
     path = "/workspace/adapters/one"
     mount = {"name": "cache", "mountPath": path, "subPath": "adapters/one"}
@@ -293,8 +340,13 @@ def test_golden_files_of_a_stack_with_adapters(tmp_path, monkeypatch):
     shutil.copytree(FIXTURE, tmp_path / "lora")
     monkeypatch.chdir(tmp_path / "lora")  # the adapters' relative paths, as the local stack and vLLM read them
     files = render_files(load_plan("models.yml"), ("stack", "k8s", "clients"))
-    assert_golden({f"lora/{rel}": text for rel, text in files.items()
-                   if rel.endswith((".yml", ".yaml", ".json", ".toml", ".md", ".env")) and "/gateway_" not in rel})
+    assert_golden(
+        {
+            f"lora/{rel}": text
+            for rel, text in files.items()
+            if rel.endswith((".yml", ".yaml", ".json", ".toml", ".md", ".env")) and "/gateway_" not in rel
+        }
+    )
 
 
 def test_more_than_one_api_server_is_refused_with_adapters(dirs, problems):
@@ -317,8 +369,10 @@ def test_every_model_of_a_cpu_backend_with_adapters_refuses_a_prompts_logprobs(d
     one = f"    one: {{path: {dirs['one']}}}\n"
     cpu = {e["model_name"]: e["model_info"] for e in render_litellm(plan(chat(one)))["model_list"]}
     assert cpu["chat"][NO_PROMPT_LOGPROBS] is True and cpu["one"][NO_PROMPT_LOGPROBS] is True
-    gpu = {e["model_name"]: e["model_info"]
-           for e in render_litellm(plan(chat(one).replace("gpus: []", "gpus: [0]")))["model_list"]}
+    gpu = {
+        e["model_name"]: e["model_info"]
+        for e in render_litellm(plan(chat(one).replace("gpus: []", "gpus: [0]")))["model_list"]
+    }
     assert NO_PROMPT_LOGPROBS not in gpu["chat"] and NO_PROMPT_LOGPROBS not in gpu["one"]
     plain = render_litellm(plan(chat("").replace("  adapters:\n", "")))["model_list"][0]["model_info"]
     assert NO_PROMPT_LOGPROBS not in plain

@@ -32,25 +32,35 @@ def test_listed_hosts_are_passed_to_vllm_and_redirects_turned_off(plan):
 
 
 def test_defaults_media_applies_to_every_model_and_a_models_own_replaces_it(plan):
-    p = plan("defaults:\n  media: {domains: [cdn.example.com]}\n" + model("a") +
-             model("b", "  media: {domains: []}\n") + model("c", "  media: {domains: [img.example.org]}\n"))
+    p = plan(
+        "defaults:\n  media: {domains: [cdn.example.com]}\n"
+        + model("a")
+        + model("b", "  media: {domains: []}\n")
+        + model("c", "  media: {domains: [img.example.org]}\n")
+    )
     got = {m.name: m.media_domains for m in p.models}
     assert got == {"a": ("cdn.example.com",), "b": (), "c": ("img.example.org",)}
     assert p.models[1].flag_args[-1] == NO_MEDIA_DOMAIN
 
 
-@pytest.mark.parametrize("domain,message", [
-    ("https://images.example.com/cats", "'https://images.example.com/cats': write the host only ('images.example.com')"),
-    ("*.example.com", "vLLM compares host names exactly (no wildcards): list each host"),
-    ("Images.Example.com", "write it in lowercase ('images.example.com')"),
-    ("localhost", "is the backend's own host or a link-local (cloud metadata) address"),
-    ("127.0.0.1", "is the backend's own host or a link-local (cloud metadata) address"),
-    ("169.254.169.254", "is the backend's own host or a link-local (cloud metadata) address"),
-    ("0.0.0.0", "is the backend's own host"),
-    ("images..example.com", "is not a host name such as images.example.com"),
-    ("images.example.com:8080", "is not a host name such as images.example.com"),
-    (7, "expected a host name such as images.example.com"),
-])
+@pytest.mark.parametrize(
+    "domain,message",
+    [
+        (
+            "https://images.example.com/cats",
+            "'https://images.example.com/cats': write the host only ('images.example.com')",
+        ),
+        ("*.example.com", "vLLM compares host names exactly (no wildcards): list each host"),
+        ("Images.Example.com", "write it in lowercase ('images.example.com')"),
+        ("localhost", "is the backend's own host or a link-local (cloud metadata) address"),
+        ("127.0.0.1", "is the backend's own host or a link-local (cloud metadata) address"),
+        ("169.254.169.254", "is the backend's own host or a link-local (cloud metadata) address"),
+        ("0.0.0.0", "is the backend's own host"),
+        ("images..example.com", "is not a host name such as images.example.com"),
+        ("images.example.com:8080", "is not a host name such as images.example.com"),
+        (7, "expected a host name such as images.example.com"),
+    ],
+)
 def test_a_domain_vllm_would_never_match_or_that_points_back_at_the_host_is_refused(problems, domain, message):
     (msg,) = problems(model(extra=f"  media: {{domains: [{domain!r}]}}\n".replace("'", '"')))
     assert "m.media.domains.0" in msg and message in msg, msg
@@ -78,18 +88,22 @@ def test_listed_hosts_with_backend_internet_warn_and_without_it_do_not(plan):
 
 
 def test_a_models_env_that_turns_redirects_on_is_kept_and_warned_about(plan):
-    p = plan("gateway: {backend_internet: false}\n" +
-             model(extra=f"  media: {{domains: [images.example.com]}}\n  env: {{{REDIRECTS_ENV}: '1'}}\n"))
+    p = plan(
+        "gateway: {backend_internet: false}\n"
+        + model(extra=f"  media: {{domains: [images.example.com]}}\n  env: {{{REDIRECTS_ENV}: '1'}}\n")
+    )
     assert p.models[0].env[REDIRECTS_ENV] == "1"
     (warning,) = p.warnings
     assert "redirect the backend anywhere" in warning
 
 
 @settings(max_examples=300, deadline=None)
-@given(scheme=st.sampled_from(["http", "https", "HTTP", "Https"]),
-       host=st.sampled_from([NO_MEDIA_DOMAIN, NO_MEDIA_DOMAIN.lower(), NO_MEDIA_DOMAIN.swapcase()]) | st.text(
-           st.characters(codec="ascii", exclude_characters="/?#@[]"), min_size=1, max_size=30),
-       port=st.none() | st.integers(1, 65535))
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTP", "Https"]),
+    host=st.sampled_from([NO_MEDIA_DOMAIN, NO_MEDIA_DOMAIN.lower(), NO_MEDIA_DOMAIN.swapcase()])
+    | st.text(st.characters(codec="ascii", exclude_characters="/?#@[]"), min_size=1, max_size=30),
+    port=st.none() | st.integers(1, 65535),
+)
 def test_no_http_url_has_the_placeholder_as_its_host(scheme, host, port):
     """vLLM compares urllib3's parse_url(url).hostname with the list: for http(s) urllib3 lowercases the host,
     so the placeholder (capitals) never matches and the URL is refused before any connection."""

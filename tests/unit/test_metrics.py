@@ -98,6 +98,7 @@ def models(tmp_path):
         path = tmp_path / "models.yml"
         path.write_text(text)
         return path
+
     return write
 
 
@@ -118,21 +119,29 @@ def _rules_test(promtool: str, tmp_path, test: dict) -> subprocess.CompletedProc
 
 # --- validation ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, where, message", [
-    ("metrics: {scrape_intervl: 15s}\n", "metrics.scrape_intervl", "did you mean 'scrape_interval'"),
-    ("metrics: {grafana: {enabeld: true}}\n", "metrics.grafana.enabeld", "did you mean 'enabled'"),
-    ("metrics: {k8s: {service_monitr: true}}\n", "metrics.k8s.service_monitr", "did you mean 'service_monitor'"),
-    ("metrics: {scrape_interval: 15}\n", "metrics.scrape_interval", "a Prometheus duration such as 15s"),
-    ("metrics: {scrape_interval: 10m}\n", "metrics", "outside 1s..5m"),
-    ("metrics: {retention: 10m}\n", "metrics", "less than an hour"),
-    ("metrics: {retention_size: 2G}\n", "metrics.retention_size", "a size such as 512MB or 2GB"),
-    ("metrics: {bind: localhost}\n", "metrics.bind", "IP"),
-    ("metrics: {enabled: yes please}\n", "metrics.enabled", "boolean"),
-    ("metrics: {port: 4000}\n", "metrics.port", "the gateway's port"),
-    ("metrics: {grafana: {enabled: true, port: 9090}}\n", "metrics.grafana.port", "Prometheus's (metrics.port) port"),
-    ("metrics: {k8s: {prometheus_namespace: Monitoring}}\n", "metrics.k8s.prometheus_namespace", "namespace name"),
-    ("prometheus:\n  gpus: []\n  command: vllm serve m --max-model-len 1K\n", "prometheus", "name of a service"),
-])
+
+@pytest.mark.parametrize(
+    "text, where, message",
+    [
+        ("metrics: {scrape_intervl: 15s}\n", "metrics.scrape_intervl", "did you mean 'scrape_interval'"),
+        ("metrics: {grafana: {enabeld: true}}\n", "metrics.grafana.enabeld", "did you mean 'enabled'"),
+        ("metrics: {k8s: {service_monitr: true}}\n", "metrics.k8s.service_monitr", "did you mean 'service_monitor'"),
+        ("metrics: {scrape_interval: 15}\n", "metrics.scrape_interval", "a Prometheus duration such as 15s"),
+        ("metrics: {scrape_interval: 10m}\n", "metrics", "outside 1s..5m"),
+        ("metrics: {retention: 10m}\n", "metrics", "less than an hour"),
+        ("metrics: {retention_size: 2G}\n", "metrics.retention_size", "a size such as 512MB or 2GB"),
+        ("metrics: {bind: localhost}\n", "metrics.bind", "IP"),
+        ("metrics: {enabled: yes please}\n", "metrics.enabled", "boolean"),
+        ("metrics: {port: 4000}\n", "metrics.port", "the gateway's port"),
+        (
+            "metrics: {grafana: {enabled: true, port: 9090}}\n",
+            "metrics.grafana.port",
+            "Prometheus's (metrics.port) port",
+        ),
+        ("metrics: {k8s: {prometheus_namespace: Monitoring}}\n", "metrics.k8s.prometheus_namespace", "namespace name"),
+        ("prometheus:\n  gpus: []\n  command: vllm serve m --max-model-len 1K\n", "prometheus", "name of a service"),
+    ],
+)
 def test_metrics_fields_are_checked_with_the_line_and_a_fix(models, capsys, text, where, message):
     path = models(text + CPU_STACK)
     assert main(["--models", str(path), "--out", str(path.parent / "out"), "-q"]) == 2
@@ -158,6 +167,7 @@ def test_metrics_are_on_by_default_and_off_means_no_prometheus_at_all(models):
 def test_light_gateway_metrics_drop_litellms_callback_and_turn_the_guards_counters_on(models):
     full = load_plan(models(CPU_STACK))
     light = load_plan(models("gateway: {metrics: light}\n" + CPU_STACK))
+
     def callbacks(plan):
         return render_litellm(plan, local_api_base)["litellm_settings"]["callbacks"]
 
@@ -177,11 +187,22 @@ def test_a_published_prometheus_beyond_loopback_is_warned_about(models, capsys):
 
 # --- what is generated ----------------------------------------------------------------------------
 
+
 def test_golden_files_of_a_gpu_stack_with_grafana(gpu_files):
-    picked = {rel: text for rel, text in gpu_files.items()
-              if rel.startswith(("prometheus/", "grafana/")) or rel in ("k8s/monitoring.yaml", "compose/docker-compose.yml")}
-    assert set(picked) == {PROMETHEUS_FILE, RULES_FILE, DATASOURCE_FILE, PROVIDER_FILE, DASHBOARD_FILE,
-                           "k8s/monitoring.yaml", "compose/docker-compose.yml"}
+    picked = {
+        rel: text
+        for rel, text in gpu_files.items()
+        if rel.startswith(("prometheus/", "grafana/")) or rel in ("k8s/monitoring.yaml", "compose/docker-compose.yml")
+    }
+    assert set(picked) == {
+        PROMETHEUS_FILE,
+        RULES_FILE,
+        DATASOURCE_FILE,
+        PROVIDER_FILE,
+        DASHBOARD_FILE,
+        "k8s/monitoring.yaml",
+        "compose/docker-compose.yml",
+    }
     assert_golden({f"metrics-gpu/{rel}": text for rel, text in picked.items()})
 
 
@@ -196,7 +217,10 @@ def test_every_backend_and_the_gateway_are_scraped_with_model_and_gpu_labels(mod
     assert set(jobs) == {"vllm", "litellm", "dcgm"}
     static = jobs["vllm"]["static_configs"]
     assert [(s["targets"], s["labels"]["model"], s["labels"]["gpus"]) for s in static] == [
-        (["big:8001"], "big", "0"), (["qwen3-8b:8002"], "qwen3-8b", "1"), (["small-chat:8003"], "small-chat", "1")]
+        (["big:8001"], "big", "0"),
+        (["qwen3-8b:8002"], "qwen3-8b", "1"),
+        (["small-chat:8003"], "small-chat", "1"),
+    ]
     assert jobs["litellm"]["static_configs"] == [{"targets": ["litellm:4001"]}]
     assert jobs["dcgm"]["static_configs"] == [{"targets": ["dcgm-exporter:9400"]}]
     assert config["global"]["scrape_interval"] == "30s"
@@ -209,7 +233,10 @@ def test_compose_services_retention_volume_networks_and_loopback(models):
     doc = render_compose(load_plan(models(GPU_STACK)))
     s = doc["services"]
     prom = s["prometheus"]
-    assert "--storage.tsdb.retention.time=30d" in prom["command"] and "--storage.tsdb.retention.size=10GB" in prom["command"]
+    assert (
+        "--storage.tsdb.retention.time=30d" in prom["command"]
+        and "--storage.tsdb.retention.size=10GB" in prom["command"]
+    )
     assert "prometheus-data:/prometheus" in prom["volumes"] and "../prometheus:/etc/prometheus:ro" in prom["volumes"]
     assert prom["networks"] == ["backends", "frontend"] and prom["ports"] == ["127.0.0.1:9091:9090"]
     assert s["grafana"]["networks"] == ["frontend"] and s["grafana"]["ports"] == ["127.0.0.1:3001:3000"]
@@ -246,6 +273,7 @@ def test_no_key_in_any_generated_file_and_the_grafana_password_is_a_generated_se
 
 # --- promtool: the config, the rules, and what the rules compute -----------------------------------
 
+
 def _write(tmp_path: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -255,8 +283,9 @@ def _write(tmp_path: Path, files: dict[str, str]) -> Path:
 
 @pytest.mark.parametrize("source", ["repo", "cpu-compose", "gpu"])
 def test_promtool_accepts_the_generated_config_and_rules(promtool, models, tmp_path, source):
-    path = {"repo": ROOT / "models.yml", "cpu-compose": ROOT / "examples/cpu-compose/models.yml"}.get(source) \
-        or models(GPU_STACK)
+    path = {"repo": ROOT / "models.yml", "cpu-compose": ROOT / "examples/cpu-compose/models.yml"}.get(source) or models(
+        GPU_STACK
+    )
     out = _write(tmp_path / "out", render_files(load_plan(path)))
     run = _promtool_run(promtool, "check", "config", str(out / PROMETHEUS_FILE))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -264,7 +293,24 @@ def test_promtool_accepts_the_generated_config_and_rules(promtool, models, tmp_p
         assert "SUCCESS: 1 rule files found" in run.stdout + run.stderr
 
 
-STATUSES = ["400", "401", "403", "404", "408", "413", "422", "429", "500", "502", "503", "504", "400.0", "429.0", "None", ""]
+STATUSES = [
+    "400",
+    "401",
+    "403",
+    "404",
+    "408",
+    "413",
+    "422",
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
+    "400.0",
+    "429.0",
+    "None",
+    "",
+]
 
 
 def test_the_rules_split_errors_as_make_status_does(promtool, models, tmp_path):
@@ -272,17 +318,43 @@ def test_the_rules_split_errors_as_make_status_does(promtool, models, tmp_path):
     rule counts exactly the statuses make status's backend_failure() calls the backends', the client rule the rest."""
     out = _write(tmp_path, {RULES_FILE: render_files(load_plan(ROOT / "examples/cpu-compose/models.yml"))[RULES_FILE]})
     failed = "litellm_proxy_failed_requests_metric_total"
-    series = [{"series": f'{failed}{{job="litellm",requested_model="m",exception_status="{code}",exception_class="E"}}',
-               "values": "0+60x10"} for code in STATUSES]  # +1 per second each
+    series = [
+        {
+            "series": f'{failed}{{job="litellm",requested_model="m",exception_status="{code}",exception_class="E"}}',
+            "values": "0+60x10",
+        }
+        for code in STATUSES
+    ]  # +1 per second each
     backend = sum(backend_failure(code) for code in STATUSES)
-    test = {"rule_files": [str(out / RULES_FILE)], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m", "input_series": series,
-        "promql_expr_test": [
-            {"expr": BACKEND_ERRORS, "eval_time": "8m",
-             "exp_samples": [{"labels": f'{{__name__="{BACKEND_ERRORS}",requested_model="m"}}', "value": backend}]},
-            {"expr": CLIENT_ERRORS, "eval_time": "8m",
-             "exp_samples": [{"labels": f'{{__name__="{CLIENT_ERRORS}",requested_model="m"}}',
-                              "value": len(STATUSES) - backend}]}]}]}
+    test = {
+        "rule_files": [str(out / RULES_FILE)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": BACKEND_ERRORS,
+                        "eval_time": "8m",
+                        "exp_samples": [
+                            {"labels": f'{{__name__="{BACKEND_ERRORS}",requested_model="m"}}', "value": backend}
+                        ],
+                    },
+                    {
+                        "expr": CLIENT_ERRORS,
+                        "eval_time": "8m",
+                        "exp_samples": [
+                            {
+                                "labels": f'{{__name__="{CLIENT_ERRORS}",requested_model="m"}}',
+                                "value": len(STATUSES) - backend,
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
     assert 0 < backend < len(STATUSES)
     run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -297,22 +369,54 @@ def test_an_unloaded_on_demand_model_reads_stopped_and_only_a_real_failure_alert
     failed); `always` is not on demand and up. Only `broken` reads down (0) and fires the alert."""
     plan = load_plan(ROOT / "examples/on-demand/models.yml")
     out = _write(tmp_path, {RULES_FILE: render_files(plan)[RULES_FILE]})
-    assert 'job_name: on-demand' in render_files(plan)[PROMETHEUS_FILE]  # the controller is scraped
+    assert "job_name: on-demand" in render_files(plan)[PROMETHEUS_FILE]  # the controller is scraped
     states = {"sleeper": "stopped", "waker": "loading", "broken": "failed"}
     series = [{"series": f'up{{job="vllm",model="{m}"}}', "values": "0x10"} for m in states]
     series.append({"series": 'up{job="vllm",model="always"}', "values": "1x10"})
-    series += [{"series": f'llm_gateway_on_demand_state{{job="on-demand",model="{m}",state="{st}"}}',
-                "values": f"{int(st == current)}x10"}
-               for m, current in states.items() for st in ("stopped", "loading", "loaded", "asleep", "failed")]
+    series += [
+        {
+            "series": f'llm_gateway_on_demand_state{{job="on-demand",model="{m}",state="{st}"}}',
+            "values": f"{int(st == current)}x10",
+        }
+        for m, current in states.items()
+        for st in ("stopped", "loading", "loaded", "asleep", "failed")
+    ]
     want = {"sleeper": 2, "waker": 2, "broken": 0, "always": 1}
-    test = {"rule_files": [str(out / RULES_FILE)], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m", "input_series": series,
-        "promql_expr_test": [{"expr": BACKEND_STATE, "eval_time": "5m", "exp_samples": [
-            {"labels": f'{{__name__="{BACKEND_STATE}",model="{m}"}}', "value": v} for m, v in want.items()]}],
-        "alert_rule_test": [{"eval_time": "5m", "alertname": BACKEND_DOWN_ALERT, "exp_alerts": [
-            {"exp_labels": {"severity": "critical", "model": "broken"},
-             "exp_annotations": {"summary": "broken: its backend is down (Prometheus cannot scrape it, "
-                                            "and it is not an on-demand model the controller stopped)"}}]}]}]}
+    test = {
+        "rule_files": [str(out / RULES_FILE)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": BACKEND_STATE,
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": f'{{__name__="{BACKEND_STATE}",model="{m}"}}', "value": v}
+                            for m, v in want.items()
+                        ],
+                    }
+                ],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "5m",
+                        "alertname": BACKEND_DOWN_ALERT,
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {"severity": "critical", "model": "broken"},
+                                "exp_annotations": {
+                                    "summary": "broken: its backend is down (Prometheus cannot scrape it, "
+                                    "and it is not an on-demand model the controller stopped)"
+                                },
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
     # control: the stopped model read as down fails
@@ -335,8 +439,10 @@ def test_the_dashboards_error_panels_use_the_same_rule(models):
 def test_promtool_refuses_a_broken_config(promtool, tmp_path):
     """Control: the check can fail."""
     bad = tmp_path / "prometheus.yml"
-    bad.write_text("global: {scrape_interval: 15s}\nscrape_configs:\n- job_name: x\n  static_configs: [{targets: [a:1]}]\n"
-                   "- job_name: x\n  static_configs: [{targets: [b:1]}]\n")
+    bad.write_text(
+        "global: {scrape_interval: 15s}\nscrape_configs:\n- job_name: x\n  static_configs: [{targets: [a:1]}]\n"
+        "- job_name: x\n  static_configs: [{targets: [b:1]}]\n"
+    )
     assert _promtool_run(promtool, "check", "config", str(bad)).returncode != 0
 
 
@@ -344,35 +450,61 @@ def test_each_gpu_is_mapped_to_the_models_sharing_it(promtool, gpu_files, tmp_pa
     """promtool's rule unit test: DCGM series for GPUs 0 and 1 -> used and given memory with models= labels."""
     out = _write(tmp_path, {RULES_FILE: gpu_files[RULES_FILE]})
     mib = 1024
+
     def dcgm(gpu, metric):
         return f'{metric}{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="h",modelName="H100"}}'
 
     test = {
         "rule_files": [str(out / RULES_FILE)],
         "evaluation_interval": "30s",
-        "tests": [{
-            "interval": "30s",
-            "input_series": [
-                {"series": dcgm(0, "DCGM_FI_DEV_FB_USED"), "values": f"{60 * mib}x4"},
-                {"series": dcgm(0, "DCGM_FI_DEV_FB_FREE"), "values": f"{20 * mib}x4"},
-                {"series": dcgm(1, "DCGM_FI_DEV_FB_USED"), "values": f"{40 * mib}x4"},
-                {"series": dcgm(1, "DCGM_FI_DEV_FB_FREE"), "values": f"{40 * mib}x4"},
-            ],
-            "promql_expr_test": [
-                {"expr": GPU_USED, "eval_time": "1m", "exp_samples": [
-                    {"labels": f'{{__name__="{GPU_USED}",gpu="0",UUID="GPU-0",Hostname="h",modelName="H100",'
-                               'models="big"}', "value": 0.75},
-                    {"labels": f'{{__name__="{GPU_USED}",gpu="1",UUID="GPU-1",Hostname="h",modelName="H100",'
-                               'models="qwen3-8b,small-chat"}',
-                     "value": 0.5}]},
-                {"expr": GPU_GIVEN, "eval_time": "1m", "exp_samples": [
-                    {"labels": f'{{__name__="{GPU_GIVEN}",gpu="0",models="big"}}', "value": 0.92},
-                    {"labels": f'{{__name__="{GPU_GIVEN}",gpu="1",models="qwen3-8b,small-chat"}}', "value": 0.6 + 0.3}]},
-                {"expr": GPU_MODELS, "eval_time": "1m", "exp_samples": [
-                    {"labels": f'{{__name__="{GPU_MODELS}",gpu="0",models="big"}}', "value": 1},
-                    {"labels": f'{{__name__="{GPU_MODELS}",gpu="1",models="qwen3-8b,small-chat"}}', "value": 1}]},
-            ],
-        }],
+        "tests": [
+            {
+                "interval": "30s",
+                "input_series": [
+                    {"series": dcgm(0, "DCGM_FI_DEV_FB_USED"), "values": f"{60 * mib}x4"},
+                    {"series": dcgm(0, "DCGM_FI_DEV_FB_FREE"), "values": f"{20 * mib}x4"},
+                    {"series": dcgm(1, "DCGM_FI_DEV_FB_USED"), "values": f"{40 * mib}x4"},
+                    {"series": dcgm(1, "DCGM_FI_DEV_FB_FREE"), "values": f"{40 * mib}x4"},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": GPU_USED,
+                        "eval_time": "1m",
+                        "exp_samples": [
+                            {
+                                "labels": f'{{__name__="{GPU_USED}",gpu="0",UUID="GPU-0",Hostname="h",modelName="H100",'
+                                'models="big"}',
+                                "value": 0.75,
+                            },
+                            {
+                                "labels": f'{{__name__="{GPU_USED}",gpu="1",UUID="GPU-1",Hostname="h",modelName="H100",'
+                                'models="qwen3-8b,small-chat"}',
+                                "value": 0.5,
+                            },
+                        ],
+                    },
+                    {
+                        "expr": GPU_GIVEN,
+                        "eval_time": "1m",
+                        "exp_samples": [
+                            {"labels": f'{{__name__="{GPU_GIVEN}",gpu="0",models="big"}}', "value": 0.92},
+                            {
+                                "labels": f'{{__name__="{GPU_GIVEN}",gpu="1",models="qwen3-8b,small-chat"}}',
+                                "value": 0.6 + 0.3,
+                            },
+                        ],
+                    },
+                    {
+                        "expr": GPU_MODELS,
+                        "eval_time": "1m",
+                        "exp_samples": [
+                            {"labels": f'{{__name__="{GPU_MODELS}",gpu="0",models="big"}}', "value": 1},
+                            {"labels": f'{{__name__="{GPU_MODELS}",gpu="1",models="qwen3-8b,small-chat"}}', "value": 1},
+                        ],
+                    },
+                ],
+            }
+        ],
     }
     run = _rules_test(promtool, tmp_path, test)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -384,16 +516,20 @@ def test_each_gpu_is_mapped_to_the_models_sharing_it(promtool, gpu_files, tmp_pa
 def test_every_dashboard_query_is_valid_promql(promtool, models, tmp_path):
     """Each panel's expression, as a recording rule, passes `promtool check rules` (PromQL syntax)."""
     dash = dashboard(load_plan(models(GPU_STACK)))
-    rules = [{"record": f"dashboard:q{i}", "expr": expr.replace(RATE, "1m")} for i, (_, expr) in enumerate(queries(dash))]
+    rules = [
+        {"record": f"dashboard:q{i}", "expr": expr.replace(RATE, "1m")} for i, (_, expr) in enumerate(queries(dash))
+    ]
     (tmp_path / "q.yml").write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     run = _promtool_run(promtool, "check", "rules", str(tmp_path / "q.yml"))
     assert run.returncode == 0 and f"SUCCESS: {len(rules)} rules found" in run.stdout, run.stdout + run.stderr
-    (tmp_path / "q.yml").write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": [
-        {"record": "x:y", "expr": "sum by (model (up)"}]}]}))
+    (tmp_path / "q.yml").write_text(
+        yaml.safe_dump({"groups": [{"name": "d", "rules": [{"record": "x:y", "expr": "sum by (model (up)"}]}]})
+    )
     assert _promtool_run(promtool, "check", "rules", str(tmp_path / "q.yml")).returncode != 0  # control
 
 
 # --- the dashboard against Grafana's published schema ----------------------------------------------
+
 
 def _schema(name: str, definition: str | None = None) -> dict:
     schema = json.loads((FIXTURES / "grafana" / f"{name}.jsonschema.json").read_text())
@@ -437,11 +573,20 @@ def test_the_schema_check_catches_a_wrong_dashboard(models):
 
 def test_the_dashboard_shows_what_issue_17_asks_for(models):
     exprs = " ".join(e for _, e in queries(dashboard(load_plan(models(GPU_STACK)))))
-    for metric in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-                   "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:time_to_first_token_seconds_bucket",
-                   "vllm:e2e_request_latency_seconds_bucket", "vllm:num_preemptions_total",
-                   "litellm_proxy_total_requests_metric_total", "litellm_proxy_failed_requests_metric_total",
-                   GPU_USED, GPU_GIVEN):
+    for metric in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:time_to_first_token_seconds_bucket",
+        "vllm:e2e_request_latency_seconds_bucket",
+        "vllm:num_preemptions_total",
+        "litellm_proxy_total_requests_metric_total",
+        "litellm_proxy_failed_requests_metric_total",
+        GPU_USED,
+        GPU_GIVEN,
+    ):
         assert metric in exprs, metric
     assert "histogram_quantile(0.5," in exprs and "histogram_quantile(0.95," in exprs
 
@@ -459,6 +604,7 @@ def test_grafana_is_provisioned_with_the_compose_prometheus(gpu_files):
 
 # --- Kubernetes ------------------------------------------------------------------------------------
 
+
 def _docs(text: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(text) if d]
 
@@ -466,12 +612,19 @@ def _docs(text: str) -> list[dict]:
 def test_pods_carry_scrape_annotations_and_prometheus_may_reach_the_backends(gpu_files):
     backend = {d["kind"]: d for d in _docs(gpu_files["k8s/models/qwen3-8b.yaml"])}
     assert backend["Deployment"]["spec"]["template"]["metadata"]["annotations"] == {
-        "prometheus.io/scrape": "true", "prometheus.io/port": "8002", "prometheus.io/path": "/metrics"}
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "8002",
+        "prometheus.io/path": "/metrics",
+    }
     gateway = next(d for d in _docs(gpu_files["k8s/gateway.yaml"]) if d["kind"] == "Deployment")
     assert gateway["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == "4001"
     gate, scraper = backend["NetworkPolicy"]["spec"]["ingress"]
-    assert scraper["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
-                                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    assert scraper["from"] == [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+        }
+    ]
     assert scraper["ports"] == gate["ports"] == [{"protocol": "TCP", "port": 8002}]
 
 
@@ -500,7 +653,11 @@ def _closed(schema: dict) -> dict:
     """The CRD's schema with unknown fields refused where it lists the properties (the API server prunes them)."""
     if isinstance(schema, dict):
         out = {k: _closed(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+        if (
+            "properties" in out
+            and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
             out["additionalProperties"] = False
         return out
     if isinstance(schema, list):

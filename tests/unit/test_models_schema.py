@@ -32,8 +32,10 @@ def as_editor_sees(text: str) -> object:
 
 
 def schema_errors(text: str) -> list[str]:
-    return [f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
-            for e in VALIDATOR.iter_errors(as_editor_sees(text))]
+    return [
+        f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+        for e in VALIDATOR.iter_errors(as_editor_sees(text))
+    ]
 
 
 def test_the_committed_schema_and_reference_are_what_schema_py_gives():
@@ -111,18 +113,30 @@ def test_the_schema_rejects_a_known_bad_file_the_loader_rejects_too(what, tmp_pa
         _parse(load_source(tmp_path / "models.yml"))
 
 
-@pytest.mark.parametrize("text", [
-    GOOD + "gpu_memory: {0: 80GiB, 1: 24GiB}\n",
-    GOOD + "gpu_memory: 80GiB\n",
-    GOOD.replace("max_tokens: 8K", "max_tokens: 25.6k") + "  context_length: 16384\n",
-    GOOD.replace("workers: auto", "workers: 8") + "  on_demand: true\n",
-    GOOD + "  on_demand: {group: gpu0, idle: 90s, unload: sleep}\non_demand: {load_timeout: 15m, queue: 8}\n",
-    GOOD + "  env: {VLLM_USE_DEEP_GEMM: 0, RATIO: 0.5}\n  volumes: ['${W:?set W}:/models:ro', 'weights:/w']\n",
-    GOOD + "  k8s: {cpu: 8, memory: 64Gi, node_selector: {nvidia.com/gpu.product: NVIDIA-L40S},"
-           " tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]}\n",
-    GOOD + "defaults: {on_demand: {idle: 0}}\nmetrics: {grafana: {enabled: true}, k8s: {service_monitor: true}}\n",
-], ids=["gpu_memory per GPU", "gpu_memory", "decimal size", "on_demand true", "on_demand fields", "env and volumes",
-        "k8s", "defaults and metrics"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOOD + "gpu_memory: {0: 80GiB, 1: 24GiB}\n",
+        GOOD + "gpu_memory: 80GiB\n",
+        GOOD.replace("max_tokens: 8K", "max_tokens: 25.6k") + "  context_length: 16384\n",
+        GOOD.replace("workers: auto", "workers: 8") + "  on_demand: true\n",
+        GOOD + "  on_demand: {group: gpu0, idle: 90s, unload: sleep}\non_demand: {load_timeout: 15m, queue: 8}\n",
+        GOOD + "  env: {VLLM_USE_DEEP_GEMM: 0, RATIO: 0.5}\n  volumes: ['${W:?set W}:/models:ro', 'weights:/w']\n",
+        GOOD + "  k8s: {cpu: 8, memory: 64Gi, node_selector: {nvidia.com/gpu.product: NVIDIA-L40S},"
+        " tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]}\n",
+        GOOD + "defaults: {on_demand: {idle: 0}}\nmetrics: {grafana: {enabled: true}, k8s: {service_monitor: true}}\n",
+    ],
+    ids=[
+        "gpu_memory per GPU",
+        "gpu_memory",
+        "decimal size",
+        "on_demand true",
+        "on_demand fields",
+        "env and volumes",
+        "k8s",
+        "defaults and metrics",
+    ],
+)
 def test_the_schema_takes_what_the_loader_takes(text, tmp_path):
     (tmp_path / "models.yml").write_text(text)
     _parse(load_source(tmp_path / "models.yml"))

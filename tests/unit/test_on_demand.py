@@ -68,39 +68,51 @@ def test_idle_takes_durations_and_0_means_only_when_the_group_needs_room(plan, i
 
 
 def test_the_controller_block_takes_durations(plan):
-    p = plan("on_demand: {queue: 8, load_timeout: 15m, drain_timeout: 0, docker_socket: true, port: 4102}\n"
-             + model("a", extra=od()))
+    p = plan(
+        "on_demand: {queue: 8, load_timeout: 15m, drain_timeout: 0, docker_socket: true, port: 4102}\n"
+        + model("a", extra=od())
+    )
     c = p.controller
     assert (c.port, c.queue, c.load_timeout, c.drain_timeout, c.docker_socket) == (4102, 8, 900, 0, True)
 
 
 def test_defaults_on_demand_applies_to_every_model_and_a_model_can_opt_out(plan):
-    p = plan("defaults:\n  on_demand: {idle: 5m, group: shared}\n"
-             + model("a", extra=od("{idle: 1m}")) + model("b") + model("c", "[1]", extra=od("false")))
+    p = plan(
+        "defaults:\n  on_demand: {idle: 5m, group: shared}\n"
+        + model("a", extra=od("{idle: 1m}"))
+        + model("b")
+        + model("c", "[1]", extra=od("false"))
+    )
     a, b, c = p.models
     assert (a.on_demand.group, a.on_demand.idle_timeout) == ("shared", 60)
     assert (b.on_demand.group, b.on_demand.idle_timeout) == ("shared", 300)
     assert c.on_demand is None
 
 
-@pytest.mark.parametrize("spec, where, hint", [
-    ("{gruop: gpu0}", "a.on_demand.gruop", "did you mean 'group'?"),
-    ("{unload: pause}", "a.on_demand.unload", "'stop' or 'sleep'"),
-    ("{idle: 10 minutes}", "a.on_demand.idle", "such as 90s, 10m or 1h"),
-    ("{idle: -5}", "a.on_demand.idle", "negative"),
-    ("{group: GPU 0}", "a.on_demand.group", "a group name"),
-    ("5", "a.on_demand", "expected true, false or a mapping"),
-])
+@pytest.mark.parametrize(
+    "spec, where, hint",
+    [
+        ("{gruop: gpu0}", "a.on_demand.gruop", "did you mean 'group'?"),
+        ("{unload: pause}", "a.on_demand.unload", "'stop' or 'sleep'"),
+        ("{idle: 10 minutes}", "a.on_demand.idle", "such as 90s, 10m or 1h"),
+        ("{idle: -5}", "a.on_demand.idle", "negative"),
+        ("{group: GPU 0}", "a.on_demand.group", "a group name"),
+        ("5", "a.on_demand", "expected true, false or a mapping"),
+    ],
+)
 def test_on_demand_mistakes_name_model_field_and_fix(problems, spec, where, hint):
     (msg,) = problems(model("a", extra=od(spec)))
     assert f": {where}: " in msg and hint in msg and "models.yml:" in msg
 
 
-@pytest.mark.parametrize("block, where, hint", [
-    ("{quue: 8}", "on_demand.quue", "did you mean 'queue'?"),
-    ("{load_timeout: 0}", "on_demand.load_timeout", "longer than 0"),
-    ("{docker_socket: yes please}", "on_demand.docker_socket", "boolean"),
-])
+@pytest.mark.parametrize(
+    "block, where, hint",
+    [
+        ("{quue: 8}", "on_demand.quue", "did you mean 'queue'?"),
+        ("{load_timeout: 0}", "on_demand.load_timeout", "longer than 0"),
+        ("{docker_socket: yes please}", "on_demand.docker_socket", "boolean"),
+    ],
+)
 def test_controller_block_mistakes_are_named(problems, block, where, hint):
     (msg,) = problems(f"on_demand: {block}\n" + model("a", extra=od()))
     assert f": {where}: " in msg and hint in msg
@@ -126,8 +138,10 @@ def test_sleep_on_a_cpu_model_is_refused_with_the_fix(problems):
 
 
 def test_sleep_adds_the_sleep_flag_once_and_the_dev_mode_env(plan):
-    a, b = plan(model("a", extra=od("{unload: sleep}"))
-                + model("b", "[1]", extra=od("{unload: sleep}")).replace("org/b", "org/b --enable-sleep-mode")).models
+    a, b = plan(
+        model("a", extra=od("{unload: sleep}"))
+        + model("b", "[1]", extra=od("{unload: sleep}")).replace("org/b", "org/b --enable-sleep-mode")
+    ).models
     assert a.flag_args.count("--enable-sleep-mode") == 1 and b.flag_args.count("--enable-sleep-mode") == 1
     assert a.env["VLLM_SERVER_DEV_MODE"] == "1" and b.env["VLLM_SERVER_DEV_MODE"] == "1"
     (c,) = plan(model("c", extra=od())).models  # stop: the command is left alone
@@ -150,8 +164,12 @@ def test_the_summary_says_how_much_host_ram_sleep_needs(plan, tmp_path):
 
 # --- start order -----------------------------------------------------------------------------------
 def test_always_on_models_never_wait_for_on_demand_ones(plan):
-    p = plan(H100 + model("od-first", util=0.4, extra=od()) + model("always", util=0.4)
-             + model("sleepy", util=0.1, extra=od("{unload: sleep}")))
+    p = plan(
+        H100
+        + model("od-first", util=0.4, extra=od())
+        + model("always", util=0.4)
+        + model("sleepy", util=0.1, extra=od("{unload: sleep}"))
+    )
     after = {m.name: m.start_after for m in p.models}
     # stop models: no order (the controller starts them); sleep models: after the always-on models of their GPU
     assert after == {"od-first": (), "always": (), "sleepy": ("always",)}
@@ -176,16 +194,21 @@ def test_models_that_do_not_fit_together_pass_when_one_group_makes_them_take_tur
 
 
 def test_two_groups_that_can_be_loaded_together_are_refused_naming_models_gpu_sum_and_the_group_fix(problems):
-    (msg,) = problems(H100 + model("always", util=0.3) + model("a", util=0.6, extra=od())
-                      + model("b", util=0.6, extra=od()))
+    (msg,) = problems(
+        H100 + model("always", util=0.3) + model("a", util=0.6, extra=od()) + model("b", util=0.6, extra=od())
+    )
     assert "b.gpus" in msg and "GPU 0 is over-committed when always, a and b are loaded together" in msg
     assert "always 0.30 + a 0.60 + b 0.60 = 1.50" in msg and "80 GiB" in msg
     assert "put a and b in one group (on_demand: {group: gpu0}) so they take turns" in msg
 
 
 def test_a_model_that_cannot_fit_even_alone_with_the_always_on_models_is_refused(problems):
-    (msg,) = problems(H100 + model("always", util=0.5) + model("big", util=0.6, extra=od("{group: g}"))
-                      + model("small", util=0.2, extra=od("{group: g}")))
+    (msg,) = problems(
+        H100
+        + model("always", util=0.5)
+        + model("big", util=0.6, extra=od("{group: g}"))
+        + model("small", util=0.2, extra=od("{group: g}"))
+    )
     assert "when always and big are loaded together" in msg and "big cannot fit even alone" in msg
     assert "lower big to 0.48" in msg
 
@@ -201,9 +224,13 @@ def test_sleeping_models_keep_their_cuda_context_in_the_headroom(problems, plan)
 
 def test_every_combination_is_checked_across_gpus(problems):
     # groups g1 = {a on GPU 0, c on GPU 1}, g2 = {b on GPU 0}: a + b can be loaded together on GPU 0
-    (msg,) = problems(H100 + SOCKET + model("a", util=0.6, extra=od("{group: g1}"))
-                      + model("b", util=0.6, extra=od("{group: g2}"))
-                      + model("c", "[1]", util=0.9, extra=od("{group: g1}")))
+    (msg,) = problems(
+        H100
+        + SOCKET
+        + model("a", util=0.6, extra=od("{group: g1}"))
+        + model("b", util=0.6, extra=od("{group: g2}"))
+        + model("c", "[1]", util=0.9, extra=od("{group: g1}"))
+    )
     assert "GPU 0 is over-committed when a and b are loaded together" in msg
 
 
@@ -223,7 +250,9 @@ def test_on_demand_models_reach_the_gateway_through_the_controller(plan):
 
 # --- compose --------------------------------------------------------------------------------------
 def test_compose_stop_backends_wait_in_a_profile_and_sleep_backends_start_with_the_stack(plan):
-    p = plan(SOCKET + model("a") + model("lazy", "[1]", extra=od()) + model("sleepy", "[2]", extra=od("{unload: sleep}")))
+    p = plan(
+        SOCKET + model("a") + model("lazy", "[1]", extra=od()) + model("sleepy", "[2]", extra=od("{unload: sleep}"))
+    )
     services = render_compose(p)["services"]
     assert "profiles" not in services["a"] and "profiles" not in services["sleepy"]
     assert services["lazy"]["profiles"] == ["on-demand"]
@@ -251,8 +280,10 @@ def test_stop_in_compose_needs_the_docker_socket_and_sleep_does_not(write, capsy
     path = write(model("lazy", extra=od()))
     assert main(["--models", str(path), "--out", str(path.parent), "-q"]) == 2
     err = capsys.readouterr().err
-    assert ("lazy.on_demand.unload: on_demand unload: stop in compose needs the controller to start/stop "
-            "containers: set on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model") in err
+    assert (
+        "lazy.on_demand.unload: on_demand unload: stop in compose needs the controller to start/stop "
+        "containers: set on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model"
+    ) in err
     sleepy = load_plan(write(model("sleepy", extra=od("{unload: sleep}"))))
     services = render_compose(sleepy)["services"]
     assert not any("docker.sock" in v for s in services.values() for v in s.get("volumes", []))
@@ -264,10 +295,25 @@ def test_the_controller_config_names_backends_and_key_variables_never_keys(write
     text = (tmp_path / CONFIG_FILE).read_text()
     config = json.loads(text)
     assert config.pop("_generated").startswith("GENERATED from models.yml")
-    assert config == {"port": 4002, "queue": 64, "load_timeout": 900, "drain_timeout": 300, "docker_socket": True,
-                      "models": {"lazy": {"group": "g", "idle_timeout": 120, "unload": "stop",
-                                          "url": "http://lazy:8002", "service": "lazy", "served_name": "lazy",
-                                          "api_key_env": "VLLM_API_KEY_LAZY", "gpus": [1]}}}
+    assert config == {
+        "port": 4002,
+        "queue": 64,
+        "load_timeout": 900,
+        "drain_timeout": 300,
+        "docker_socket": True,
+        "models": {
+            "lazy": {
+                "group": "g",
+                "idle_timeout": 120,
+                "unload": "stop",
+                "url": "http://lazy:8002",
+                "service": "lazy",
+                "served_name": "lazy",
+                "api_key_env": "VLLM_API_KEY_LAZY",
+                "gpus": [1],
+            }
+        },
+    }
     keys = (tmp_path / "compose/.env").read_text()
     assert not any(line.partition("=")[2] in text for line in keys.splitlines()[1:])
 
@@ -309,8 +355,9 @@ def example_files(tmp_path_factory) -> dict[str, str]:
 
 def test_example_golden_files(example_files):
     # the copied modules (gateway hooks, the controller's package) are verbatim copies of generator/
-    assert_golden({f"on-demand/{rel}": text for rel, text in example_files.items()
-                   if rel.endswith((".yml", ".yaml", ".json"))})
+    assert_golden(
+        {f"on-demand/{rel}": text for rel, text in example_files.items() if rel.endswith((".yml", ".yaml", ".json"))}
+    )
 
 
 def test_example_compose_matches_the_compose_specification(example_files):
@@ -337,6 +384,7 @@ def test_example_models_do_not_fit_all_at_once_but_fit_per_group(write, problems
 def test_the_controller_is_recreated_when_its_config_changes_not_for_other_edits(plan):
     def label(text: str) -> str:
         return render_compose(plan(text))["services"]["on-demand"]["labels"]["org.llm-gateway.on-demand"]
+
     base = SOCKET + model("a") + model("lazy", "[1]", extra=od())
     assert label(base) == label(base.replace("vllm serve org/a", "vllm serve org/other-a"))
     assert label(base) != label(base.replace("on_demand: true", "on_demand: {idle: 1m}"))

@@ -21,7 +21,6 @@ from generator.shipped.on_demand.drivers import Docker, LoadError
 STANDIN = Path(__file__).resolve().parent / "standin_backend.py"
 
 
-
 class FakeEngine:
     """Containers = stand-in backends started as processes; `crash` ones exit at once."""
 
@@ -33,8 +32,11 @@ class FakeEngine:
     def app(self) -> web.Application:
         async def listing(request: web.Request) -> web.Response:
             wanted = json.loads(request.query["filters"])["label"]
-            found = [{"Id": cid, "Labels": c["labels"]} for cid, c in self.containers.items()
-                     if all(c["labels"].get(k) == v for k, v in (w.split("=", 1) for w in wanted))]
+            found = [
+                {"Id": cid, "Labels": c["labels"]}
+                for cid, c in self.containers.items()
+                if all(c["labels"].get(k) == v for k, v in (w.split("=", 1) for w in wanted))
+            ]
             self.calls.append(f"list {' '.join(sorted(wanted))}")
             return web.json_response(found)
 
@@ -42,8 +44,11 @@ class FakeEngine:
             cid = request.match_info["id"]
             c = self.containers[cid]
             self.calls.append(f"start {cid}")
-            argv = [sys.executable, "-c", "import sys; print('Error: CUDA out of memory'); sys.exit(1)"] if c.get("crash") \
+            argv = (
+                [sys.executable, "-c", "import sys; print('Error: CUDA out of memory'); sys.exit(1)"]
+                if c.get("crash")
                 else [sys.executable, str(STANDIN), str(c["port"]), cid]
+            )
             self.procs[cid] = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
             return web.Response(status=204)
 
@@ -61,7 +66,9 @@ class FakeEngine:
                 return web.json_response({"Config": {"Labels": {"com.docker.compose.project": "proj"}}})
             p = self.procs.get(request.match_info["id"])
             running = p is not None and p.poll() is None
-            return web.json_response({"State": {"Running": running, "ExitCode": None if running else (p.poll() if p else 0)}})
+            return web.json_response(
+                {"State": {"Running": running, "ExitCode": None if running else (p.poll() if p else 0)}}
+            )
 
         async def logs(request: web.Request) -> web.Response:
             line = b"Error: CUDA out of memory\n"
@@ -110,8 +117,10 @@ def model(name: str, port: int) -> ModelConfig:
 
 def test_the_service_container_is_started_waited_for_and_stopped(tmp_path):
     port = free_port()
-    containers = {"c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"}, "port": port},
-                  "c2": {"labels": {"com.docker.compose.project": "other", "com.docker.compose.service": "a"}, "port": 9}}
+    containers = {
+        "c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"}, "port": port},
+        "c2": {"labels": {"com.docker.compose.project": "other", "com.docker.compose.service": "a"}, "port": 9},
+    }
     m = model("a", port)
 
     async def body(driver: Docker):
@@ -126,8 +135,13 @@ def test_the_service_container_is_started_waited_for_and_stopped(tmp_path):
 
 
 def test_a_container_that_exits_while_starting_is_a_clear_load_error(tmp_path):
-    containers = {"c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"},
-                         "port": free_port(), "crash": True}}
+    containers = {
+        "c1": {
+            "labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"},
+            "port": free_port(),
+            "crash": True,
+        }
+    }
 
     async def body(driver: Docker):
         with pytest.raises(LoadError) as err:
@@ -153,13 +167,16 @@ def test_the_controller_adopts_a_container_compose_already_started(tmp_path):
     from generator.shipped.on_demand.server import Controller
 
     ports = {"a": free_port(), "b": free_port()}
-    containers = {n: {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": n}, "port": p}
-                  for n, p in ports.items()}
+    containers = {
+        n: {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": n}, "port": p}
+        for n, p in ports.items()
+    }
 
     async def body(driver: Docker):
         await driver.load(model("a", ports["a"]), timeout=20)  # as `docker compose up` would have
-        config = ControllerConfig(port=0, queue=4, load_timeout=20, drain_timeout=5,
-                                  models={n: model(n, p) for n, p in ports.items()})
+        config = ControllerConfig(
+            port=0, queue=4, load_timeout=20, drain_timeout=5, models={n: model(n, p) for n, p in ports.items()}
+        )
         controller = Controller(config, drivers={"a": driver, "b": driver})
         await controller.start()
         try:
@@ -174,8 +191,10 @@ def test_the_controller_adopts_a_container_compose_already_started(tmp_path):
 def test_without_a_project_the_driver_uses_that_of_its_own_container(tmp_path, monkeypatch):
     monkeypatch.delenv("COMPOSE_PROJECT_NAME", raising=False)
     port = free_port()
-    containers = {"c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"}, "port": port},
-                  "c2": {"labels": {"com.docker.compose.project": "other", "com.docker.compose.service": "a"}, "port": 9}}
+    containers = {
+        "c1": {"labels": {"com.docker.compose.project": "proj", "com.docker.compose.service": "a"}, "port": port},
+        "c2": {"labels": {"com.docker.compose.project": "other", "com.docker.compose.service": "a"}, "port": 9},
+    }
 
     async def body(driver: Docker):
         await driver.load(model("a", port), timeout=20)
@@ -188,8 +207,16 @@ def test_without_a_project_the_driver_uses_that_of_its_own_container(tmp_path, m
 def _config(docker_socket, unload: str = "stop"):
     from generator.shipped.on_demand.config import parse_config
 
-    return parse_config({"port": 4002, "docker_socket": docker_socket, "models": {"m": {
-        "group": "g", "idle_timeout": 0, "unload": unload, "url": "http://m:8001", "service": "m"}}}, "on-demand.json")
+    return parse_config(
+        {
+            "port": 4002,
+            "docker_socket": docker_socket,
+            "models": {
+                "m": {"group": "g", "idle_timeout": 0, "unload": unload, "url": "http://m:8001", "service": "m"}
+            },
+        },
+        "on-demand.json",
+    )
 
 
 def test_the_socket_setting_of_models_yml_decides_the_drivers():
@@ -203,8 +230,11 @@ def test_the_socket_setting_of_models_yml_decides_the_drivers():
     assert _config(True).docker_socket == "/var/run/docker.sock"
     assert _config("/run/other.sock").docker_socket == "/run/other.sock"
     assert isinstance(drivers_for(_config(True))["m"], Docker)
-    with pytest.raises(ConfigProblem, match=r"models.m: unload: stop of a container needs the Docker socket "
-                                             r"\(on_demand.docker_socket: true in models.yml\)"):
+    with pytest.raises(
+        ConfigProblem,
+        match=r"models.m: unload: stop of a container needs the Docker socket "
+        r"\(on_demand.docker_socket: true in models.yml\)",
+    ):
         drivers_for(_config(False))
     sleep = drivers_for(_config(False, unload="sleep"))["m"]
     assert isinstance(sleep, Sleep) and isinstance(sleep.starter, NoStarter)
@@ -214,13 +244,26 @@ def test_the_socket_setting_of_models_yml_decides_the_drivers():
 
 def test_a_config_the_controller_cannot_use_exits_2_with_one_line(tmp_path):
     path = tmp_path / "on-demand.json"
-    path.write_text(json.dumps({"port": 4002, "docker_socket": False, "models": {"m": {
-        "group": "g", "idle_timeout": 0, "unload": "stop", "url": "http://m:8001"}}}))
-    out = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)],
-                         capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    path.write_text(
+        json.dumps(
+            {
+                "port": 4002,
+                "docker_socket": False,
+                "models": {"m": {"group": "g", "idle_timeout": 0, "unload": "stop", "url": "http://m:8001"}},
+            }
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "error: models.m: unload: stop of a container needs the Docker socket "
-        "(on_demand.docker_socket: true in models.yml)"]
+        "(on_demand.docker_socket: true in models.yml)"
+    ]
 
 
 def test_the_controllers_copy_for_its_container_imports_without_the_rest_of_the_project(tmp_path):
@@ -230,13 +273,17 @@ def test_the_controllers_copy_for_its_container_imports_without_the_rest_of_the_
     from generator.compile.load.loader import load_plan
     from generator.compile.renderers.on_demand import package_files
 
-    for rel, text in package_files(load_plan(Path(__file__).resolve().parents[2] / "examples/on-demand/models.yml")).items():
+    for rel, text in package_files(
+        load_plan(Path(__file__).resolve().parents[2] / "examples/on-demand/models.yml")
+    ).items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     copy = tmp_path / "on-demand"
-    code = (f"import sys; sys.path.insert(0, {str(copy)!r}); sys.modules['generator.operate.runtime'] = None; "
-            "sys.modules['psutil'] = None; "
-            "import generator, generator.shipped.on_demand.__main__, generator.shipped.on_demand.server; "
-            f"assert generator.__file__.startswith({str(copy)!r}), generator.__file__")
+    code = (
+        f"import sys; sys.path.insert(0, {str(copy)!r}); sys.modules['generator.operate.runtime'] = None; "
+        "sys.modules['psutil'] = None; "
+        "import generator, generator.shipped.on_demand.__main__, generator.shipped.on_demand.server; "
+        f"assert generator.__file__.startswith({str(copy)!r}), generator.__file__"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -286,5 +286,9 @@ def test_a_load_that_fails_at_the_load_timeout_gives_its_first_waiters_503_and_t
     p.actions()
     p.load_failed("a", "not ready after 100s (the load timeout), stopped", 100)  # before any tick at 100
     first, second = p.actions()
-    assert first.status == 503 and first.retry_after >= 1 and "load timeout (100s; its load failed: not ready" in first.message
+    assert (
+        first.status == 503
+        and first.retry_after >= 1
+        and "load timeout (100s; its load failed: not ready" in first.message
+    )
     assert second.status == 502 and second.message.startswith("model a failed to load: not ready after 100s")

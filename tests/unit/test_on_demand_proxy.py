@@ -29,7 +29,6 @@ STANDIN = HERE / "standin_backend.py"
 KEY = "Bearer sk-backend-test"
 
 
-
 def port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -45,16 +44,37 @@ class Controller:
             port = free_port()
             self.ports[name] = port
             argv = [sys.executable, str(STANDIN), str(port), name, *m.pop("args", [])]
-            cfg_models[name] = {"group": m.pop("group", "g"), "idle_timeout": m.pop("idle", 0),
-                                "unload": m.pop("unload", "stop"), "url": f"http://127.0.0.1:{port}",
-                                "service": name, "api_key_env": "", "gpus": m.pop("gpus", []),
-                                "argv": argv, "env": {}, "cwd": str(ROOT), "log": str(tmp / "logs" / f"{name}.log")}
-        config = {"port": self.port, "queue": 64, "load_timeout": 30, "drain_timeout": 30, "host": "127.0.0.1",
-                  **settings, "models": cfg_models}
+            cfg_models[name] = {
+                "group": m.pop("group", "g"),
+                "idle_timeout": m.pop("idle", 0),
+                "unload": m.pop("unload", "stop"),
+                "url": f"http://127.0.0.1:{port}",
+                "service": name,
+                "api_key_env": "",
+                "gpus": m.pop("gpus", []),
+                "argv": argv,
+                "env": {},
+                "cwd": str(ROOT),
+                "log": str(tmp / "logs" / f"{name}.log"),
+            }
+        config = {
+            "port": self.port,
+            "queue": 64,
+            "load_timeout": 30,
+            "drain_timeout": 30,
+            "host": "127.0.0.1",
+            **settings,
+            "models": cfg_models,
+        }
         (tmp / "on-demand.json").write_text(json.dumps(config))
         self.log = (tmp / "controller.log").open("wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(tmp / "on-demand.json")],
-                                     cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "generator.shipped.on_demand", "--config", str(tmp / "on-demand.json")],
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.tmp = tmp
         deadline = time.monotonic() + 20
         while not port_open(self.port):
@@ -72,8 +92,12 @@ class Controller:
         return self.status()[name]["state"]
 
     def chat(self, name: str, timeout: float = 30, **body) -> httpx.Response:
-        return httpx.post(f"{self.url}/m/{name}/v1/chat/completions", timeout=timeout, headers={"Authorization": KEY},
-                          json={"model": name, "messages": [{"role": "user", "content": "hi"}], **body})
+        return httpx.post(
+            f"{self.url}/m/{name}/v1/chat/completions",
+            timeout=timeout,
+            headers={"Authorization": KEY},
+            json={"model": name, "messages": [{"role": "user", "content": "hi"}], **body},
+        )
 
     def wait_state(self, name: str, state: str, timeout: float = 20) -> None:
         deadline = time.monotonic() + timeout
@@ -130,8 +154,9 @@ def _states(c: Controller) -> dict[str, str]:
     """model -> state, read from the controller's /metrics (the series at 1 of the state set)."""
     r = httpx.get(f"{c.url}/metrics", timeout=5)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain"), r.text
-    on = [s for f in text_string_to_metric_families(r.text) for s in f.samples
-          if s.name == STATE_METRIC and s.value == 1]
+    on = [
+        s for f in text_string_to_metric_families(r.text) for s in f.samples if s.name == STATE_METRIC and s.value == 1
+    ]
     assert len(on) == len({s.labels["model"] for s in on}), r.text  # one state per model
     return {s.labels["model"]: s.labels["state"] for s in on}
 
@@ -154,8 +179,13 @@ def test_a_request_loads_the_model_and_streams_through_chunk_by_chunk_with_its_h
     health = httpx.get(f"{c.url}/m/a/health", timeout=5)
     assert health.status_code == 200 and health.headers["x-on-demand-state"] == "loaded"  # loaded: forwarded
     arrivals = []
-    with httpx.stream("POST", f"{c.url}/m/a/v1/chat/completions", timeout=30, headers={"Authorization": KEY},
-                      json={"model": "a", "messages": [], "stream": True, "max_tokens": 6, "delay": 0.4}) as s:
+    with httpx.stream(
+        "POST",
+        f"{c.url}/m/a/v1/chat/completions",
+        timeout=30,
+        headers={"Authorization": KEY},
+        json={"model": "a", "messages": [], "stream": True, "max_tokens": 6, "delay": 0.4},
+    ) as s:
         assert s.headers["content-type"].startswith("text/event-stream")
         for line in s.iter_lines():
             if line.startswith("data:"):
@@ -168,8 +198,12 @@ def test_a_request_loads_the_model_and_streams_through_chunk_by_chunk_with_its_h
 def test_a_client_that_goes_away_mid_stream_lowers_in_flight_and_the_backend_request_ends(controller):
     c = controller({"a": {}})
     assert c.chat("a").status_code == 200
-    with httpx.stream("POST", f"{c.url}/m/a/v1/chat/completions", timeout=30,
-                      json={"messages": [], "stream": True, "max_tokens": 100, "delay": 0.2}) as s:
+    with httpx.stream(
+        "POST",
+        f"{c.url}/m/a/v1/chat/completions",
+        timeout=30,
+        json={"messages": [], "stream": True, "max_tokens": 100, "delay": 0.2},
+    ) as s:
         lines = s.iter_lines()  # kept: a dropped iterator closes the response
         next(lines)
         assert c.status()["a"]["in_flight"] == 1
@@ -222,8 +256,12 @@ def test_a_model_of_the_group_drains_before_the_other_loads_and_its_stream_runs_
     sampler.start()
     lines: list[str] = []
     try:
-        with httpx.stream("POST", f"{c.url}/m/a/v1/chat/completions", timeout=30,
-                          json={"messages": [], "stream": True, "max_tokens": 10, "delay": 0.3}) as s:
+        with httpx.stream(
+            "POST",
+            f"{c.url}/m/a/v1/chat/completions",
+            timeout=30,
+            json={"messages": [], "stream": True, "max_tokens": 10, "delay": 0.3},
+        ) as s:
             it = s.iter_lines()
             lines.append(next(it))
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -289,19 +327,33 @@ def test_sigterm_stops_the_controller_and_every_backend_it_started(controller):
 
 def test_a_bad_config_is_one_line_naming_the_file_and_field_and_exit_2(tmp_path):
     path = tmp_path / "on-demand.json"
-    path.write_text(json.dumps({"port": 1, "models": {"a": {"group": "g", "idle_timeout": 0, "unload": "nap",
-                                                            "url": "http://x:1"}}}))
-    r = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+    path.write_text(
+        json.dumps(
+            {"port": 1, "models": {"a": {"group": "g", "idle_timeout": 0, "unload": "nap", "url": "http://x:1"}}}
+        )
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and r.stderr.strip() == f"error: {path}: models.a.unload is 'nap'; use stop or sleep"
     path.write_text(json.dumps({"port": 1, "models": {"a": {"group": "g"}}}))
-    r = subprocess.run([sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "generator.shipped.on_demand", "--config", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and r.stderr.strip().endswith("on-demand.json: models.a.unload is missing")
 
 
 def test_the_cause_of_a_failed_start_is_the_last_line_that_reads_like_an_error():
     from generator.shipped.on_demand.drivers import last_error_line
+
     log = "INFO loading\nValueError: No available memory for the cache blocks\nINFO shutting down\n\n"
     assert last_error_line(log) == "ValueError: No available memory for the cache blocks"
     assert last_error_line("INFO a\nINFO b\n") == "INFO b" and last_error_line("") == "(empty log)"

@@ -34,8 +34,10 @@ def test_a_parser_that_breaks_under_load_warns_so():
 
 def test_a_cell_with_several_records_takes_the_most_lenient_first():
     assert finding("llama3_json", None, "chat", "streamed", "zero-args", "auto").status == "load"
-    assert [f.status for f in findings("llama3_json", None, "chat", "streamed", "zero-args", "auto")] == \
-        ["load", "repaired"]
+    assert [f.status for f in findings("llama3_json", None, "chat", "streamed", "zero-args", "auto")] == [
+        "load",
+        "repaired",
+    ]
 
 
 def test_cells_find_their_records():

@@ -24,18 +24,21 @@ def arch(name: str, **extra) -> dict:
     return {"architectures": [name], **extra}
 
 
-@pytest.mark.parametrize("config, expected", [
-    (arch("LlamaForCausalLM"), "chat"),
-    (arch("Qwen3ForCausalLM"), "chat"),
-    (arch("BertModel"), "embedding"),  # vLLM's registry: a pooling class
-    (arch("XLMRobertaModel"), "embedding"),
-    (arch("SomeNewEncoderModel"), "embedding"),  # unknown to the registry: the suffix table (`Model` pools)
-    (arch("SomeNewForCausalLM"), "chat"),
-    (arch("BertForSequenceClassification", id2label={"0": "LABEL_0"}), "rerank"),  # a cross-encoder
-    (arch("XLMRobertaForSequenceClassification", num_labels=1), "rerank"),
-    (arch("HF_ColBERT"), "rerank"),  # late interaction: vLLM scores rerank, serves no /v1/embeddings
-    (None, "chat"),  # no config read: the command alone decides
-])
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        (arch("LlamaForCausalLM"), "chat"),
+        (arch("Qwen3ForCausalLM"), "chat"),
+        (arch("BertModel"), "embedding"),  # vLLM's registry: a pooling class
+        (arch("XLMRobertaModel"), "embedding"),
+        (arch("SomeNewEncoderModel"), "embedding"),  # unknown to the registry: the suffix table (`Model` pools)
+        (arch("SomeNewForCausalLM"), "chat"),
+        (arch("BertForSequenceClassification", id2label={"0": "LABEL_0"}), "rerank"),  # a cross-encoder
+        (arch("XLMRobertaForSequenceClassification", num_labels=1), "rerank"),
+        (arch("HF_ColBERT"), "rerank"),  # late interaction: vLLM scores rerank, serves no /v1/embeddings
+        (None, "chat"),  # no config read: the command alone decides
+    ],
+)
 def test_the_kind_follows_the_architecture_as_vllm_decides_it(config, expected):
     assert kind(config=config).kind == expected
 
@@ -51,24 +54,38 @@ def test_a_sentence_transformers_model_pools_whatever_its_architecture():
 
 
 def test_modules_json_counts_only_with_a_pooling_module():
-    assert pooling.sentence_pooling([{"type": "sentence_transformers.models.Transformer"},
-                                     {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])
+    assert pooling.sentence_pooling(
+        [
+            {"type": "sentence_transformers.models.Transformer"},
+            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"},
+        ]
+    )
     assert not pooling.sentence_pooling([{"type": "sentence_transformers.models.Transformer"}])
     assert not pooling.sentence_pooling(None) and not pooling.sentence_pooling({"type": "x"})
 
 
-@pytest.mark.parametrize("flags, config, expected", [
-    ("--runner pooling", arch("Qwen3ForCausalLM"), "embedding"),  # converted to embeddings by default
-    ("--convert embed", arch("Qwen3ForCausalLM"), "embedding"),
-    ("--runner pooling", None, "embedding"),
-    ("--convert classify", arch("Qwen3ForCausalLM", num_labels=1), "rerank"),
-    ("--runner generate", arch("BertModel"), "chat"),
-    ("--runner pooling --pooler-config '{\"task\": \"classify\"}'", arch("BertForSequenceClassification", num_labels=1),
-     "rerank"),
-    # the Qwen3-Reranker recipe: a causal LM read as a 1-label classifier from two tokens
-    ("--hf-overrides '{\"architectures\": [\"Qwen3ForSequenceClassification\"], \"classifier_from_token\": "
-     "[\"no\", \"yes\"], \"is_original_qwen3_reranker\": true}'", arch("Qwen3ForCausalLM"), "rerank"),
-])
+@pytest.mark.parametrize(
+    "flags, config, expected",
+    [
+        ("--runner pooling", arch("Qwen3ForCausalLM"), "embedding"),  # converted to embeddings by default
+        ("--convert embed", arch("Qwen3ForCausalLM"), "embedding"),
+        ("--runner pooling", None, "embedding"),
+        ("--convert classify", arch("Qwen3ForCausalLM", num_labels=1), "rerank"),
+        ("--runner generate", arch("BertModel"), "chat"),
+        (
+            '--runner pooling --pooler-config \'{"task": "classify"}\'',
+            arch("BertForSequenceClassification", num_labels=1),
+            "rerank",
+        ),
+        # the Qwen3-Reranker recipe: a causal LM read as a 1-label classifier from two tokens
+        (
+            '--hf-overrides \'{"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": '
+            '["no", "yes"], "is_original_qwen3_reranker": true}\'',
+            arch("Qwen3ForCausalLM"),
+            "rerank",
+        ),
+    ],
+)
 def test_the_command_decides_runner_and_convert(flags, config, expected):
     assert kind(flags, config).kind == expected
 
@@ -78,10 +95,13 @@ def test_the_summary_says_how_the_kind_was_found():
     assert "BertModel" in kind(config=arch("BertModel")).why
 
 
-@pytest.mark.parametrize("config, labels", [
-    (arch("BertForSequenceClassification"), 2),  # transformers' default: 2 labels
-    (arch("BertForSequenceClassification", id2label={"0": "a", "1": "b", "2": "c"}), 3),
-])
+@pytest.mark.parametrize(
+    "config, labels",
+    [
+        (arch("BertForSequenceClassification"), 2),  # transformers' default: 2 labels
+        (arch("BertForSequenceClassification", id2label={"0": "a", "1": "b", "2": "c"}), 3),
+    ],
+)
 def test_a_classifier_of_several_labels_is_refused_with_the_fix(config, labels):
     k = kind(config=config)
     assert f"classifier of {labels} labels" in k.problem and "--convert embed" in k.problem
@@ -89,11 +109,21 @@ def test_a_classifier_of_several_labels_is_refused_with_the_fix(config, labels):
 
 # --- through load_plan -------------------------------------------------------------------------------------
 
+
 def model_dir(root: Path, name: str, config: dict, modules: list | None = None) -> Path:
     d = root / name
     d.mkdir(parents=True)
-    (d / "config.json").write_text(json.dumps({"max_position_embeddings": 512, "num_hidden_layers": 2,
-                                               "num_attention_heads": 4, "hidden_size": 64, **config}))
+    (d / "config.json").write_text(
+        json.dumps(
+            {
+                "max_position_embeddings": 512,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "hidden_size": 64,
+                **config,
+            }
+        )
+    )
     if modules is not None:
         (d / "modules.json").write_text(json.dumps(modules))
     return d
@@ -103,8 +133,12 @@ def model_dir(root: Path, name: str, config: dict, modules: list | None = None) 
 def models(tmp_path):
     emb = model_dir(tmp_path, "emb", arch("BertModel"))
     rr = model_dir(tmp_path, "rr", arch("BertForSequenceClassification", id2label={"0": "LABEL_0"}))
-    st = model_dir(tmp_path, "st", arch("Qwen3ForCausalLM"),
-                   [{"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])
+    st = model_dir(
+        tmp_path,
+        "st",
+        arch("Qwen3ForCausalLM"),
+        [{"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}],
+    )
     return tmp_path, emb, rr, st
 
 
@@ -123,7 +157,11 @@ chat:
 
 def test_plan_and_litellm_entries_of_pooling_models(models):
     tmp, emb, rr, st = models
-    path = write(tmp, "defaults:\n  litellm: {temperature: 0.7}\n" + CHAT + f"""\
+    path = write(
+        tmp,
+        "defaults:\n  litellm: {temperature: 0.7}\n"
+        + CHAT
+        + f"""\
 embedder:
   gpus: []
   command: vllm serve {emb} --max-model-len 256
@@ -133,11 +171,16 @@ reranker:
 st-embedder:
   gpus: []
   command: vllm serve {st} --max-model-len 512
-""")
+""",
+    )
     plan = load_plan(path)
     by = {m.name: m for m in plan.models}
-    assert [by[n].kind for n in ("chat", "embedder", "reranker", "st-embedder")] == ["chat", "embedding", "rerank",
-                                                                                     "embedding"]
+    assert [by[n].kind for n in ("chat", "embedder", "reranker", "st-embedder")] == [
+        "chat",
+        "embedding",
+        "rerank",
+        "embedding",
+    ]
     assert by["embedder"].litellm_params == {} and by["embedder"].max_tokens == 0  # no max_tokens, no sampling defaults
     assert by["chat"].litellm_params["temperature"] == 0.7
     config = yaml.safe_load(render_files(plan)["litellm/config.yaml"])

@@ -77,7 +77,6 @@ def test_each_xdist_worker_picks_in_a_slice_of_its_own():
     assert slices[1][1] <= ports.DEFAULT_RANGE[1]
 
 
-
 def test_a_worker_of_a_session_sets_its_slice_before_any_test_picks(monkeypatch):
     import tests.conftest as root
 

@@ -57,16 +57,20 @@ def test_make_commands_are_makefile_targets_and_every_user_target_is_in_the_read
     documented = set(re.findall(r"^([a-z][a-z0-9-]*):.*## ", makefile, re.M))
     shown = {c.text.split()[1] for c in readme.commands() if c.text.startswith("make ")}
     assert shown <= targets, f"README names make targets that do not exist: {shown - targets}"
-    assert documented <= shown | {"help", "venv", "venv-vllm", "demo-models", "bench-tools", "redis-server"}, \
+    assert documented <= shown | {"help", "venv", "venv-vllm", "demo-models", "bench-tools", "redis-server"}, (
         f"make targets with a ## help line that the README never shows: {documented - shown}"
+    )
 
 
-@pytest.mark.parametrize("block, expected", [
-    ("make demo    # a comment\n", ["make demo"]),
-    ("A=1 B='x # not a comment' \\\n  cmd --flag   # comment\n", ["A=1 B='x # not a comment' cmd --flag"]),
-    ("# only a comment\n\nmake test\n", ["make test"]),
-    ("curl http://h/#frag\n", ["curl http://h/#frag"]),
-])
+@pytest.mark.parametrize(
+    "block, expected",
+    [
+        ("make demo    # a comment\n", ["make demo"]),
+        ("A=1 B='x # not a comment' \\\n  cmd --flag   # comment\n", ["A=1 B='x # not a comment' cmd --flag"]),
+        ("# only a comment\n\nmake test\n", ["make test"]),
+        ("curl http://h/#frag\n", ["curl http://h/#frag"]),
+    ],
+)
 def test_blocks_are_read_as_a_user_types_them(block, expected):
-    (_, commands), = readme.bash_blocks(f"```bash\n{block}```\n")
+    ((_, commands),) = readme.bash_blocks(f"```bash\n{block}```\n")
     assert [c.text for c in commands] == expected

@@ -37,13 +37,16 @@ def example(tmp_path_factory):
     return plan, {**render_files(plan), **k8s_files(plan)}
 
 
-@pytest.mark.parametrize("people,needed", [
-    ("", False),
-    ("people: {ann: {models: [reasoner]}}", False),  # who may use which model: no counter
-    ("people: {ann: }", False),
-    ("people: {ann: {rpm: 5}}", True),
-    ("people: {ann: {tokens_per_month: 1M}}", True),
-])
+@pytest.mark.parametrize(
+    "people,needed",
+    [
+        ("", False),
+        ("people: {ann: {models: [reasoner]}}", False),  # who may use which model: no counter
+        ("people: {ann: }", False),
+        ("people: {ann: {rpm: 5}}", True),
+        ("people: {ann: {tokens_per_month: 1M}}", True),
+    ],
+)
 def test_a_redis_only_when_something_must_be_counted(plan, people, needed):
     p = plan(MODEL + people)
     assert (p.redis is not None) is needed
@@ -52,8 +55,13 @@ def test_a_redis_only_when_something_must_be_counted(plan, people, needed):
 
 def test_golden(example):
     _, files = example
-    assert_golden({f"redis/{rel}": text for rel, text in files.items()
-                   if rel in ("compose/docker-compose.yml", "litellm/config.yaml", "k8s/redis.yaml", "k8s/gateway.yaml")})
+    assert_golden(
+        {
+            f"redis/{rel}": text
+            for rel, text in files.items()
+            if rel in ("compose/docker-compose.yml", "litellm/config.yaml", "k8s/redis.yaml", "k8s/gateway.yaml")
+        }
+    )
 
 
 def test_compose_redis_is_internal_with_its_password_from_the_keys_file(example):
@@ -64,12 +72,18 @@ def test_compose_redis_is_internal_with_its_password_from_the_keys_file(example)
     assert "ports" not in r and "expose" not in r and r["networks"] == ["backends"]
     assert r["environment"] == {"REDIS_PASSWORD": "${REDIS_PASSWORD:?run make regenerate to create compose/.env}"}
     assert "$$REDIS_PASSWORD" in r["entrypoint"][-1] and "--requirepass" not in r["entrypoint"][-1]
-    assert {k: gw["environment"][k] for k in ("REDIS_HOST", "REDIS_PORT")} == {"REDIS_HOST": "redis", "REDIS_PORT": "6379"}
+    assert {k: gw["environment"][k] for k in ("REDIS_HOST", "REDIS_PORT")} == {
+        "REDIS_HOST": "redis",
+        "REDIS_PORT": "6379",
+    }
     assert gw["environment"]["REDIS_PASSWORD"] == r["environment"]["REDIS_PASSWORD"]
     assert gw["depends_on"] == {"redis": {"condition": "service_healthy"}}
     config = yaml.safe_load(files["litellm/config.yaml"])
     assert config["general_settings"]["coordination_redis"] == {
-        "host": "os.environ/REDIS_HOST", "port": "os.environ/REDIS_PORT", "password": "os.environ/REDIS_PASSWORD"}
+        "host": "os.environ/REDIS_HOST",
+        "port": "os.environ/REDIS_PORT",
+        "password": "os.environ/REDIS_PASSWORD",
+    }
 
 
 def test_no_redis_anywhere_without_the_need(plan):
@@ -85,10 +99,14 @@ def test_k8s_redis_takes_only_the_gateway_and_its_password_from_the_secret(examp
     docs = [d for d in yaml.safe_load_all(files["k8s/redis.yaml"]) if d]
     assert [d["kind"] for d in docs] == ["Deployment", "Service", "NetworkPolicy"]
     container = docs[0]["spec"]["template"]["spec"]["containers"][0]
-    assert container["env"] == [{"name": "REDIS_PASSWORD", "valueFrom": {"secretKeyRef": {
-        "name": "llm-gateway-keys", "key": "REDIS_PASSWORD"}}}]
+    assert container["env"] == [
+        {"name": "REDIS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "llm-gateway-keys", "key": "REDIS_PASSWORD"}}}
+    ]
     assert docs[1]["spec"]["type"] == "ClusterIP"
-    assert docs[2]["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "gateway"
+    assert (
+        docs[2]["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        == "gateway"
+    )
     assert "redis.yaml" in yaml.safe_load(files["k8s/kustomization.yaml"])["resources"]
 
 
@@ -106,6 +124,7 @@ def test_the_local_runtime_runs_a_private_redis_and_stops_it(plan, tmp_path):
         proc = next(x for x in stack.procs if x.name == "redis")
         assert password not in " ".join(proc.cmd)
         import json
+
         assert json.loads((tmp_path / "state/state.json").read_text())["redis_port"] == port
     finally:
         stack.stop()

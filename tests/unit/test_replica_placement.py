@@ -58,8 +58,11 @@ def redis_db(redis_port):
 def placement(port: int) -> rr.Placement:
     import redis.asyncio as aioredis
 
-    return rr.Placement(lambda: aioredis.Redis(port=port, password=PASSWORD, socket_timeout=rr.REDIS_TIMEOUT,
-                                               socket_connect_timeout=rr.REDIS_TIMEOUT))
+    return rr.Placement(
+        lambda: aioredis.Redis(
+            port=port, password=PASSWORD, socket_timeout=rr.REDIS_TIMEOUT, socket_connect_timeout=rr.REDIS_TIMEOUT
+        )
+    )
 
 
 def request(session: str, call: str | None = None) -> dict:
@@ -90,25 +93,30 @@ def test_a_new_conversation_goes_to_the_least_loaded_replica_and_its_turns_follo
         for r in busy:
             await p.release("m", first[0], r["litellm_call_id"])
         assert await p.loads(["m-1", "m-2"]) == {first[0]: 0, other: 0}
+
     asyncio.run(main())
 
 
 def test_concurrent_new_conversations_from_two_workers_split_evenly(redis_port, redis_db):
     """Two processes' worth of clients (one each), 8 conversations arriving at once: 4 and 4 (a reading of load
     that is not atomic with the choice would send them all to one replica)."""
+
     async def main():
         workers = [placement(redis_port), placement(redis_port)]
         chosen = await asyncio.gather(*(place(workers[i % 2], ["m-1", "m-2"], request(f"c{i}")) for i in range(8)))
         assert Counter(chosen) == {"m-1": 4, "m-2": 4}
-        three = await asyncio.gather(*(place(workers[i % 2], ["a-1", "a-2", "a-3"], request(f"d{i}"))
-                                       for i in range(9)))
+        three = await asyncio.gather(
+            *(place(workers[i % 2], ["a-1", "a-2", "a-3"], request(f"d{i}")) for i in range(9))
+        )
         assert Counter(three) == {"a-1": 3, "a-2": 3, "a-3": 3}
+
     asyncio.run(main())
 
 
 def test_idle_replicas_tie_and_the_hash_breaks_the_tie(redis_port, redis_db):
     """Requests one after another (nothing in flight): the conversation's rendezvous choice, so conversations
     spread as before and both replicas get some."""
+
     async def main():
         p = placement(redis_port)
         seen = Counter()
@@ -119,6 +127,7 @@ def test_idle_replicas_tie_and_the_hash_breaks_the_tie(redis_port, redis_db):
             await p.release("m", chosen, req["litellm_call_id"])
             seen[chosen] += 1
         assert min(seen.values()) >= 8
+
     asyncio.run(main())
 
 
@@ -130,6 +139,7 @@ def test_a_dead_replica_moves_the_claim_and_the_conversation_stays_where_it_move
         moved = await place(p, alive, request("conv"), live=alive)
         assert moved == rr.preference("session:conv", alive)[0]  # the next in the conversation's hash order
         assert await place(p, ["m-1", "m-2", "m-3"], request("conv")) == moved  # back: it holds the newer prefix
+
     asyncio.run(main())
 
 
@@ -141,6 +151,7 @@ def test_an_overloaded_replica_hands_its_conversation_on(redis_port, redis_db):
             await place(p, ["m-1", "m-2"], request("conv"))
         assert await place(p, ["m-1", "m-2"], request("conv")) == home  # margin - 1 in flight before it
         assert await place(p, ["m-1", "m-2"], request("conv")) != home  # margin in flight: overloaded
+
     asyncio.run(main())
 
 
@@ -154,12 +165,14 @@ def test_a_retry_counts_once_on_the_replica_it_moved_to(redis_port, redis_db):
         req["metadata"]["previous_models"] = [{"deployment_id": f"id-{first}"}]
         retried = await place(p, ["m-1", "m-2"], req)
         assert retried != first and await p.loads(["m-1", "m-2"]) == {first: 0, retried: 1}
+
     asyncio.run(main())
 
 
 def test_a_count_left_on_a_replica_in_cooldown_goes_with_the_retry_or_the_release(redis_port, redis_db):
     """The router leaves a replica in cooldown out of what it offers: a retry elsewhere (or the request's end)
     still drops the request's count there, so the replica is not seen busy when it is back."""
+
     async def main():
         p = placement(redis_port)
         req = request("conv", "call-1")
@@ -171,11 +184,13 @@ def test_a_count_left_on_a_replica_in_cooldown_goes_with_the_retry_or_the_releas
         assert await place(p, ["m-1", "m-2"], req2)
         await p.release("m", other, "call-2")  # the event names one replica: every replica drops it
         assert sum((await p.loads(["m-1", "m-2"])).values()) == 1
+
     asyncio.run(main())
 
 
 def test_a_reservation_never_released_ends_at_its_deadline(redis_port, redis_db, monkeypatch):
     """A worker that died mid-request: its count goes at the request timeout, no later."""
+
     async def main():
         p = placement(redis_port)
         monkeypatch.setattr(litellm, "request_timeout", 0.3)
@@ -187,18 +202,21 @@ def test_a_reservation_never_released_ends_at_its_deadline(redis_port, redis_db,
         assert redis_db.zcard(rr.inflight_key(chosen)) == (chosen == again)
         assert 0 < redis_db.ttl(rr.inflight_key(again)) <= 61  # an idle replica's set goes too
         assert 0 < redis_db.ttl(rr.claim_key("m", "session:conv")) <= rr.CLAIM_TTL
+
     asyncio.run(main())
 
 
 def test_without_redis_the_stateless_hash_decides_and_redis_is_left_alone_for_a_while(capsys):
     """Redis down (nothing listens on its port): every request still gets the rendezvous choice, the first one
     logs one line, the next ones do not wait for Redis at all."""
+
     async def main():
         p = placement(free_port())
         for i in range(5):
             req = request(f"s{i}")
             assert picked(await rr.route(p, deps("m-1", "m-2"), req)) == picked(rr.choose(deps("m-1", "m-2"), req))
         assert p._redis() is None  # backing off: no connection attempt per request
+
     asyncio.run(main())
     assert capsys.readouterr().err.count("routing by hash") == 1
     # a stack without Redis (no REDIS_HOST): the same choice, silently
@@ -217,8 +235,10 @@ def test_the_hash_placement_flag_keeps_a_group_stateless(redis_port, redis_db):
 
 # --- through LiteLLM's Router: its success and failure events release the counts -------------------------------
 
-def test_litellm_success_and_failure_events_release_what_the_placement_counted(redis_port, redis_db, tmp_path,
-                                                                            monkeypatch):
+
+def test_litellm_success_and_failure_events_release_what_the_placement_counted(
+    redis_port, redis_db, tmp_path, monkeypatch
+):
     monkeypatch.setenv("VLLM_API_KEY_PLAIN", "k")
     src = tmp_path / "models.yml"
     src.write_text(CPU_EXAMPLE.read_text())
@@ -233,13 +253,19 @@ def test_litellm_success_and_failure_events_release_what_the_placement_counted(r
         saved = litellm.callbacks
         litellm.callbacks = [routing]
         try:
+
             async def one(i: int):
-                kw = {"model": "plain", "messages": [{"role": "user", "content": f"conversation {i}"}],
-                      "max_tokens": 2, "litellm_call_id": str(uuid.uuid4())}  # the proxy sets one per request
+                kw = {
+                    "model": "plain",
+                    "messages": [{"role": "user", "content": f"conversation {i}"}],
+                    "max_tokens": 2,
+                    "litellm_call_id": str(uuid.uuid4()),
+                }  # the proxy sets one per request
                 if i % 2:
                     stream = await router.acompletion(stream=True, **kw)
                     return "".join([c.choices[0].delta.content or "" async for c in stream])
                 return (await router.acompletion(**kw)).choices[0].message.content
+
             answers = await asyncio.gather(*(one(i) for i in range(16)), return_exceptions=True)
             await asyncio.sleep(0.5)  # LiteLLM logs success after the answer (streams: after the last chunk)
             return answers, await routing.placement.loads(["plain-1", "plain-2"])

@@ -47,6 +47,7 @@ def picked(found: list[dict]) -> list[str]:
 
 # --- the choice --------------------------------------------------------------------------------
 
+
 def test_a_session_header_keeps_a_conversation_on_one_replica_and_spreads_sessions():
     three = deps("m-1", "m-2", "m-3")
     seen = Counter()
@@ -108,6 +109,7 @@ def test_lone_models_and_single_live_replicas_are_left_to_the_router():
 
 # --- what the renderer writes --------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def example_files(tmp_path_factory) -> dict[str, str]:
     src = tmp_path_factory.mktemp("src") / "models.yml"
@@ -116,14 +118,22 @@ def example_files(tmp_path_factory) -> dict[str, str]:
 
 
 def test_golden_files_of_the_replicas_example(example_files):
-    assert_golden({f"replicas/{rel}": text for rel, text in example_files.items()
-                   if rel.endswith((".yml", ".yaml")) and not rel.startswith(("prometheus/", "k8s/gateway/config"))})
+    assert_golden(
+        {
+            f"replicas/{rel}": text
+            for rel, text in example_files.items()
+            if rel.endswith((".yml", ".yaml")) and not rel.startswith(("prometheus/", "k8s/gateway/config"))
+        }
+    )
 
 
 def test_one_deployment_per_replica_under_one_name_with_failover_settings(example_files):
     config = yaml.safe_load(example_files["litellm/config.yaml"])
     entries = [e for e in config["model_list"] if e["model_name"] == "qwen3-8b"]
-    assert [e["litellm_params"]["api_base"] for e in entries] == ["http://qwen3-8b-1:8001/v1", "http://qwen3-8b-2:8002/v1"]
+    assert [e["litellm_params"]["api_base"] for e in entries] == [
+        "http://qwen3-8b-1:8001/v1",
+        "http://qwen3-8b-2:8002/v1",
+    ]
     assert [e["model_info"]["gateway_replica"] for e in entries] == ["qwen3-8b-1", "qwen3-8b-2"]
     assert all(e["model_info"]["allowed_fails_policy"]["InternalServerErrorAllowedFails"] == 0 for e in entries)
     (lone,) = [e for e in config["model_list"] if e["model_name"] == "small-chat"]
@@ -134,7 +144,9 @@ def test_one_deployment_per_replica_under_one_name_with_failover_settings(exampl
     assert "replica_routing.routing_instance" in config["litellm_settings"]["callbacks"]
     services = yaml.safe_load(example_files["compose/docker-compose.yml"])["services"]
     assert {"qwen3-8b-1", "qwen3-8b-2", "small-chat"} <= services.keys() and "qwen3-8b" not in services
-    gpus = [services[f"qwen3-8b-{i}"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] for i in (1, 2)]
+    gpus = [
+        services[f"qwen3-8b-{i}"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] for i in (1, 2)
+    ]
     assert gpus == [["0", "1"], ["2", "3"]]
 
 
@@ -151,6 +163,7 @@ def test_clients_list_a_replicated_model_once(tmp_path):
 
 # --- failover on LiteLLM's own Router: one live replica, one dead port ---------------------------
 
+
 def _router(config: dict, bases: dict[str, str]) -> litellm.Router:
     model_list = []
     for entry in config["model_list"]:
@@ -165,8 +178,9 @@ def _router(config: dict, bases: dict[str, str]) -> litellm.Router:
 @pytest.fixture
 def two_replicas(tmp_path):
     """examples/cpu-replicas' config plus a lone model, on LiteLLM's Router: plain-1 live, plain-2 and lone dead."""
-    text = CPU_EXAMPLE.read_text() + ("lone:\n  gpus: []\n  command: vllm serve .cache/demo-models/reasoner "
-                                       "--max-model-len 8K\n")
+    text = CPU_EXAMPLE.read_text() + (
+        "lone:\n  gpus: []\n  command: vllm serve .cache/demo-models/reasoner --max-model-len 8K\n"
+    )
     src = tmp_path / "models.yml"
     src.write_text(text)
     return yaml.safe_load(render_files(load_plan(src))["litellm/config.yaml"])
@@ -180,6 +194,7 @@ async def _run(config: dict, requests: int):
     saved = litellm.callbacks
     litellm.callbacks = [rr.routing_instance]
     try:
+
         async def one(i: int):
             messages = [{"role": "user", "content": f"conversation {i}"}]
             if i % 2:
@@ -187,6 +202,7 @@ async def _run(config: dict, requests: int):
                 return "".join([c.choices[0].delta.content or "" async for c in stream])
             answer = await router.acompletion(model="plain", messages=messages, max_tokens=2)
             return answer.choices[0].message.content
+
         answers = await asyncio.gather(*(one(i) for i in range(requests)), return_exceptions=True)
         lone = []
         for _ in range(8):
@@ -203,16 +219,20 @@ async def _run(config: dict, requests: int):
 def test_no_request_fails_when_a_replica_is_dead_and_a_lone_model_is_never_cooled_down(two_replicas, monkeypatch):
     monkeypatch.setenv("VLLM_API_KEY_PLAIN", "k")
     answers, lone = asyncio.run(_run(two_replicas, 24))
-    to_dead = [i for i in range(24)
-               if picked(rr.choose(deps("plain-1", "plain-2"), {}, [{"role": "user", "content": f"conversation {i}"}]))
-               == ["plain-2"]]
+    to_dead = [
+        i
+        for i in range(24)
+        if picked(rr.choose(deps("plain-1", "plain-2"), {}, [{"role": "user", "content": f"conversation {i}"}]))
+        == ["plain-2"]
+    ]
     assert len(to_dead) >= 4  # the hash sent these to the dead replica first: they were retried on the live one
     failed = [a for a in answers if isinstance(a, BaseException)]
     assert not failed, failed[:3]
     assert all(isinstance(a, str) and a for a in answers)
     # the lone model's dead backend: its own error every time, never "no deployments available" (a cooldown)
-    assert len(lone) == 8 and not any("No deployments available" in str(e) or isinstance(e, litellm.RateLimitError)
-                                      for e in lone), [str(e)[:200] for e in lone]
+    assert len(lone) == 8 and not any(
+        "No deployments available" in str(e) or isinstance(e, litellm.RateLimitError) for e in lone
+    ), [str(e)[:200] for e in lone]
 
 
 def test_embeddings_and_rerank_requests_spread_over_the_replicas():

@@ -8,8 +8,9 @@ import pytest
 TP2 = "vllm serve org/m --max-model-len 8K -tp 2 --gpu-memory-utilization 0.45"
 
 
-def model(command: str = TP2, gpus: str = "[0, 1, 2, 3]", replicas: int | None = 2, name: str = "m1",
-          extra: str = "") -> str:
+def model(
+    command: str = TP2, gpus: str = "[0, 1, 2, 3]", replicas: int | None = 2, name: str = "m1", extra: str = ""
+) -> str:
     count = f"  replicas: {replicas}\n" if replicas is not None else ""
     return f"{name}:\n  gpus: {gpus}\n{count}  command: {command}\n{extra}"
 
@@ -17,7 +18,9 @@ def model(command: str = TP2, gpus: str = "[0, 1, 2, 3]", replicas: int | None =
 def test_the_gpu_list_is_split_in_order_by_tensor_parallel_size(plan):
     p = plan(model())
     assert [(m.name, m.gpus, m.replica, m.replica_of) for m in p.models] == [
-        ("m1-1", (0, 1), 1, "m1"), ("m1-2", (2, 3), 2, "m1")]
+        ("m1-1", (0, 1), 1, "m1"),
+        ("m1-2", (2, 3), 2, "m1"),
+    ]
     assert {m.served_name for m in p.models} == {"m1"} and [m.name for m in p.served] == ["m1-1"]
     assert {m.api_key_env for m in p.models} == {"VLLM_API_KEY_M1"}  # one key per model
     assert p.secret_envs == ("LITELLM_MASTER_KEY", "VLLM_API_KEY_M1", "REDIS_PASSWORD")  # the placement's Redis
@@ -25,8 +28,12 @@ def test_the_gpu_list_is_split_in_order_by_tensor_parallel_size(plan):
 
 
 def test_tensor_x_pipeline_parallel_size_is_the_chunk(plan):
-    p = plan(model("vllm serve org/m --max-model-len 8K -tp 2 -pp 2 --gpu-memory-utilization 0.4",
-                   gpus="[0, 1, 2, 3, 4, 5, 6, 7]"))
+    p = plan(
+        model(
+            "vllm serve org/m --max-model-len 8K -tp 2 -pp 2 --gpu-memory-utilization 0.4",
+            gpus="[0, 1, 2, 3, 4, 5, 6, 7]",
+        )
+    )
     assert [m.gpus for m in p.models] == [(0, 1, 2, 3), (4, 5, 6, 7)]
 
 
@@ -57,20 +64,31 @@ def test_a_gpu_twice_in_the_flat_list_is_refused(problems):
 
 
 def test_cpu_replicas_start_n_processes_on_their_own_ports(plan):
-    p = plan(model("vllm serve org/m --max-model-len 8K", gpus="[]", replicas=3) +
-             model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="other"))
+    p = plan(
+        model("vllm serve org/m --max-model-len 8K", gpus="[]", replicas=3)
+        + model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="other")
+    )
     assert [(m.name, m.gpus, m.port) for m in p.models] == [
-        ("m1-1", (), 8001), ("m1-2", (), 8002), ("m1-3", (), 8003), ("other", (), 8004)]
+        ("m1-1", (), 8001),
+        ("m1-2", (), 8002),
+        ("m1-3", (), 8003),
+        ("other", (), 8004),
+    ]
     assert [a for m in p.models[:3] for a in m.flag_args if a.isdigit()] == ["8001", "8002", "8003"]
 
 
 def test_an_explicit_port_counts_up_per_replica_and_never_collides(plan, problems):
-    p = plan(model(gpus="[]", command="vllm serve org/m --max-model-len 8K", extra="  port: 9000\n") +
-             model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="b"))
+    p = plan(
+        model(gpus="[]", command="vllm serve org/m --max-model-len 8K", extra="  port: 9000\n")
+        + model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="b")
+    )
     assert [m.port for m in p.models] == [9000, 9001, 8001]
-    msgs = "\n".join(problems(model(gpus="[]", command="vllm serve org/m --max-model-len 8K", extra="  port: 9000\n") +
-                              model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="b",
-                                    extra="  port: 9001\n")))
+    msgs = "\n".join(
+        problems(
+            model(gpus="[]", command="vllm serve org/m --max-model-len 8K", extra="  port: 9000\n")
+            + model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="b", extra="  port: 9001\n")
+        )
+    )
     assert "port 9001 is already used by m1-2" in msgs
 
 
@@ -91,16 +109,27 @@ def test_the_memory_rule_holds_per_replica(problems):
 
 
 def test_replicas_sharing_a_gpu_start_in_turn_and_start_after_a_replicated_model_waits_for_all(plan):
-    p = plan(model("vllm serve org/m --max-model-len 8K --gpu-memory-utilization 0.3", gpus="[[0], [0]]") +
-             model("vllm serve org/n --max-model-len 8K --gpu-memory-utilization 0.3", gpus="[1]", replicas=None,
-                   name="later", extra="  start_after: [m1]\n"))
+    p = plan(
+        model("vllm serve org/m --max-model-len 8K --gpu-memory-utilization 0.3", gpus="[[0], [0]]")
+        + model(
+            "vllm serve org/n --max-model-len 8K --gpu-memory-utilization 0.3",
+            gpus="[1]",
+            replicas=None,
+            name="later",
+            extra="  start_after: [m1]\n",
+        )
+    )
     after = {m.name: m.start_after for m in p.models}
     assert after == {"m1-1": (), "m1-2": ("m1-1",), "later": ("m1-1", "m1-2")}
 
 
 def test_a_replica_name_that_is_another_model_is_refused(problems):
-    msgs = "\n".join(problems(model(gpus="[]", command="vllm serve org/m --max-model-len 8K") +
-                              model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="m1-2")))
+    msgs = "\n".join(
+        problems(
+            model(gpus="[]", command="vllm serve org/m --max-model-len 8K")
+            + model("vllm serve org/n --max-model-len 8K", gpus="[]", replicas=None, name="m1-2")
+        )
+    )
     assert "m1.replicas" in msgs and "its replica m1-2 has the name of another model" in msgs
 
 

@@ -20,14 +20,26 @@ LIMITS = {"n": 2, "best_of": 1, "tools": 3, "logit_bias": 4, "request_bytes": 40
 class FakeRouter:
     model_list = [
         {"model_name": "m", "litellm_params": {"model": "hosted_vllm/m"}, "model_info": {"gateway_limits": LIMITS}},
-        {"model_name": "big", "litellm_params": {"model": "hosted_vllm/big"},
-         "model_info": {"gateway_limits": {**LIMITS, "request_bytes": 65536}}},
-        {"model_name": "lora-cpu", "litellm_params": {"model": "hosted_vllm/lora-cpu"},
-         "model_info": {"gateway_limits": LIMITS, "gateway_no_prompt_logprobs": True}},
-        {"model_name": "emb", "litellm_params": {"model": "hosted_vllm/emb"},
-         "model_info": {"mode": "embedding", "gateway_limits": LIMITS}},
-        {"model_name": "rr", "litellm_params": {"model": "hosted_vllm/rr"},
-         "model_info": {"mode": "rerank", "gateway_limits": LIMITS}},
+        {
+            "model_name": "big",
+            "litellm_params": {"model": "hosted_vllm/big"},
+            "model_info": {"gateway_limits": {**LIMITS, "request_bytes": 65536}},
+        },
+        {
+            "model_name": "lora-cpu",
+            "litellm_params": {"model": "hosted_vllm/lora-cpu"},
+            "model_info": {"gateway_limits": LIMITS, "gateway_no_prompt_logprobs": True},
+        },
+        {
+            "model_name": "emb",
+            "litellm_params": {"model": "hosted_vllm/emb"},
+            "model_info": {"mode": "embedding", "gateway_limits": LIMITS},
+        },
+        {
+            "model_name": "rr",
+            "litellm_params": {"model": "hosted_vllm/rr"},
+            "model_info": {"mode": "rerank", "gateway_limits": LIMITS},
+        },
     ]
 
     def get_model_list(self, model_name):
@@ -69,6 +81,7 @@ def guard(monkeypatch):
         async def go():
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
                 return await c.post(path, content=content, headers=headers)
+
         r = asyncio.run(go())
         return r.status_code, r.json(), seen[-1] if seen and r.status_code == 200 else None
 
@@ -90,12 +103,23 @@ def test_each_wrong_type_or_shape_names_the_field_and_what_it_must_be(shapes, ap
     assert why is not None and message in why, why
 
 
-@pytest.mark.parametrize("path,api", [
-    ("/v1/chat/completions", "chat"), ("/chat/completions/", "chat"), ("/openai/deployments/m/chat/completions", "chat"),
-    ("/v1/completions", "completions"), ("/v1/responses", "responses"), ("/v1/messages", "messages"),
-    ("/v1/messages/count_tokens", "count_tokens"), ("/v1/embeddings", "embeddings"), ("/embeddings", "embeddings"),
-    ("/v1/models", None), ("/v1/responses/abc/cancel", None), ("/v1/audio/transcriptions", None),
-])
+@pytest.mark.parametrize(
+    "path,api",
+    [
+        ("/v1/chat/completions", "chat"),
+        ("/chat/completions/", "chat"),
+        ("/openai/deployments/m/chat/completions", "chat"),
+        ("/v1/completions", "completions"),
+        ("/v1/responses", "responses"),
+        ("/v1/messages", "messages"),
+        ("/v1/messages/count_tokens", "count_tokens"),
+        ("/v1/embeddings", "embeddings"),
+        ("/embeddings", "embeddings"),
+        ("/v1/models", None),
+        ("/v1/responses/abc/cancel", None),
+        ("/v1/audio/transcriptions", None),
+    ],
+)
 def test_every_alias_of_an_api_gets_its_check(shapes, path, api):
     assert shapes.api_of(path) == api
 
@@ -120,19 +144,27 @@ def test_the_anthropic_key_header_opens_it_and_errors_come_in_anthropics_shape(g
     assert "`messages` must be a non-empty list" in answer["error"]["message"]
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"{this is not json", "the body is not JSON"), (b"", "the body is not JSON"),
-    (b"[]", "the body must be a JSON object"), (b'"hi"', "the body must be a JSON object"),
-    (b'{"model": "m", "messages": "\\ud800"}', "the body is not JSON"),  # a lone surrogate no backend can encode
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"{this is not json", "the body is not JSON"),
+        (b"", "the body is not JSON"),
+        (b"[]", "the body must be a JSON object"),
+        (b'"hi"', "the body must be a JSON object"),
+        (b'{"model": "m", "messages": "\\ud800"}', "the body is not JSON"),  # a lone surrogate no backend can encode
+    ],
+)
 def test_a_body_that_is_not_a_json_object_is_a_400(guard, content, message):
     status, answer, _ = guard("/v1/chat/completions", content)
     assert status == 400 and message in answer["error"]["message"], answer
 
 
 def test_a_form_body_is_a_400_asking_for_json(guard):
-    status, answer, _ = guard("/v1/embeddings", b"model=m&input=x",
-                              {"Authorization": f"Bearer {KEY}", "Content-Type": "application/x-www-form-urlencoded"})
+    status, answer, _ = guard(
+        "/v1/embeddings",
+        b"model=m&input=x",
+        {"Authorization": f"Bearer {KEY}", "Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert status == 400 and "send the body as JSON" in answer["error"]["message"]
 
 
@@ -143,18 +175,40 @@ def test_fields_that_choose_where_litellm_sends_the_request_are_a_400(guard, fie
     assert answer["error"]["param"] == field
 
 
-@pytest.mark.parametrize("path,change,message", [
-    ("/v1/chat/completions", {"n": 3}, "`n` asks 3, over the 2 that m (limits.n in models.yml) allows"),
-    ("/v1/completions", {"best_of": 2}, "`best_of` asks 2, over the 1 that m (limits.best_of in models.yml) allows"),
-    ("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": f"f{i}"}} for i in range(4)]},
-     "`tools` asks 4 entries, over the 3 that m (limits.tools in models.yml) allows"),
-    ("/v1/responses", {"tools": [{"type": "function", "name": f"f{i}"} for i in range(4)]}, "`tools` asks 4 entries"),
-    ("/v1/messages", {"tools": [{"name": f"f{i}", "input_schema": {}} for i in range(4)]}, "`tools` asks 4 entries"),
-    ("/v1/completions", {"logit_bias": {str(i): 1 for i in range(5)}}, "`logit_bias` asks 5 entries, over the 4"),
-])
+@pytest.mark.parametrize(
+    "path,change,message",
+    [
+        ("/v1/chat/completions", {"n": 3}, "`n` asks 3, over the 2 that m (limits.n in models.yml) allows"),
+        (
+            "/v1/completions",
+            {"best_of": 2},
+            "`best_of` asks 2, over the 1 that m (limits.best_of in models.yml) allows",
+        ),
+        (
+            "/v1/chat/completions",
+            {"tools": [{"type": "function", "function": {"name": f"f{i}"}} for i in range(4)]},
+            "`tools` asks 4 entries, over the 3 that m (limits.tools in models.yml) allows",
+        ),
+        (
+            "/v1/responses",
+            {"tools": [{"type": "function", "name": f"f{i}"} for i in range(4)]},
+            "`tools` asks 4 entries",
+        ),
+        (
+            "/v1/messages",
+            {"tools": [{"name": f"f{i}", "input_schema": {}} for i in range(4)]},
+            "`tools` asks 4 entries",
+        ),
+        ("/v1/completions", {"logit_bias": {str(i): 1 for i in range(5)}}, "`logit_bias` asks 5 entries, over the 4"),
+    ],
+)
 def test_past_a_models_bound_a_400_names_the_field_and_the_bound(guard, path, change, message):
-    base = {"/v1/chat/completions": {"messages": HELLO}, "/v1/completions": {"prompt": "hi"},
-            "/v1/responses": {"input": "hi"}, "/v1/messages": {"messages": HELLO}}[path]
+    base = {
+        "/v1/chat/completions": {"messages": HELLO},
+        "/v1/completions": {"prompt": "hi"},
+        "/v1/responses": {"input": "hi"},
+        "/v1/messages": {"messages": HELLO},
+    }[path]
     status, answer, _ = guard(path, {"model": "m", **base, **change})
     text = answer["error"]["message"]
     assert status == 400 and message in text, text
@@ -162,12 +216,15 @@ def test_past_a_models_bound_a_400_names_the_field_and_the_bound(guard, path, ch
     assert guard(path, {"model": "m", **base, **ok})[0] == 200  # at or under the bound: on to LiteLLM
 
 
-@pytest.mark.parametrize("path,change,field", [
-    ("/v1/completions", {"echo": True, "logprobs": 0}, "logprobs"),
-    ("/v1/completions", {"prompt_logprobs": 1}, "prompt_logprobs"),
-    ("/v1/chat/completions", {"echo": True, "logprobs": True, "top_logprobs": 2}, "top_logprobs"),
-    ("/v1/chat/completions", {"prompt_logprobs": 0}, "prompt_logprobs"),
-])
+@pytest.mark.parametrize(
+    "path,change,field",
+    [
+        ("/v1/completions", {"echo": True, "logprobs": 0}, "logprobs"),
+        ("/v1/completions", {"prompt_logprobs": 1}, "prompt_logprobs"),
+        ("/v1/chat/completions", {"echo": True, "logprobs": True, "top_logprobs": 2}, "top_logprobs"),
+        ("/v1/chat/completions", {"prompt_logprobs": 0}, "prompt_logprobs"),
+    ],
+)
 def test_a_prompts_logprobs_of_a_model_whose_backend_cannot_compute_them_is_a_400(guard, path, change, field):
     """vLLM 0.32 stops the engine of a CPU backend with LoRA over them (found by the fuzz test on the compose stack)."""
     base = {"/v1/chat/completions": {"messages": HELLO}, "/v1/completions": {"prompt": "hi"}}[path]
@@ -183,7 +240,9 @@ def test_a_prompts_logprobs_of_a_model_whose_backend_cannot_compute_them_is_a_40
 def test_a_body_over_the_models_size_is_a_413_and_over_every_models_is_not_kept(guard):
     big = {"model": "m", "messages": [{"role": "user", "content": "x" * 5000}]}
     status, answer, _ = guard("/v1/chat/completions", big)
-    assert status == 413 and "over the 4096 that m (limits.request_size in models.yml) takes" in answer["error"]["message"]
+    assert (
+        status == 413 and "over the 4096 that m (limits.request_size in models.yml) takes" in answer["error"]["message"]
+    )
     assert guard("/v1/chat/completions", {**big, "model": "big"})[0] == 200
     status, answer, _ = guard("/v1/chat/completions", {**big, "messages": [{"role": "user", "content": "x" * 70000}]})
     assert status == 413 and "over 65536 bytes, the most any model here takes" in answer["error"]["message"]
@@ -196,8 +255,9 @@ def test_unknown_models_and_other_routes_pass_to_litellm(guard):
 
 def test_litellms_own_body_check_is_answered_as_the_400_it_means(monkeypatch):
     module = load_like_litellm("request_guard")
-    refusal = module.litellm_refusal({"model": "m", "messages": HELLO, "aws_sts_endpoint": "http://x"},
-                                     "/v1/chat/completions")
+    refusal = module.litellm_refusal(
+        {"model": "m", "messages": HELLO, "aws_sts_endpoint": "http://x"}, "/v1/chat/completions"
+    )
     assert refusal is not None and refusal.status == 400 and "aws_sts_endpoint" in refusal.message
     assert module.litellm_refusal({"model": "m", "messages": HELLO}, "/v1/chat/completions") is None
 
@@ -216,15 +276,18 @@ def test_embeddings_to_a_model_without_them_is_a_400_naming_the_model():
     assert asyncio.run(hook.MaxTokensClamp().async_post_call_failure_hook(chat, NotFound("Not Found"), None)) is None
 
 
-@pytest.mark.parametrize("path,body,refused", [
-    ("/v1/embeddings", {"model": "m", "input": "hi"}, "m is not an embedding model"),
-    ("/v1/embeddings", {"model": "rr", "input": "hi"}, "rr is not an embedding model"),
-    ("/v1/embeddings", {"model": "emb", "input": "hi"}, None),
-    ("/v1/rerank", {"model": "m", "query": "q", "documents": ["a"]}, "m is not a rerank model"),
-    ("/v2/rerank", {"model": "emb", "query": "q", "documents": ["a"]}, "emb is not a rerank model"),
-    ("/v1/rerank", {"model": "rr", "query": "q", "documents": ["a"]}, None),
-    ("/v1/embeddings", {"model": "no-such-model", "input": "hi"}, None),  # LiteLLM's own 400 names it
-])
+@pytest.mark.parametrize(
+    "path,body,refused",
+    [
+        ("/v1/embeddings", {"model": "m", "input": "hi"}, "m is not an embedding model"),
+        ("/v1/embeddings", {"model": "rr", "input": "hi"}, "rr is not an embedding model"),
+        ("/v1/embeddings", {"model": "emb", "input": "hi"}, None),
+        ("/v1/rerank", {"model": "m", "query": "q", "documents": ["a"]}, "m is not a rerank model"),
+        ("/v2/rerank", {"model": "emb", "query": "q", "documents": ["a"]}, "emb is not a rerank model"),
+        ("/v1/rerank", {"model": "rr", "query": "q", "documents": ["a"]}, None),
+        ("/v1/embeddings", {"model": "no-such-model", "input": "hi"}, None),  # LiteLLM's own 400 names it
+    ],
+)
 def test_embeddings_or_rerank_to_a_model_of_another_kind_is_a_400_before_its_backend(guard, path, body, refused):
     """The route walk saw such requests reach the backend (a 404 there); the config's model_info.mode says the kind."""
     status, answer, reached = guard(path, body)
@@ -261,9 +324,14 @@ def test_install_puts_the_guard_in_front_of_an_app_started_or_not(started):
         module.install(lambda k: k == f"Bearer {KEY}", "no key", app)
         module.install(lambda k: False, "installed twice", app)  # once per process
         headers = {"Authorization": f"Bearer {KEY}"}
-        assert client.post("/v1/chat/completions", json={"model": "m", "messages": "x"}, headers=headers).status_code == 400
+        assert (
+            client.post("/v1/chat/completions", json={"model": "m", "messages": "x"}, headers=headers).status_code
+            == 400
+        )
         assert client.post("/v1/chat/completions", json={"model": "m", "messages": HELLO}, headers=headers).json() == {
-            "model": "m", "messages": HELLO}
+            "model": "m",
+            "messages": HELLO,
+        }
         assert client.post("/v1/chat/completions", json={"model": "m", "messages": HELLO}).status_code == 401
 
 
@@ -287,6 +355,7 @@ def test_the_guard_reads_the_limits_the_renderer_wrote_through_litellms_own_rout
 # --- gateway.metrics: light: the guard counts what it lets through -----------------------------------------------
 def _count(name: str, **labels: str) -> float:
     from prometheus_client import REGISTRY
+
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
@@ -324,8 +393,12 @@ def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkey
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
-            return await c.post("/v1/chat/completions", json={"model": "m503", "messages": HELLO},
-                                headers={"Authorization": f"Bearer {KEY}"})
+            return await c.post(
+                "/v1/chat/completions",
+                json={"model": "m503", "messages": HELLO},
+                headers={"Authorization": f"Bearer {KEY}"},
+            )
+
     assert asyncio.run(go()).status_code == 503
     assert _count(f"{counters.FAILED}_total", **label) == before + 1
 
@@ -344,14 +417,27 @@ def behind_the_guard(reached: list, **options):
     def ask(method: str, path: str, key: str = f"Bearer {KEY}") -> httpx.Response:
         async def go():
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
-                return await c.request(method, path, content=b"username=admin&password=x", headers={"Authorization": key})
+                return await c.request(
+                    method, path, content=b"username=admin&password=x", headers={"Authorization": key}
+                )
+
         return asyncio.run(go())
+
     return ask
 
 
 @pytest.mark.parametrize("hide_ui", [True, False])
-@pytest.mark.parametrize("method,path", [("GET", "/"), ("GET", "/ui/"), ("GET", "/openapi.json"), ("GET", "/docs"),
-                                         ("POST", "/login"), ("GET", "/litellm-asset-prefix/_next/a.js")])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("GET", "/"),
+        ("GET", "/ui/"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs"),
+        ("POST", "/login"),
+        ("GET", "/litellm-asset-prefix/_next/a.js"),
+    ],
+)
 def test_with_the_ui_hidden_its_pages_and_the_docs_are_a_404_for_anyone(method, path, hide_ui):
     reached: list = []
     r = behind_the_guard(reached, hide_ui=hide_ui)(method, path)
@@ -361,7 +447,9 @@ def test_with_the_ui_hidden_its_pages_and_the_docs_are_a_404_for_anyone(method, 
         assert r.status_code == 200 and reached == [path]
 
 
-@pytest.mark.parametrize("path", ["/gateway/status", "/v1/models", "/health/readiness", "/healthz", "/uix", "/docsearch", "/v1/login"])
+@pytest.mark.parametrize(
+    "path", ["/gateway/status", "/v1/models", "/health/readiness", "/healthz", "/uix", "/docsearch", "/v1/login"]
+)
 def test_hiding_the_ui_leaves_every_other_route_alone(path):
     module = load_like_litellm("request_guard")
     assert not module.is_ui_path(path)
@@ -370,6 +458,7 @@ def test_hiding_the_ui_leaves_every_other_route_alone(path):
 def test_a_route_the_key_may_not_ask_is_a_403_before_litellm_sees_the_key():
     """LiteLLM's error path after custom auth put a person's raw key in its failure metric's hashed_api_key label (the
     people test found it on /health); the guard answers such routes itself."""
+
     def route_check(key, path):
         return "the master key's" if key == "Bearer person" and path == "/health" else None
 

@@ -21,8 +21,10 @@ def test_the_defaults_keep_one_request_to_one_answer(plan):
 
 
 def test_a_models_limits_win_field_by_field_over_the_defaults(plan):
-    p = plan("defaults:\n  limits: {n: 4, tools: 16, request_size: 2MiB}\n" + MODEL + "  limits: {n: 8}\n"
-             "other:\n  gpus: []\n  command: vllm serve x/z --max-model-len 4096\n")
+    p = plan(
+        "defaults:\n  limits: {n: 4, tools: 16, request_size: 2MiB}\n" + MODEL + "  limits: {n: 8}\n"
+        "other:\n  gpus: []\n  command: vllm serve x/z --max-model-len 4096\n"
+    )
     m, other = p.models
     assert m.limits == RequestLimits(n=8, best_of=1, tools=16, logit_bias=300, request_bytes=2 * 2**20)
     assert other.limits == RequestLimits(n=4, best_of=1, tools=16, logit_bias=300, request_bytes=2 * 2**20)
@@ -31,18 +33,26 @@ def test_a_models_limits_win_field_by_field_over_the_defaults(plan):
 def test_the_rendered_config_carries_each_models_limits(plan):
     p = plan(MODEL + "  limits: {n: 2, best_of: 3, tools: 0, logit_bias: 10, request_size: 64KiB}\n")
     (entry,) = render_litellm(p)["model_list"]
-    assert entry["model_info"]["gateway_limits"] == {"n": 2, "best_of": 3, "tools": 0, "logit_bias": 10,
-                                                     "request_bytes": 65536}
+    assert entry["model_info"]["gateway_limits"] == {
+        "n": 2,
+        "best_of": 3,
+        "tools": 0,
+        "logit_bias": 10,
+        "request_bytes": 65536,
+    }
 
 
-@pytest.mark.parametrize("limits,expected", [
-    ("{n: 0}", "limits.n: Input should be greater than or equal to 1"),
-    ("{n: many}", "limits.n: Input should be a valid integer"),
-    ("{tools: -1}", "limits.tools: Input should be greater than or equal to 0"),
-    ("{request_size: 2GiB}", "limits.request_size: '2GiB' is outside 1KiB..1GiB"),
-    ("{request_size: 16MB}", "limits.request_size: '16MB': write 16MiB"),
-    ("{bestof: 2}", "limits.bestof: unknown field 'bestof'; did you mean 'best_of'?"),
-])
+@pytest.mark.parametrize(
+    "limits,expected",
+    [
+        ("{n: 0}", "limits.n: Input should be greater than or equal to 1"),
+        ("{n: many}", "limits.n: Input should be a valid integer"),
+        ("{tools: -1}", "limits.tools: Input should be greater than or equal to 0"),
+        ("{request_size: 2GiB}", "limits.request_size: '2GiB' is outside 1KiB..1GiB"),
+        ("{request_size: 16MB}", "limits.request_size: '16MB': write 16MiB"),
+        ("{bestof: 2}", "limits.bestof: unknown field 'bestof'; did you mean 'best_of'?"),
+    ],
+)
 def test_a_wrong_limit_names_model_field_and_fix(problems, limits, expected):
     (msg,) = problems(MODEL + f"  limits: {limits}\n")
     assert expected in msg and "m" in msg, msg

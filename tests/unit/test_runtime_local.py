@@ -34,12 +34,13 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
 
 
-
 @pytest.fixture
 def stack(tmp_path, plan):
     # free ports, never the defaults: the integration stack may be running on 4000/8001 in the same session
-    p = plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
-             f"gateway: {{port: {free_port()}}}\n")
+    p = plan(
+        f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+        f"gateway: {{port: {free_port()}}}\n"
+    )
     s = LocalStack(p, tmp_path / "state", vllm_python=sys.executable)
     s.state_dir.mkdir(parents=True)
     yield s
@@ -48,13 +49,20 @@ def stack(tmp_path, plan):
 
 def server(stack: LocalStack, name: str, delay: float = 0.5, waits_for: tuple[str, ...] = ()) -> Proc:
     port = free_port()
-    return Proc(name, [sys.executable, "-c", HEALTH_SERVER, str(port), str(delay)], stack.state_dir / f"{name}.log",
-                f"http://127.0.0.1:{port}/health", waits_for=waits_for)
+    return Proc(
+        name,
+        [sys.executable, "-c", HEALTH_SERVER, str(port), str(delay)],
+        stack.state_dir / f"{name}.log",
+        f"http://127.0.0.1:{port}/health",
+        waits_for=waits_for,
+    )
 
 
 def crasher(stack: LocalStack, name: str) -> Proc:
-    code = ("import sys; print('loading weights'); "
-            "print('ValueError: No available memory for the cache blocks'); sys.exit(3)")
+    code = (
+        "import sys; print('loading weights'); "
+        "print('ValueError: No available memory for the cache blocks'); sys.exit(3)"
+    )
     return Proc(name, [sys.executable, "-c", code], stack.state_dir / f"{name}.log", "http://127.0.0.1:9/health")
 
 
@@ -102,7 +110,7 @@ def test_a_taken_port_is_refused_before_anything_starts_naming_the_process(stack
 
 def test_down_ends_processes_started_through_a_wrapper_script_and_their_children(stack, tmp_path):
     wrapper = tmp_path / "python-wrapper"
-    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
     code = "import subprocess, time; subprocess.Popen(['sleep', '600']); time.sleep(600)"
     proc = Proc("backend", [str(wrapper), "-c", code], tmp_path / "backend.log", "")
@@ -122,8 +130,21 @@ def test_down_ends_processes_started_through_a_wrapper_script_and_their_children
 def test_down_leaves_a_process_that_reused_a_recorded_pid_alone(tmp_path):
     stranger = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
-        (tmp_path / "state.json").write_text(json.dumps({"procs": [
-            {"name": "old", "pid": stranger.pid, "sid": stranger.pid, "started": 1.0, "cmd": ["sleep", "600"]}]}))
+        (tmp_path / "state.json").write_text(
+            json.dumps(
+                {
+                    "procs": [
+                        {
+                            "name": "old",
+                            "pid": stranger.pid,
+                            "sid": stranger.pid,
+                            "started": 1.0,
+                            "cmd": ["sleep", "600"],
+                        }
+                    ]
+                }
+            )
+        )
         assert stop_recorded(tmp_path, grace=1) == 0
         assert stranger.poll() is None
     finally:
@@ -132,8 +153,10 @@ def test_down_leaves_a_process_that_reused_a_recorded_pid_alone(tmp_path):
 
 
 def test_backends_see_only_their_gpus(plan, tmp_path):
-    p = plan("gpu_memory: 80GiB\ng:\n  gpus: [2, 3]\n  command: vllm serve o/g --max-model-len 8K -tp 2\n"
-             "c:\n  gpus: []\n  command: vllm serve o/c --max-model-len 8K\n")
+    p = plan(
+        "gpu_memory: 80GiB\ng:\n  gpus: [2, 3]\n  command: vllm serve o/g --max-model-len 8K -tp 2\n"
+        "c:\n  gpus: []\n  command: vllm serve o/c --max-model-len 8K\n"
+    )
     s = LocalStack(p, tmp_path / "s2", vllm_python=sys.executable)
     envs = {m.name: s._backend(m).env for m in p.models}
     assert envs["g"]["CUDA_VISIBLE_DEVICES"] == "2,3" and envs["c"]["CUDA_VISIBLE_DEVICES"] == ""
@@ -146,8 +169,10 @@ def test_a_failed_gateway_stops_the_start_and_leaves_nothing_running(plan, tmp_p
     broken_gateway.write_text("#!/bin/sh\necho 'ImportError: no litellm here' >&2\nexit 4\n")
     for f in (sleeper, broken_gateway):
         f.chmod(0o755)
-    p = plan(f"a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K --port {free_port()}\n"
-             f"gateway: {{port: {free_port()}}}\n")
+    p = plan(
+        f"a:\n  gpus: []\n  command: vllm serve o/a --max-model-len 8K --port {free_port()}\n"
+        f"gateway: {{port: {free_port()}}}\n"
+    )
     s = LocalStack(p, tmp_path / "state", vllm_python=str(sleeper), gateway_python=str(broken_gateway))
     with pytest.raises(StackError) as err:
         s.start(timeout=120, partial=True)
@@ -181,8 +206,10 @@ def test_up_again_reuses_a_healthy_stack_of_the_same_file_and_not_a_changed_or_b
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE_SERVER.format(python=sys.executable))
     fake.chmod(0o755)
-    text = (f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
-            f"gateway: {{port: {free_port()}}}\n")
+    text = (
+        f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+        f"gateway: {{port: {free_port()}}}\n"
+    )
     state = tmp_path / "state"
     first = LocalStack(plan(text), state, vllm_python=str(fake), gateway_python=str(fake))
     first.start(timeout=60)
@@ -210,6 +237,7 @@ def on_demand(p, names, group="g", idle=0.0, port=None):
     from dataclasses import replace
 
     from generator.compile.plan import ControllerPlan, OnDemandPlan
+
     models = tuple(replace(m, on_demand=OnDemandPlan(group, idle, "stop")) if m.name in names else m for m in p.models)
     return replace(p, models=models, controller=ControllerPlan(port=port or free_port(), load_timeout=30))
 
@@ -218,15 +246,23 @@ def test_on_demand_models_are_left_to_the_controller_which_starts_them_on_reques
     fake = tmp_path / "fake-vllm"
     fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(Path(__file__).parent / "standin_backend.py")))
     fake.chmod(0o755)
-    p = on_demand(plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
-                       f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n"
-                       f"  start_after: [a]\n"
-                       f"gateway: {{port: {free_port()}}}\n"), {"a", "b"})
+    p = on_demand(
+        plan(
+            f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+            f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n"
+            f"  start_after: [a]\n"
+            f"gateway: {{port: {free_port()}}}\n"
+        ),
+        {"a", "b"},
+    )
     s = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
     a = p.models[0]
     gateway_config = yaml.safe_load(s.gateway_files()[LITELLM_FILE])  # what the local gateway is started with
-    assert s.always_on == () and \
-        gateway_config["model_list"][0]["litellm_params"]["api_base"] == f"http://127.0.0.1:{p.controller.port}/m/a/v1"
+    assert (
+        s.always_on == ()
+        and gateway_config["model_list"][0]["litellm_params"]["api_base"]
+        == f"http://127.0.0.1:{p.controller.port}/m/a/v1"
+    )
     config = s.controller_config()
     ma = config["models"]["a"]
     assert config["port"] == p.controller.port and config["host"] == "127.0.0.1"
@@ -238,8 +274,12 @@ def test_on_demand_models_are_left_to_the_controller_which_starts_them_on_reques
     s._spawn(controller, controller.env)
     try:
         s._wait([controller], 30)
-        r = httpx.post(f"{s.controller_url}/m/a/v1/chat/completions", json={"messages": []}, timeout=30,
-                       headers={"Authorization": f"Bearer {s.keys()[a.api_key_env]}"})
+        r = httpx.post(
+            f"{s.controller_url}/m/a/v1/chat/completions",
+            json={"messages": []},
+            timeout=30,
+            headers={"Authorization": f"Bearer {s.keys()[a.api_key_env]}"},
+        )
         assert r.status_code == 200 and r.json()["backend"] == "o/a", r.text
         backend = r.json()["pid"]
         assert json.loads((s.state_dir / "state.json").read_text())["procs"][0]["name"] == "on-demand"
@@ -253,8 +293,13 @@ def test_stop_ends_the_controller_and_its_backends(plan, tmp_path):
     fake = tmp_path / "fake-vllm"
     fake.write_text(FAKE_VLLM.format(python=sys.executable, standin=str(Path(__file__).parent / "standin_backend.py")))
     fake.chmod(0o755)
-    p = on_demand(plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
-                       f"gateway: {{port: {free_port()}}}\n"), {"a"})
+    p = on_demand(
+        plan(
+            f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+            f"gateway: {{port: {free_port()}}}\n"
+        ),
+        {"a"},
+    )
     s = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
     controller = s._controller()
     s._spawn(controller, controller.env)
@@ -272,8 +317,10 @@ def _fake_stack(plan, tmp_path, state: Path) -> LocalStack:
     if not fake.exists():
         fake.write_text(FAKE_SERVER.format(python=sys.executable))
         fake.chmod(0o755)
-    text = (f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
-            f"gateway: {{port: {free_port()}}}\n")
+    text = (
+        f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n"
+        f"gateway: {{port: {free_port()}}}\n"
+    )
     return LocalStack(plan(text), state, vllm_python=str(fake), gateway_python=str(fake))
 
 
@@ -371,9 +418,11 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
     fake.write_text(FORK_PYTHON.format(python=sys.executable))
     fake.chmod(0o755)
     env = '  env: {LOCAL_ENGINE_FORK: "1"}\n'
-    p = plan(f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n{env}"
-             f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n{env}"
-             f"gateway: {{port: {free_port()}}}\n")
+    p = plan(
+        f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n{env}"
+        f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n{env}"
+        f"gateway: {{port: {free_port()}}}\n"
+    )
     stack = LocalStack(p, tmp_path / "state", vllm_python=str(fake))
     stack.state_dir.mkdir(parents=True)
     try:
@@ -385,7 +434,10 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
         assert {e["name"] for e in recorded["procs"]} == {"a", "b", server.name}
         assert all(os.getsid(x.pid) == x.pid for x in procs)  # session leaders: `down` ends them by session
         seen = json.loads(procs[0].log.read_text().splitlines()[0])
-        assert seen["argv"][1:] == list(procs[0].fork_args) and seen["env"]["VLLM_API_KEY"] == stack.keys()[p.models[0].api_key_env]
+        assert (
+            seen["argv"][1:] == list(procs[0].fork_args)
+            and seen["env"]["VLLM_API_KEY"] == stack.keys()[p.models[0].api_key_env]
+        )
 
         stack.kill("a")
         stack.kill(server.name)
@@ -402,8 +454,9 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
     assert not any(x.alive() for x in procs) and not server.alive() and not again.alive()
 
     broken = tmp_path / "broken-python"  # a fork server that dies at start: the backend is spawned, with a line
-    broken.write_text(FORK_PYTHON.format(python=sys.executable).replace('args += ["--module", "tests.fork_standin"]',
-                                                                        "sys.exit(1)"))
+    broken.write_text(
+        FORK_PYTHON.format(python=sys.executable).replace('args += ["--module", "tests.fork_standin"]', "sys.exit(1)")
+    )
     broken.chmod(0o755)
     console = Console(record=True, width=200)
     spawned = LocalStack(p, tmp_path / "state2", vllm_python=str(broken), console=console)

@@ -25,15 +25,17 @@ def test_added_tokens_get_the_ids_the_weights_use(tok):
     assert tok.get_vocab_size() == sm.VOCAB_SIZE
 
 
-
 def test_the_logit_bias_for_long_answers_bans_exactly_the_end_tokens(tok):
     assert {tok.id_to_token(int(i)) for i in sm.NO_END_LOGIT_BIAS} == {"<|im_end|>", "<|endoftext|>"}
     assert set(sm.NO_END_LOGIT_BIAS.values()) == {-100}  # the lowest bias the OpenAI API takes
 
 
 def test_round_trip_and_two_bytes_per_token(tok):
-    text = ("You are an agent. Use the tools below to answer the user's questions.\n\n"
-            + json.dumps([WEATHER_TOOL] * 20, indent=2) + "\nnaïve café ✓\n")
+    text = (
+        "You are an agent. Use the tools below to answer the user's questions.\n\n"
+        + json.dumps([WEATHER_TOOL] * 20, indent=2)
+        + "\nnaïve café ✓\n"
+    )
     ids = tok.encode(text).ids
     assert tok.decode(ids, skip_special_tokens=False) == text
     assert len(text.encode()) / len(ids) > 1.7  # a 76 KB agent prompt: ~44K tokens, not 76K

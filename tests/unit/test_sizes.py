@@ -3,9 +3,22 @@ import pytest
 from generator.compile.load.sizes import is_auto, parse_size
 
 
-@pytest.mark.parametrize("text,value", [("16K", 16384), ("16k", 16000), ("25.6k", 25600), ("1k", 1000), ("1K", 1024),
-                                        ("2M", 2 * 2**20), ("2m", 2_000_000), ("1G", 2**30), ("8192", 8192),
-                                        (8192, 8192), (" 4K ", 4096)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("16K", 16384),
+        ("16k", 16000),
+        ("25.6k", 25600),
+        ("1k", 1000),
+        ("1K", 1024),
+        ("2M", 2 * 2**20),
+        ("2m", 2_000_000),
+        ("1G", 2**30),
+        ("8192", 8192),
+        (8192, 8192),
+        (" 4K ", 4096),
+    ],
+)
 def test_sizes_follow_vllm(text, value):
     assert parse_size(text) == value
 

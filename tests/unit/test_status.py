@@ -45,7 +45,11 @@ litellm_proxy_failed_requests_metric_total{exception_class="AuthenticationError"
 def test_backend_metrics_are_read_from_real_vllm_text():
     m = route.backend_metrics(VLLM_TEXT)
     assert m["prompt_tokens_total"] == 86105 and m["generation_tokens_total"] == 113
-    assert m["requests_running"] == 1 and m["requests_waiting"] == 0 and m["kv_cache_usage"] == pytest.approx(1.5259e-05, rel=1e-3)
+    assert (
+        m["requests_running"] == 1
+        and m["requests_waiting"] == 0
+        and m["kv_cache_usage"] == pytest.approx(1.5259e-05, rel=1e-3)
+    )
     assert m["requests_finished_total"] == 18  # stop 18, every other reason 0: summed over label sets
     ttft = m["ttft_seconds"]
     assert ttft["count"] == 19 and ttft["buckets"][-1] == ["+Inf", 19.0]
@@ -77,10 +81,15 @@ def test_text_that_is_not_prometheus_is_refused_by_the_parser():
 
 def test_gateway_counters_by_model_errors_are_the_backends_failures_4xx_are_client_errors():
     g = route.gateway_metrics(LITELLM_TEXT)
-    assert g == {"requests_total": 8, "requests_by_model": {"reasoner": 6, "tool-caller": 2},
-                 "errors_total": 3, "errors_by_model": {"reasoner": 2, "tool-caller": 1},  # the 500s and the timeout
-                 "client_errors_total": 4, "client_errors_by_model": {"reasoner": 1, "tool-caller": 3},  # 400, 401
-                 "people": {}}
+    assert g == {
+        "requests_total": 8,
+        "requests_by_model": {"reasoner": 6, "tool-caller": 2},
+        "errors_total": 3,
+        "errors_by_model": {"reasoner": 2, "tool-caller": 1},  # the 500s and the timeout
+        "client_errors_total": 4,
+        "client_errors_by_model": {"reasoner": 1, "tool-caller": 3},  # 400, 401
+        "people": {},
+    }
 
 
 def test_usage_per_person_and_model_comes_from_the_key_alias_label():
@@ -96,27 +105,51 @@ litellm_output_tokens_metric_total{api_key_alias="ann",requested_model="reasoner
     g = route.gateway_metrics(text)
     assert g["people"] == {"ann": {"reasoner": {"requests": 5.0, "input_tokens": 30.0, "output_tokens": 12.0}}}
     rows = status.usage(g, {"ann": {"day": 42, "month": 42, "limits": {"day": 1000}}})
-    assert rows[0] == {"person": "ann", "model": "reasoner", "requests": 5.0, "input_tokens": 30.0, "output_tokens": 12.0}
+    assert rows[0] == {
+        "person": "ann",
+        "model": "reasoner",
+        "requests": 5.0,
+        "input_tokens": 30.0,
+        "output_tokens": 12.0,
+    }
     assert rows[1]["model"] == "(budget)" and rows[1]["tokens_today"] == 42
 
 
-@pytest.mark.parametrize("exception_status,backend", [
-    ("500", True), ("502", True), ("503", True), ("408", True), ("429", True), ("None", True), (None, True),
-    ("400", False), ("401", False), ("403", False), ("404", False), ("413", False), ("422", False)])
+@pytest.mark.parametrize(
+    "exception_status,backend",
+    [
+        ("500", True),
+        ("502", True),
+        ("503", True),
+        ("408", True),
+        ("429", True),
+        ("None", True),
+        (None, True),
+        ("400", False),
+        ("401", False),
+        ("403", False),
+        ("404", False),
+        ("413", False),
+        ("422", False),
+    ],
+)
 def test_which_failures_are_the_backends(exception_status, backend):
     assert route.backend_failure(exception_status) is backend
 
 
 # --- the route: state mapping ------------------------------------------------------------------------
-@pytest.mark.parametrize("outcome,state", [
-    (200, "healthy"),
-    (503, "unhealthy"),  # vLLM: the engine died under a live API server
-    (500, "unhealthy"),
-    (httpx.ReadTimeout("timed out"), "unhealthy"),  # accepted, never answered: hung
-    (httpx.ConnectError("[Errno 111] Connection refused"), "down"),
-    (httpx.ConnectError("[Errno -2] Name or service not known"), "down"),
-    (httpx.ConnectTimeout("timed out"), "down"),
-])
+@pytest.mark.parametrize(
+    "outcome,state",
+    [
+        (200, "healthy"),
+        (503, "unhealthy"),  # vLLM: the engine died under a live API server
+        (500, "unhealthy"),
+        (httpx.ReadTimeout("timed out"), "unhealthy"),  # accepted, never answered: hung
+        (httpx.ConnectError("[Errno 111] Connection refused"), "down"),
+        (httpx.ConnectError("[Errno -2] Name or service not known"), "down"),
+        (httpx.ConnectTimeout("timed out"), "down"),
+    ],
+)
 def test_health_outcomes_map_to_states(outcome, state):
     got, reason = route.state_of(outcome)
     assert got == state and reason
@@ -163,6 +196,7 @@ def _probe(port: int) -> dict:
     async def go():
         route._client = None  # a client per event loop
         return await route.backend("m", dep)
+
     return asyncio.run(go())
 
 
@@ -219,7 +253,9 @@ def test_ttft_p50_over_the_interval_only():
     assert status.quantile(0.5, before, after) == pytest.approx(0.5)
     assert status.quantile(0.25, before, after) == pytest.approx(0.3)  # halfway through (0.1, 0.5]
     assert status.quantile(0.5, after, after) is None  # no request in the interval
-    assert status.quantile(0.5, None, after) == pytest.approx(0.07)  # no earlier reading: all 14, rank 7 of 10 in [0, 0.1]
+    assert status.quantile(0.5, None, after) == pytest.approx(
+        0.07
+    )  # no earlier reading: all 14, rank 7 of 10 in [0, 0.1]
 
 
 def test_quantile_in_the_open_bucket_is_the_largest_finite_bound():
@@ -228,15 +264,40 @@ def test_quantile_in_the_open_bucket_is_the_largest_finite_bound():
 
 
 def _sample(t: float, prompt: float, gen: float, requests: float, state: str = "healthy", ttft=None) -> dict:
-    metrics = {"requests_running": 1.0, "requests_waiting": 2.0, "kv_cache_usage": 0.125,
-               "prompt_tokens_total": prompt, "generation_tokens_total": gen, "preemptions_total": 0.0,
-               "requests_finished_total": 0.0, "ttft_seconds": ttft or _hist({"0.1": 0, "+Inf": 0})}
-    return {"time": t,
-            "gateway": {"state": "healthy", "pid": 1, "workers": 2, "metrics_error": None,
-                        "metrics": {"requests_total": requests, "errors_total": 1.0,
-                                    "requests_by_model": {"reasoner": requests}, "errors_by_model": {"reasoner": 1.0}}},
-            "models": [{"name": "reasoner", "backend": "http://reasoner:8001", "state": state, "reason": "r",
-                        "metrics": metrics if state == "healthy" else None}]}
+    metrics = {
+        "requests_running": 1.0,
+        "requests_waiting": 2.0,
+        "kv_cache_usage": 0.125,
+        "prompt_tokens_total": prompt,
+        "generation_tokens_total": gen,
+        "preemptions_total": 0.0,
+        "requests_finished_total": 0.0,
+        "ttft_seconds": ttft or _hist({"0.1": 0, "+Inf": 0}),
+    }
+    return {
+        "time": t,
+        "gateway": {
+            "state": "healthy",
+            "pid": 1,
+            "workers": 2,
+            "metrics_error": None,
+            "metrics": {
+                "requests_total": requests,
+                "errors_total": 1.0,
+                "requests_by_model": {"reasoner": requests},
+                "errors_by_model": {"reasoner": 1.0},
+            },
+        },
+        "models": [
+            {
+                "name": "reasoner",
+                "backend": "http://reasoner:8001",
+                "state": state,
+                "reason": "r",
+                "metrics": metrics if state == "healthy" else None,
+            }
+        ],
+    }
 
 
 @pytest.fixture
@@ -253,8 +314,18 @@ def test_report_json_shape_and_rates_from_two_samples(demo_target):
     by_name = {m["name"]: m for m in rep["models"]}
     assert list(by_name) == ["reasoner", "tool-caller"]  # models.yml order; a model the gateway lacks is listed too
     r = by_name["reasoner"]
-    assert {"name", "state", "requests_running", "requests_waiting", "kv_cache_usage", "gpus", "prompt_tokens_per_s",
-            "generation_tokens_per_s", "ttft_p50_s", "gateway_errors_total"} <= set(r)
+    assert {
+        "name",
+        "state",
+        "requests_running",
+        "requests_waiting",
+        "kv_cache_usage",
+        "gpus",
+        "prompt_tokens_per_s",
+        "generation_tokens_per_s",
+        "ttft_p50_s",
+        "gateway_errors_total",
+    } <= set(r)
     assert (r["prompt_tokens_per_s"], r["generation_tokens_per_s"]) == (100.0, 10.0)
     assert (r["requests_running"], r["requests_waiting"], r["kv_cache_usage"], r["gpus"]) == (1, 2, 0.125, [])
     assert r["gateway_errors_total"] == 1.0 and r["ttft_p50_s"] is None
@@ -329,10 +400,22 @@ def _local_stack(state: Path, models: Path, port: int, gateway: subprocess.Popen
     """The state `python -m generator.operate.runtime up` leaves: state.json (its gateway process, pid and start
     time) and the stack's keys in .env."""
     state.mkdir(parents=True, exist_ok=True)
-    procs = [{"name": "gateway", "pid": gateway.pid, "sid": gateway.pid, "started": started_at(gateway.pid),
-              "cmd": ["python"]}] if gateway else []
-    (state / "state.json").write_text(json.dumps({"stack_id": "x", "gateway_url": f"http://127.0.0.1:{port}",
-                                                  "models": str(models), "procs": procs}))
+    procs = (
+        [
+            {
+                "name": "gateway",
+                "pid": gateway.pid,
+                "sid": gateway.pid,
+                "started": started_at(gateway.pid),
+                "cmd": ["python"],
+            }
+        ]
+        if gateway
+        else []
+    )
+    (state / "state.json").write_text(
+        json.dumps({"stack_id": "x", "gateway_url": f"http://127.0.0.1:{port}", "models": str(models), "procs": procs})
+    )
     (state / ".env").write_text(f"LITELLM_MASTER_KEY={key}\n")
 
 
@@ -348,7 +431,10 @@ def test_the_running_local_stack_is_found_without_arguments(tmp_path, standin):
     port, gateway = standin("local-key")
     _local_stack(tmp_path / "state", DEMO, port, gateway, "local-key")
     t = status.find_target(_args(tmp_path), {})
-    assert (t.url, t.key) == (f"http://127.0.0.1:{port}", "local-key") and [m.name for m in t.plan.models] == ["reasoner", "tool-caller"]
+    assert (t.url, t.key) == (f"http://127.0.0.1:{port}", "local-key") and [m.name for m in t.plan.models] == [
+        "reasoner",
+        "tool-caller",
+    ]
 
 
 def test_models_yml_of_the_running_local_stack_reads_that_stacks_key_not_compose_env(tmp_path, standin, monkeypatch):
@@ -380,7 +466,9 @@ def test_the_state_of_a_stack_that_stopped_is_not_a_running_stack(tmp_path, stan
 
 def test_models_yml_and_its_keys_file_compose_or_k8s(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "models.yml").write_text("gateway: {port: 4321}\nm: {gpus: [0], command: vllm serve a/b --max-model-len 4096}\n")
+    (tmp_path / "models.yml").write_text(
+        "gateway: {port: 4321}\nm: {gpus: [0], command: vllm serve a/b --max-model-len 4096}\n"
+    )
     (tmp_path / "compose").mkdir()
     (tmp_path / "compose/.env").write_text("LITELLM_MASTER_KEY=compose-key\n")
     (tmp_path / "k8s").mkdir()
@@ -405,14 +493,21 @@ def _main(tmp_path: Path, capsys, *argv: str) -> tuple[int, str, str]:
 def test_no_stack_running_is_one_line_whatever_keys_are_missing(tmp_path, monkeypatch, capsys, clean_env):
     monkeypatch.chdir(tmp_path)
     port = free_port()  # nothing listens there
-    (tmp_path / "models.yml").write_text(f"gateway: {{port: {port}}}\nm: {{gpus: [], command: vllm serve a/b --max-model-len 4096}}\n")
+    (tmp_path / "models.yml").write_text(
+        f"gateway: {{port: {port}}}\nm: {{gpus: [], command: vllm serve a/b --max-model-len 4096}}\n"
+    )
     code, out, err = _main(tmp_path, capsys)  # no compose/.env either: no key, and no stack to ask
     assert code == 1 and out == ""
     assert err == f"no stack is running: nothing answers at http://127.0.0.1:{port} (the gateway of models.yml)\n"
     code, out, err = _main(tmp_path, capsys, "--json")
-    assert code == 1 and json.loads(out) == {"gateway": {"url": f"http://127.0.0.1:{port}", "state": "not running",
-                                                         "error": err.strip() or json.loads(out)["gateway"]["error"]},
-                                             "models": []}
+    assert code == 1 and json.loads(out) == {
+        "gateway": {
+            "url": f"http://127.0.0.1:{port}",
+            "state": "not running",
+            "error": err.strip() or json.loads(out)["gateway"]["error"],
+        },
+        "models": [],
+    }
     assert json.loads(out)["gateway"]["error"].startswith("no stack is running")
 
 
@@ -453,8 +548,9 @@ def test_a_compose_like_stack_is_read_with_the_compose_key(tmp_path, monkeypatch
     assert "refused the key from compose/.env (401; the gateway of models.yml)" in out
 
 
-def test_make_status_with_the_local_stacks_models_yml_reads_the_local_key(tmp_path, monkeypatch, capsys, clean_env,
-                                                                          standin):
+def test_make_status_with_the_local_stacks_models_yml_reads_the_local_key(
+    tmp_path, monkeypatch, capsys, clean_env, standin
+):
     """The local stack runs examples/cpu-on-demand-like models.yml; compose/.env holds another key: status
     with MODELS=that file asks the local gateway with the local key (it answered 'unauthorized' before)."""
     monkeypatch.chdir(tmp_path)
@@ -470,7 +566,9 @@ def test_make_status_with_the_local_stacks_models_yml_reads_the_local_key(tmp_pa
 def test_no_key_is_exit_2_with_where_it_looked(tmp_path, monkeypatch, capsys, clean_env, standin):
     monkeypatch.chdir(tmp_path)
     port, _ = standin("compose-key")
-    (tmp_path / "models.yml").write_text(f"gateway: {{port: {port}}}\nm: {{gpus: [], command: vllm serve a/b --max-model-len 4096}}\n")
+    (tmp_path / "models.yml").write_text(
+        f"gateway: {{port: {port}}}\nm: {{gpus: [], command: vllm serve a/b --max-model-len 4096}}\n"
+    )
     code, out, err = _main(tmp_path, capsys)
     assert code == 2 and "no gateway key for models.yml: looked in compose/.env" in err
 
@@ -483,7 +581,9 @@ def test_nan_free_math():
 def test_gateway_port_4001_is_refused_it_is_the_metrics_port(tmp_path):
     from generator.errors import ConfigError
 
-    (tmp_path / "models.yml").write_text("gateway: {port: 4001}\nm: {gpus: [], command: vllm serve a/b --max-model-len 4096}\n")
+    (tmp_path / "models.yml").write_text(
+        "gateway: {port: 4001}\nm: {gpus: [], command: vllm serve a/b --max-model-len 4096}\n"
+    )
     with pytest.raises(ConfigError) as err:
         load_plan(tmp_path / "models.yml")
     assert "gateway.port" in str(err.value.problems[0]) and "metrics port" in str(err.value.problems[0])
@@ -528,9 +628,11 @@ def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_f
     import http.server
     import threading
 
-    answers = {"/m/a/health": (503, "stopped", {"state": "stopped", "last_error": None}),
-               "/m/b/health": (200, "loaded", {}),
-               "/m/c/health": (503, "failed", {"state": "failed", "last_error": "exited with code 2: bad flag"})}
+    answers = {
+        "/m/a/health": (503, "stopped", {"state": "stopped", "last_error": None}),
+        "/m/b/health": (200, "loaded", {}),
+        "/m/c/health": (503, "failed", {"state": "failed", "last_error": "exited with code 2: bad flag"}),
+    }
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -548,10 +650,16 @@ def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_f
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
+
         async def go():
             route._client = None
-            return [await route.backend(n, {"litellm_params": {"api_base": f"http://127.0.0.1:{server.server_address[1]}/m/{n}/v1"}})
-                    for n in "abc"]
+            return [
+                await route.backend(
+                    n, {"litellm_params": {"api_base": f"http://127.0.0.1:{server.server_address[1]}/m/{n}/v1"}}
+                )
+                for n in "abc"
+            ]
+
         a, b, c = asyncio.run(go())
     finally:
         server.shutdown()
@@ -559,7 +667,10 @@ def test_an_on_demand_model_reads_its_controller_state_and_not_loaded_is_not_a_f
     assert (a["state"], a["reason"]) == ("stopped", "on demand: stopped (a request loads it)")
     assert (b["state"], b["reason"]) == ("loaded", "on demand: loaded, /health 200")
     assert (c["state"], c["reason"]) == ("failed", "on demand: failed (exited with code 2: bad flag)")
-    rep = {"gateway": {"state": "healthy"}, "models": [{"state": s} for s in ("loaded", "stopped", "asleep", "loading")]}
+    rep = {
+        "gateway": {"state": "healthy"},
+        "models": [{"state": s} for s in ("loaded", "stopped", "asleep", "loading")],
+    }
     assert status.healthy(rep)
     assert not status.healthy({**rep, "models": [*rep["models"], {"state": "failed"}]})
 
@@ -571,9 +682,17 @@ def test_replicas_are_shown_one_by_one_with_the_models_gateway_counters():
     target = status.Target("http://127.0.0.1:4000", "k", plan, "test")
     after = _sample(2.0, 10, 4, 7)
     after["gateway"]["metrics"]["requests_by_model"] = {"plain": 7.0}
-    after["models"] = [{**after["models"][0], "name": "plain-1", "model": "plain", "backend": "http://127.0.0.1:8001"},
-                       {"name": "plain-2", "model": "plain", "backend": "http://127.0.0.1:8002", "state": "down",
-                        "reason": "connection refused", "metrics": None}]
+    after["models"] = [
+        {**after["models"][0], "name": "plain-1", "model": "plain", "backend": "http://127.0.0.1:8001"},
+        {
+            "name": "plain-2",
+            "model": "plain",
+            "backend": "http://127.0.0.1:8002",
+            "state": "down",
+            "reason": "connection refused",
+            "metrics": None,
+        },
+    ]
     rep = status.report(None, after, target)
     rows = {m["name"]: m for m in rep["models"]}
     assert list(rows) == ["plain-1", "plain-2"]

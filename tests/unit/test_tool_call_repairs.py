@@ -22,19 +22,28 @@ def run(chunks, request_data):
         async def source():
             for c in chunks:
                 yield c
-        return [c async for c in repairs.repair_instance.async_post_call_streaming_iterator_hook(
-            None, source(), request_data)]
+
+        return [
+            c
+            async for c in repairs.repair_instance.async_post_call_streaming_iterator_hook(None, source(), request_data)
+        ]
+
     return asyncio.run(collect())
 
 
 def chat_chunk(tool_calls=None, finish=None) -> ModelResponseStream:
-    return ModelResponseStream(id="c", model="m", choices=[StreamingChoices(
-        index=0, delta=Delta(tool_calls=tool_calls), finish_reason=finish)])
+    return ModelResponseStream(
+        id="c", model="m", choices=[StreamingChoices(index=0, delta=Delta(tool_calls=tool_calls), finish_reason=finish)]
+    )
 
 
 def call(index, name=None, arguments=None):
-    return ChatCompletionDeltaToolCall(index=index, id=f"call_{index}" if name else None, type="function",
-                                       function=Function(name=name, arguments=arguments))
+    return ChatCompletionDeltaToolCall(
+        index=index,
+        id=f"call_{index}" if name else None,
+        type="function",
+        function=Function(name=name, arguments=arguments),
+    )
 
 
 def arguments_by_index(chunks) -> dict[int, str]:
@@ -46,8 +55,11 @@ def arguments_by_index(chunks) -> dict[int, str]:
 
 
 def test_a_chat_call_without_arguments_gets_an_empty_object_before_the_end():
-    chunks = [chat_chunk([call(0, "get_time", "")]), chat_chunk([call(1, "get_weather", '{"city": "Paris"}')]),
-              chat_chunk(finish="tool_calls")]
+    chunks = [
+        chat_chunk([call(0, "get_time", "")]),
+        chat_chunk([call(1, "get_weather", '{"city": "Paris"}')]),
+        chat_chunk(finish="tool_calls"),
+    ]
     out = run(chunks, {"tools": TOOLS})
     assert arguments_by_index(out) == {0: "{}", 1: '{"city": "Paris"}'}
     assert out[-1].choices[0].finish_reason == "tool_calls" and len(out) == 4
@@ -65,14 +77,34 @@ def test_a_request_without_tools_passes_through_untouched():
 
 
 def test_responses_function_calls_that_end_empty_end_with_an_empty_object():
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_time", "arguments": "",
-            "status": "completed"}
-    events = [FunctionCallArgumentsDoneEvent(type="response.function_call_arguments.done", item_id="fc_1",
-                                             output_index=0, arguments=""),
-              OutputItemDoneEvent(type="response.output_item.done", output_index=0, item=item),
-              ResponseCompletedEvent(type="response.completed", response={
-                  "id": "r", "object": "response", "created_at": 0, "status": "completed", "model": "m",
-                  "output": [dict(item)], "tool_choice": "auto", "tools": [], "parallel_tool_calls": True})]
+    item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_time",
+        "arguments": "",
+        "status": "completed",
+    }
+    events = [
+        FunctionCallArgumentsDoneEvent(
+            type="response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments=""
+        ),
+        OutputItemDoneEvent(type="response.output_item.done", output_index=0, item=item),
+        ResponseCompletedEvent(
+            type="response.completed",
+            response={
+                "id": "r",
+                "object": "response",
+                "created_at": 0,
+                "status": "completed",
+                "model": "m",
+                "output": [dict(item)],
+                "tool_choice": "auto",
+                "tools": [],
+                "parallel_tool_calls": True,
+            },
+        ),
+    ]
     out = run(events, {"tools": TOOLS})
     assert out[0].arguments == "{}"
     assert out[1].item["arguments"] == "{}" if isinstance(out[1].item, dict) else out[1].item.arguments == "{}"
@@ -91,10 +123,17 @@ def stop_reason(chunks) -> str:
     return delta["delta"]["stop_reason"]
 
 
-END_TURN = sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                                 "usage": {"output_tokens": 5}})
-TOOL_USE = sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-    "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}})
+END_TURN = sse(
+    "message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}
+)
+TOOL_USE = sse(
+    "content_block_start",
+    {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+    },
+)
 
 
 def test_a_messages_stream_with_tool_use_blocks_stops_for_tool_use():
@@ -109,6 +148,8 @@ def test_events_split_across_chunks_are_rejoined_before_they_are_read():
 
 
 def test_a_messages_stream_of_text_keeps_end_turn():
-    text = sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                       "content_block": {"type": "text", "text": ""}})
+    text = sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
     assert stop_reason(run([text, END_TURN], {"tools": TOOLS})) == "end_turn"

@@ -68,36 +68,46 @@ def test_tensor_parallel_with_matching_gpus_is_accepted(plan):
 
 
 def test_gpu_memory_over_one_is_refused_naming_gpu_and_models(problems):
-    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.6", name="a") + \
-        one("vllm serve org/b --max-model-len 8K --gpu-memory-utilization 0.5", name="b")
+    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.6", name="a") + one(
+        "vllm serve org/b --max-model-len 8K --gpu-memory-utilization 0.5", name="b"
+    )
     (msg,) = problems(text)
     assert "GPU 0 is over-committed" in msg and "1.10" in msg and "a 0.60" in msg and "b 0.50" in msg
 
 
 def test_vllms_default_memory_fraction_counts_when_the_flag_is_absent(problems):
-    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.2", name="a") + \
-        one("vllm serve org/b --max-model-len 8K", name="b")
+    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.2", name="a") + one(
+        "vllm serve org/b --max-model-len 8K", name="b"
+    )
     (msg,) = problems(text)
     assert "b 0.92" in msg and "defaults to 0.92" in msg
 
 
 def test_models_on_different_gpus_do_not_add_up(plan):
-    text = one("vllm serve org/a --max-model-len 8K", name="a") + \
-        one("vllm serve org/b --max-model-len 8K", name="b", gpus="[1]")
+    text = one("vllm serve org/a --max-model-len 8K", name="a") + one(
+        "vllm serve org/b --max-model-len 8K", name="b", gpus="[1]"
+    )
     assert [m.port for m in plan(text).models] == [8001, 8002]
 
 
 def test_served_names_and_ports_must_be_unique(problems):
-    text = one("vllm serve org/a --max-model-len 8K --served-model-name same", name="a", gpus="[]") + \
-        one("vllm serve org/b --max-model-len 8K --served-model-name same --port 9000", name="b", gpus="[]") + \
-        one("vllm serve org/c --max-model-len 8K", name="c", gpus="[]") + "  port: 9000\n"
+    text = (
+        one("vllm serve org/a --max-model-len 8K --served-model-name same", name="a", gpus="[]")
+        + one("vllm serve org/b --max-model-len 8K --served-model-name same --port 9000", name="b", gpus="[]")
+        + one("vllm serve org/c --max-model-len 8K", name="c", gpus="[]")
+        + "  port: 9000\n"
+    )
     msgs = "\n".join(problems(text))
     assert "served model name 'same' is already used by a" in msgs and "port 9000 is already used by b" in msgs
 
 
 def test_model_names_must_be_dns_labels_and_not_reserved(problems):
-    msgs = "\n".join(problems(one("vllm serve o/m --max-model-len 8K", name="GLM_4") +
-                              one("vllm serve o/m --max-model-len 8K", name="litellm")))
+    msgs = "\n".join(
+        problems(
+            one("vllm serve o/m --max-model-len 8K", name="GLM_4")
+            + one("vllm serve o/m --max-model-len 8K", name="litellm")
+        )
+    )
     assert "GLM_4: model names become service and host names" in msgs
     assert "'litellm' is the name of a service of the stack" in msgs
 
@@ -114,7 +124,8 @@ def test_empty_file_and_wrong_top_level(problems):
 
 
 def test_wrong_types_and_unknown_fields_with_suggestions(problems):
-    msgs = "\n".join(problems("""\
+    msgs = "\n".join(
+        problems("""\
         m1:
           gpus: "0"
           command: vllm serve org/m --max-model-len 8K
@@ -124,7 +135,8 @@ def test_wrong_types_and_unknown_fields_with_suggestions(problems):
           gpus: [0]
           command: vllm serve org/m --max-model-len 8K
           litellm: {max_token: 10, temperature: hot}
-        """))
+        """)
+    )
     assert "m1.gpus" in msgs and "valid list" in msgs
     assert "unknown field 'litelm'; did you mean 'litellm'?" in msgs
     assert "m1.env.FLAG" in msgs and "quote it" in msgs
@@ -137,8 +149,10 @@ def test_duplicate_keys_are_refused(problems):
 
 
 def test_every_problem_of_every_model_is_reported_at_once_with_its_line(problems):
-    msgs = problems(one("vllm serve o/a --max-model-len 8K --bogus", name="a") +
-                    one("vllm serve o/b --max-model-len 8K", "  litellm: {max_tokens: 8K}\n", name="b"))
+    msgs = problems(
+        one("vllm serve o/a --max-model-len 8K --bogus", name="a")
+        + one("vllm serve o/b --max-model-len 8K", "  litellm: {max_tokens: 8K}\n", name="b")
+    )
     assert len(msgs) == 2
     assert msgs[0].split(": ")[0].endswith("models.yml:3") and "a.command --bogus" in msgs[0]
     assert msgs[1].split(": ")[0].endswith("models.yml:7") and "b.litellm.max_tokens" in msgs[1]
@@ -168,8 +182,12 @@ def test_trust_remote_code_is_a_warning(plan):
 
 
 def test_parsers_and_served_name_reach_the_plan(plan):
-    (m,) = plan(one("vllm serve o/m --max-model-len 8K --reasoning-parser qwen3 --enable-auto-tool-choice "
-                    "--tool-call-parser hermes --served-model-name public")).models
+    (m,) = plan(
+        one(
+            "vllm serve o/m --max-model-len 8K --reasoning-parser qwen3 --enable-auto-tool-choice "
+            "--tool-call-parser hermes --served-model-name public"
+        )
+    ).models
     assert (m.served_name, m.tool_parser, m.reasoning_parser, m.auto_tool_choice) == ("public", "hermes", "qwen3", True)
     assert m.flag_args[-4:] == ("--port", "8001", "--allowed-media-domains", "NO-MEDIA-URLS.invalid")
     assert "--served-model-name" in m.flag_args

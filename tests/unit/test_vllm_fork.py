@@ -22,9 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def start_server(sock: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "generator.shipped.on_demand.vllm_fork", "--fork-server", str(sock),
-                             "--module", "tests.fork_standin"], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "generator.shipped.on_demand.vllm_fork",
+            "--fork-server",
+            str(sock),
+            "--module",
+            "tests.fork_standin",
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +77,9 @@ def test_a_child_outside_a_session_keeps_the_servers_with_a_group_of_its_own(ser
 
 def test_a_running_child_polls_none_and_a_killed_one_reports_its_signal(server, tmp_path):
     sock, _ = server
-    children = [vllm_fork.fork(str(sock), ["sleep", "60"], {}, str(tmp_path), str(tmp_path / f"{i}.log"))
-                for i in range(3)]
+    children = [
+        vllm_fork.fork(str(sock), ["sleep", "60"], {}, str(tmp_path), str(tmp_path / f"{i}.log")) for i in range(3)
+    ]
     assert [c.poll() for c in children] == [None] * 3
     with pytest.raises(subprocess.TimeoutExpired):
         children[0].wait(0.5)

@@ -17,8 +17,11 @@ MODEL = "m1:\n  gpus: []\n  command: vllm serve /models/m1 --max-model-len 4K\n"
 
 
 def test_defaults_then_the_models_own_and_a_model_entry_replaces_a_default_with_the_same_target(plan):
-    p = plan("defaults:\n  volumes: [/srv/a:/models:ro, cache:/data]\n" + MODEL
-             + "  volumes: ['${W:?set W}:/models', ./local:/extra:rw]\n")
+    p = plan(
+        "defaults:\n  volumes: [/srv/a:/models:ro, cache:/data]\n"
+        + MODEL
+        + "  volumes: ['${W:?set W}:/models', ./local:/extra:rw]\n"
+    )
     (m,) = p.models
     assert [str(v) for v in m.volumes] == ["${W:?set W}:/models", "cache:/data", "./local:/extra"]
     assert [v.named for v in m.volumes] == [False, True, False]
@@ -27,8 +30,12 @@ def test_defaults_then_the_models_own_and_a_model_entry_replaces_a_default_with_
 def test_compose_mounts_them_after_the_caches_and_declares_named_volumes(plan):
     p = plan(MODEL + "  volumes: [weights:/models:ro, /srv/x:/x]\n")
     doc = render_compose(p)
-    assert doc["services"]["m1"]["volumes"] == ["hf-cache:/root/.cache/huggingface", "vllm-cache:/root/.cache/vllm",
-                                                "weights:/models:ro", "/srv/x:/x"]
+    assert doc["services"]["m1"]["volumes"] == [
+        "hf-cache:/root/.cache/huggingface",
+        "vllm-cache:/root/.cache/vllm",
+        "weights:/models:ro",
+        "/srv/x:/x",
+    ]
     assert list(doc["volumes"]) == ["hf-cache", "vllm-cache", "prometheus-data", "weights"]
 
 
@@ -45,13 +52,16 @@ def test_the_cpu_compose_example_bind_mounts_the_demo_weights_read_only():
         jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(yaml.safe_load(yaml.safe_dump(doc)))
 
 
-@pytest.mark.parametrize("entry, expected", [
-    ("/srv/models", "is not host:container"),
-    ("/srv/models:models", "is not host:container"),  # relative container path
-    ("/srv/models:/models:rx", "is not host:container"),
-    ("-bad:/models", "neither a path"),
-    ("my weights:/models", "neither a path"),
-])
+@pytest.mark.parametrize(
+    "entry, expected",
+    [
+        ("/srv/models", "is not host:container"),
+        ("/srv/models:models", "is not host:container"),  # relative container path
+        ("/srv/models:/models:rx", "is not host:container"),
+        ("-bad:/models", "neither a path"),
+        ("my weights:/models", "neither a path"),
+    ],
+)
 def test_malformed_entries_name_model_field_and_the_expected_form(problems, entry, expected):
     (msg,) = problems(MODEL + f"  volumes: ['{entry}']\n")
     assert "m1.volumes.0" in msg and expected in msg and "host:container[:ro]" in msg

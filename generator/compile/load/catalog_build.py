@@ -28,9 +28,9 @@ ARCHITECTURES_PATH = Path(__file__).parent / "data" / "vllm_architectures.json"
 # Each one is checked against the parser below: a flag that still exists is an error here.
 REMOVED_FLAGS = {
     "--enable-reasoning": "was removed in vLLM 0.10; --reasoning-parser alone turns reasoning on: "
-                          "delete --enable-reasoning",
+    "delete --enable-reasoning",
     "--disable-log-requests": "was removed; request logging is off by default (--enable-log-requests turns it on): "
-                              "delete it",
+    "delete it",
     "--use-v2-block-manager": "was removed; the v2 block manager is the only one: delete it",
     "--num-scheduler-steps": "was removed with the V0 engine: delete it",
     "--worker-use-ray": "was removed: use --distributed-executor-backend ray",
@@ -38,6 +38,7 @@ REMOVED_FLAGS = {
     "--tokenizer-pool-size": "was removed with the V0 engine: delete it",
     "--device": "was removed; vLLM detects the platform itself: delete it",
 }
+
 
 # Flags whose valid values live in vLLM registries rather than in argparse `choices`.
 def _registry_choices() -> dict[str, list[str]]:
@@ -135,11 +136,17 @@ def build_architectures() -> dict:
 
     logging.disable(logging.WARNING)  # per-class import noise
     # what a pooling class serves, by the registry table that lists it (a class may be listed twice: last wins)
-    tasks = {arch: task for table, task in (("_EMBEDDING_MODELS", "embed"), ("_REWARD_MODELS", "embed"),
-                                            ("_LATE_INTERACTION_MODELS", "token_embed"),
-                                            ("_TOKEN_CLASSIFICATION_MODELS", "token_classify"),
-                                            ("_SEQUENCE_CLASSIFICATION_MODELS", "classify"))
-             for arch in getattr(vllm_registry, table)}
+    tasks = {
+        arch: task
+        for table, task in (
+            ("_EMBEDDING_MODELS", "embed"),
+            ("_REWARD_MODELS", "embed"),
+            ("_LATE_INTERACTION_MODELS", "token_embed"),
+            ("_TOKEN_CLASSIFICATION_MODELS", "token_classify"),
+            ("_SEQUENCE_CLASSIFICATION_MODELS", "classify"),
+        )
+        for arch in getattr(vllm_registry, table)
+    }
     runners: dict[str, dict[str, str]] = {}
     for arch in sorted(ModelRegistry.get_supported_archs()):
         try:
@@ -178,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for path, text in outputs.items():
         path.write_text(text)
-    print(f"wrote {args.out} ({len(json.loads(outputs[args.out])['flags'])} flags) and {ARCHITECTURES_PATH} "
-          f"({len(json.loads(outputs[ARCHITECTURES_PATH])['architectures'])} architectures)")
+    print(
+        f"wrote {args.out} ({len(json.loads(outputs[args.out])['flags'])} flags) and {ARCHITECTURES_PATH} "
+        f"({len(json.loads(outputs[ARCHITECTURES_PATH])['architectures'])} architectures)"
+    )
     return 0
 
 

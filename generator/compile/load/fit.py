@@ -69,7 +69,7 @@ def text_config(config: dict) -> dict:
 
 
 def _quantization(cfg: dict) -> str:
-    """"awq 4-bit", "fp8", ... from quantization_config; "" for a checkpoint that is not quantized."""
+    """ "awq 4-bit", "fp8", ... from quantization_config; "" for a checkpoint that is not quantized."""
     qc = cfg.get("quantization_config")
     if not isinstance(qc, dict):
         return "quantized" if qc else ""
@@ -119,14 +119,22 @@ def estimate(config: dict, weights: Weights, cmd: ServeCommand) -> Estimate | st
         note += f", {windowed} sliding-window layers ({window} tokens)"
     if online:
         note += f", --quantization {online}"
-    return Estimate(loaded, weights.source, int(layers * per_layer), split, pp, note,
-                    int(windowed * per_layer), window)
+    return Estimate(loaded, weights.source, int(layers * per_layer), split, pp, note, int(windowed * per_layer), window)
 
 
 # vLLM 0.32 `_get_and_verify_max_len` (vllm/config/model.py) and `derive_max_model_len_and_key`:
 # the smallest of these keys of the text config, `model_max_length` winning when set.
-MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 # RoPE types whose max_position_embeddings is already the scaled length (vLLM does not multiply by `factor`)
 ROPE_ALREADY_SCALED = {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"}
 
@@ -150,8 +158,11 @@ def config_context(config: dict, tokenizer_max: int | None = None) -> tuple[int,
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
     params = []
     if isinstance(rope, dict):  # one dict, or one per layer type
-        params = [p for p in rope.values() if isinstance(p, dict) and p] if all(
-            isinstance(v, dict) or v is None for v in rope.values()) else [rope]
+        params = (
+            [p for p in rope.values() if isinstance(p, dict) and p]
+            if all(isinstance(v, dict) or v is None for v in rope.values())
+            else [rope]
+        )
     if params and "gemma3" not in str(cfg.get("model_type", "")):
         factor, kind = 1.0, ""
         for p in params:
@@ -161,9 +172,12 @@ def config_context(config: dict, tokenizer_max: int | None = None) -> tuple[int,
         if _number(factor) and factor != 1:
             n, what = n * factor, f"{what} x RoPE scaling factor {factor:g} ({kind})"
         if any((p.get("rope_type") or p.get("type")) == "longrope" for p in params) and _number(
-                cfg.get("original_max_position_embeddings")):  # vLLM: shorter sequences stay unscaled
-            n, what = cfg["original_max_position_embeddings"], (
-                f"config.json original_max_position_embeddings {cfg['original_max_position_embeddings']} (longrope)")
+            cfg.get("original_max_position_embeddings")
+        ):  # vLLM: shorter sequences stay unscaled
+            n, what = (
+                cfg["original_max_position_embeddings"],
+                (f"config.json original_max_position_embeddings {cfg['original_max_position_embeddings']} (longrope)"),
+            )
     return int(n), what
 
 
@@ -175,8 +189,16 @@ class Verdict:
     weights: int | None = None  # bytes of the whole model's weights once loaded, when the estimate ran
 
 
-def check(files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
-          gpu_memory: int | None, env: dict[str, str], kv_cache: bool = True) -> Verdict:
+def check(
+    files: ModelFiles,
+    cmd: ServeCommand,
+    gpus: tuple[int, ...],
+    context: int,
+    fraction: float,
+    gpu_memory: int | None,
+    env: dict[str, str],
+    kv_cache: bool = True,
+) -> Verdict:
     """`kv_cache` False for a pooling model (embedding, rerank): it keeps no KV cache across requests, so only
     its weights are compared with the budget (vLLM's profiling decides the rest)."""
     if files.config is None or files.weights is None:
@@ -186,27 +208,44 @@ def check(files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: 
         return Verdict(None, f"skipped: {est} ({files.label})")
     tp = int(cmd.value("--tensor-parallel-size") or 1)
     if not kv_cache:
-        est = dataclasses.replace(est, kv_per_token=0, kv_windowed_per_token=0,
-                                  dtype_note=f"{est.dtype_note}, pooling: no KV cache counted")
+        est = dataclasses.replace(
+            est, kv_per_token=0, kv_windowed_per_token=0, dtype_note=f"{est.dtype_note}, pooling: no KV cache counted"
+        )
     verdict = _check(est, files, cmd, gpus, context, fraction, gpu_memory, env, tp)
     return dataclasses.replace(verdict, weights=est.weights)
 
 
-def _check(est: Estimate, files: ModelFiles, cmd: ServeCommand, gpus: tuple[int, ...], context: int, fraction: float,
-           gpu_memory: int | None, env: dict[str, str], tp: int) -> Verdict:
+def _check(
+    est: Estimate,
+    files: ModelFiles,
+    cmd: ServeCommand,
+    gpus: tuple[int, ...],
+    context: int,
+    fraction: float,
+    gpu_memory: int | None,
+    env: dict[str, str],
+    tp: int,
+) -> Verdict:
     weights, seq = est.per_gpu(context, tp)
-    what = (f"weights {fmt_bytes(weights)} + KV {fmt_bytes(seq)} for one {context}-token sequence "
-            f"({fmt_bytes(est.kv_per_token)}/token, {est.dtype_note})")
+    what = (
+        f"weights {fmt_bytes(weights)} + KV {fmt_bytes(seq)} for one {context}-token sequence "
+        f"({fmt_bytes(est.kv_per_token)}/token, {est.dtype_note})"
+    )
     if len(gpus) > 1:
         what += " per GPU"
     source = f"; {files.label}"
     if not gpus:
         space = env.get("VLLM_CPU_KVCACHE_SPACE")
         if space and float(space) * GIB < seq:
-            return Verdict(False, f"does not fit: {what}{source}", (
-                f"one {context}-token sequence needs {fmt_bytes(seq)} of KV cache but VLLM_CPU_KVCACHE_SPACE is "
-                f"{space} GiB; raise it to {math.ceil(seq / GIB)} or lower --max-model-len to "
-                f"{_tokens(float(space) * GIB / seq * context)}"))
+            return Verdict(
+                False,
+                f"does not fit: {what}{source}",
+                (
+                    f"one {context}-token sequence needs {fmt_bytes(seq)} of KV cache but VLLM_CPU_KVCACHE_SPACE is "
+                    f"{space} GiB; raise it to {math.ceil(seq / GIB)} or lower --max-model-len to "
+                    f"{_tokens(float(space) * GIB / seq * context)}"
+                ),
+            )
         return Verdict(None, f"{what}; no GPU check (gpus: []){source}")
     if gpu_memory is None:
         return Verdict(None, f"{what}; not checked: set gpu_memory to compare with the GPU{source}")
@@ -223,9 +262,11 @@ def _check(est: Estimate, files: ModelFiles, cmd: ServeCommand, gpus: tuple[int,
         fixes.append("use --kv-cache-dtype fp8 (halves the KV cache)")
     more = 2 * tp
     fixes.append(f"spread it over more GPUs (--tensor-parallel-size {more} with {more} gpus)")
-    problem = (f"does not fit: --gpu-memory-utilization {fraction:.2f} of {fmt_bytes(gpu_memory)} = {fmt_bytes(budget)}"
-               f"{' per GPU' if len(gpus) > 1 else ''}, but {what} = {fmt_bytes(need)} ({files.label}, "
-               f"{est.weights_source}); " + ", or ".join(fixes))
+    problem = (
+        f"does not fit: --gpu-memory-utilization {fraction:.2f} of {fmt_bytes(gpu_memory)} = {fmt_bytes(budget)}"
+        f"{' per GPU' if len(gpus) > 1 else ''}, but {what} = {fmt_bytes(need)} ({files.label}, "
+        f"{est.weights_source}); " + ", or ".join(fixes)
+    )
     return Verdict(False, f"does not fit: {what} > {fmt_bytes(budget)}{source}", problem)
 
 

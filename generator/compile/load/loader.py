@@ -63,8 +63,10 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
         elif err["type"] == "missing":
             msg = f"required field {path[-1]!r} is missing"
         elif err["type"] in ("model_type", "dict_type"):
-            msg = (f"expected a mapping of fields (name: value lines), "
-                   f"got {type(err['input']).__name__} {err['input']!r:.40}")
+            msg = (
+                f"expected a mapping of fields (name: value lines), "
+                f"got {type(err['input']).__name__} {err['input']!r:.40}"
+            )
         problems.append(Problem(src.where(path), ".".join(map(str, path)), msg))
     return problems
 
@@ -97,8 +99,17 @@ def _field_hint(path: tuple) -> str:
         close = difflib.get_close_matches(str(path[-1]), list(Adapter.model_fields), n=1)
         return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(Adapter.model_fields)}"
     sections: dict[str, type[BaseModel]] = {
-        "litellm": LitellmParams, "gateway": Gateway, "defaults": Defaults, "metrics": Metrics, "grafana": Grafana,
-        "k8s": k8s, "tolerations": Toleration, "on_demand": on_demand, "media": Media, "limits": Limits}
+        "litellm": LitellmParams,
+        "gateway": Gateway,
+        "defaults": Defaults,
+        "metrics": Metrics,
+        "grafana": Grafana,
+        "k8s": k8s,
+        "tolerations": Toleration,
+        "on_demand": on_demand,
+        "media": Media,
+        "limits": Limits,
+    }
     blocks: dict[str, type[BaseModel]] = {"gateway": Gateway, "metrics": Metrics}
     owner = sections.get(str(parent)) or blocks.get(str(path[0]), ModelEntry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
@@ -109,11 +120,20 @@ def _name_problems(src: Source) -> list[Problem]:
     problems = []
     for name in src.data:
         if name in RESERVED_NAMES - set(TOP_LEVEL):
-            problems.append(Problem(src.where((name,)), str(name), f"{name!r} is the name of a service of the stack; rename the model"))
+            problems.append(
+                Problem(
+                    src.where((name,)), str(name), f"{name!r} is the name of a service of the stack; rename the model"
+                )
+            )
         elif name not in RESERVED_NAMES and not (isinstance(name, str) and MODEL_NAME.match(name)):
-            problems.append(Problem(src.where((name,)), str(name),
-                                    "model names become service and host names: use lowercase letters, digits "
-                                    "and '-', starting and ending with a letter or digit (e.g. qwen3-8b)"))
+            problems.append(
+                Problem(
+                    src.where((name,)),
+                    str(name),
+                    "model names become service and host names: use lowercase letters, digits "
+                    "and '-', starting and ending with a letter or digit (e.g. qwen3-8b)",
+                )
+            )
     return problems
 
 
@@ -122,7 +142,9 @@ def _parse(src: Source) -> ModelsFile:
     doc = {k: v for k, v in src.data.items() if k in TOP_LEVEL}
     doc["models"] = {k: v for k, v in src.data.items() if k not in RESERVED_NAMES}
     if not doc["models"] and not problems:
-        problems.append(Problem(src.where(()), "", "no models: add at least one `name: {command: vllm serve ..., gpus: [...]}`"))
+        problems.append(
+            Problem(src.where(()), "", "no models: add at least one `name: {command: vllm serve ..., gpus: [...]}`")
+        )
     try:
         parsed = ModelsFile.model_validate(doc)
     except ValidationError as exc:
@@ -132,10 +154,22 @@ def _parse(src: Source) -> ModelsFile:
     return parsed
 
 
-def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile, port: int,
-                context: int, max_tokens: int, derived: bool, backend: str, gpus: tuple[int, ...],
-                replica: int, kind: pooling.Kind, adapters: tuple[AdapterPlan, ...] = (),
-                lora_args: tuple[str, ...] = ()) -> ModelPlan:
+def _model_plan(
+    name: str,
+    entry: ModelEntry,
+    cmd: ServeCommand,
+    file: ModelsFile,
+    port: int,
+    context: int,
+    max_tokens: int,
+    derived: bool,
+    backend: str,
+    gpus: tuple[int, ...],
+    replica: int,
+    kind: pooling.Kind,
+    adapters: tuple[AdapterPlan, ...] = (),
+    lora_args: tuple[str, ...] = (),
+) -> ModelPlan:
     """The plan of one backend of model `name`: the model itself, or its replica number `replica` (1..N) named
     `backend`, on `gpus` and `port`."""
     served = cmd.value("--served-model-name") or name
@@ -146,8 +180,15 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         flag_args += ["--port", str(port)]
     domains = tuple((entry.media if entry.media is not None else file.defaults.media).domains)
     flag_args += media_flags(domains)
-    params = {**file.defaults.litellm.model_dump(exclude_none=True),
-              **entry.litellm.model_dump(exclude_none=True), "max_tokens": max_tokens} if kind.kind == pooling.CHAT else {}
+    params = (
+        {
+            **file.defaults.litellm.model_dump(exclude_none=True),
+            **entry.litellm.model_dump(exclude_none=True),
+            "max_tokens": max_tokens,
+        }
+        if kind.kind == pooling.CHAT
+        else {}
+    )
     return ModelPlan(
         name=backend,
         served_name=served,
@@ -156,8 +197,9 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
         description=entry.description.strip(),
         image=entry.image or file.defaults.image,
         # adapters: vLLM's runtime adapter routes on, for `make apply` (models.yml's env may turn them off)
-        env=media_env(domains, dict(sorted({**(lora.RUNTIME_ENV if adapters else {}), **file.defaults.env,
-                                            **entry.env}.items()))),
+        env=media_env(
+            domains, dict(sorted({**(lora.RUNTIME_ENV if adapters else {}), **file.defaults.env, **entry.env}.items()))
+        ),
         gpus=gpus,
         port=port,
         context=context,
@@ -185,17 +227,21 @@ def _model_plan(name: str, entry: ModelEntry, cmd: ServeCommand, file: ModelsFil
 def _limits_plan(defaults: Limits, own: Limits) -> RequestLimits:
     """`defaults.limits` under the model's `limits:`, field by field (the fields the model sets win)."""
     k = Limits(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
-    return RequestLimits(n=k.n, best_of=k.best_of, tools=k.tools, logit_bias=k.logit_bias,
-                         request_bytes=k.request_size)
+    return RequestLimits(n=k.n, best_of=k.best_of, tools=k.tools, logit_bias=k.logit_bias, request_bytes=k.request_size)
 
 
 def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
     """`defaults.k8s` under the model's `k8s:`, field by field (the fields the model sets win)."""
     k = ModelK8s(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
-    return ModelK8sPlan(node_selector=dict(sorted(k.node_selector.items())),
-                        tolerations=tuple(K8sToleration(**t.model_dump()) for t in k.tolerations),
-                        storage_class=k.storage_class, cache_size=k.cache_size, gpu_resource=k.gpu_resource,
-                        cpu=k.cpu, memory=k.memory)
+    return ModelK8sPlan(
+        node_selector=dict(sorted(k.node_selector.items())),
+        tolerations=tuple(K8sToleration(**t.model_dump()) for t in k.tolerations),
+        storage_class=k.storage_class,
+        cache_size=k.cache_size,
+        gpu_resource=k.gpu_resource,
+        cpu=k.cpu,
+        memory=k.memory,
+    )
 
 
 def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[str], None] | None = None) -> Plan:
@@ -240,16 +286,20 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         if meta.problem:
             findings.append(((name, "command"), meta.problem))
         derived = fit.config_context(meta.config, meta.tokenizer_max) if meta.config is not None else None
-        unknown = meta.missing if meta.config is None else (
-            f"its config.json has none of {', '.join(fit.MAX_LEN_KEYS[:3])}, ...; vLLM would assume 2048")
+        unknown = (
+            meta.missing
+            if meta.config is None
+            else (f"its config.json has none of {', '.join(fit.MAX_LEN_KEYS[:3])}, ...; vLLM would assume 2048")
+        )
         context, context_from, found = rules.context_of(name, cmd, entry.context_length, derived, unknown)
         findings += found
         if context is None:
             continue
         auto = (cmd.value("--max-model-len") or "").strip().lower() in ("auto", "-1")
         if context_from:
-            context_from += f"; {meta.label}" + ("; with --max-model-len auto vLLM takes this when it fits, "
-                                                  "else less" if auto else "")
+            context_from += f"; {meta.label}" + (
+                "; with --max-model-len auto vLLM takes this when it fits, else less" if auto else ""
+            )
         kind = pooling.model_kind(cmd, meta.config, pooling.sentence_pooling(meta.modules))
         if kind.problem:
             findings.append(((name, "command"), kind.problem))
@@ -259,8 +309,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         else:  # no output budget, no sampling defaults: a pooling model generates no text
             max_tokens, derived_max, found = 0, False, rules.pooling_fields(name, kind.kind, kind.why, cmd, entry)
         findings += found
-        adapters, lora_args, found, noted = lora.served_adapters(name, entry, file.defaults, kind, cmd, context,
-                                                                 catalog)
+        adapters, lora_args, found, noted = lora.served_adapters(
+            name, entry, file.defaults, kind, cmd, context, catalog
+        )
         findings += found
         lora_notes += noted
         found, warned = rules.tool_flags(name, cmd)
@@ -278,15 +329,39 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                     auto_port += 1
                 port, auto_port = auto_port, auto_port + 1
             fractions[backend] = fraction
-            plan = _model_plan(name, entry, cmd, file, port, context, max_tokens, derived_max, backend, gpus, i, kind,
-                               adapters, lora_args)
+            plan = _model_plan(
+                name,
+                entry,
+                cmd,
+                file,
+                port,
+                context,
+                max_tokens,
+                derived_max,
+                backend,
+                gpus,
+                i,
+                kind,
+                adapters,
+                lora_args,
+            )
             plan, found = _with_on_demand(plan, entry, cmd, file)
             findings += found
             verdict = _fit(plan, cmd, meta, fraction, file.gpu_memory)
             if verdict.problem:
-                findings.append(((name, "command"), (f"replica {i}: " if entry.replicas > 1 else "") + verdict.problem + (
-                    "; with --max-model-len auto vLLM would shorten the context to what fits, "
-                    "but the gateway must know it: set --max-model-len" if auto and context_from else "")))
+                findings.append(
+                    (
+                        (name, "command"),
+                        (f"replica {i}: " if entry.replicas > 1 else "")
+                        + verdict.problem
+                        + (
+                            "; with --max-model-len auto vLLM would shorten the context to what fits, "
+                            "but the gateway must know it: set --max-model-len"
+                            if auto and context_from
+                            else ""
+                        ),
+                    )
+                )
             plan = dataclasses.replace(plan, fit=verdict.line, context_from=context_from, memory_fraction=fraction)
             weights[backend] = verdict.weights
             if plan.port == file.gateway.port:
@@ -297,8 +372,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         warnings += media_warnings(name, plan.media_domains, file.gateway.backend_internet, plan.env)
         warnings += parser_warnings(name, plan.tool_parser, plan.reasoning_parser)
         if plan.trust_remote_code:
-            warnings.append(f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
-                            "only keep it for repositories you trust")
+            warnings.append(
+                f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
+                "only keep it for repositories you trust"
+            )
     findings += rules.unique(models)
     findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
@@ -309,46 +386,81 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     controller = None
     if any(m.on_demand for m in models):
         c = file.on_demand
-        controller = ControllerPlan(port=c.port, queue=c.queue, load_timeout=c.load_timeout,
-                                    drain_timeout=c.drain_timeout, docker_socket=c.docker_socket)
+        controller = ControllerPlan(
+            port=c.port,
+            queue=c.queue,
+            load_timeout=c.load_timeout,
+            drain_timeout=c.drain_timeout,
+            docker_socket=c.docker_socket,
+        )
         findings += rules.controller_port(controller.port, file.gateway.port, models)
     models = [dataclasses.replace(m, start_after=after[m.name]) for m in models]
     if findings or flag_problems:
-        located = dict.fromkeys(((owner.get(path[0], path[0]), *path[1:]) if path else path, msg)
-                                for path, msg in findings)  # a replica's finding points at its model's entry
-        raise ConfigError(flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg)
-                                           for path, msg in located])
+        located = dict.fromkeys(
+            ((owner.get(path[0], path[0]), *path[1:]) if path else path, msg) for path, msg in findings
+        )  # a replica's finding points at its model's entry
+        raise ConfigError(
+            flag_problems + [Problem(src.where(path), ".".join(map(str, path)), msg) for path, msg in located]
+        )
     g = file.gateway
-    gateway = GatewayPlan(port=g.port, bind=g.bind, image=g.image, workers=g.workers, log_level=g.log_level,
-                          clamp_max_tokens=g.clamp_max_tokens, request_timeout=g.request_timeout,
-                          stream_timeout=g.stream_timeout, backend_internet=g.backend_internet,
-                          admin_ui=g.admin_ui, autoheal=g.autoheal, metrics=g.metrics,
-                          k8s=GatewayK8sPlan(replicas=g.k8s.replicas, expose=g.k8s.expose, namespace=g.k8s.namespace))
+    gateway = GatewayPlan(
+        port=g.port,
+        bind=g.bind,
+        image=g.image,
+        workers=g.workers,
+        log_level=g.log_level,
+        clamp_max_tokens=g.clamp_max_tokens,
+        request_timeout=g.request_timeout,
+        stream_timeout=g.stream_timeout,
+        backend_internet=g.backend_internet,
+        admin_ui=g.admin_ui,
+        autoheal=g.autoheal,
+        metrics=g.metrics,
+        k8s=GatewayK8sPlan(replicas=g.k8s.replicas, expose=g.k8s.expose, namespace=g.k8s.namespace),
+    )
     if g.autoheal:
-        warnings.append("gateway.autoheal: the autoheal container mounts the Docker socket (root on this host) "
-                        "so it can restart unhealthy backends")
+        warnings.append(
+            "gateway.autoheal: the autoheal container mounts the Docker socket (root on this host) "
+            "so it can restart unhealthy backends"
+        )
     if g.bind not in ("127.0.0.1", "::1"):
-        warnings.append(f"gateway: published on {g.bind}:{g.port}, reachable beyond this machine; "
-                        "Docker-published ports bypass host firewalls")
+        warnings.append(
+            f"gateway: published on {g.bind}:{g.port}, reachable beyond this machine; "
+            "Docker-published ports bypass host firewalls"
+        )
     metrics, warned = _metrics_plan(file.metrics, models)
     warnings += warned
     people, found = _people_plan(file, models)
     if found:
         raise ConfigError([Problem(src.where(path), ".".join(map(str, path)), msg) for path, msg in found])
     if people and g.metrics == "light":
-        warnings.append("gateway.metrics: light counts requests and errors by model only: usage per person "
-                        "(make usage, make status, the dashboard's People row) needs gateway.metrics: full; "
-                        "people's limits and budgets are enforced either way")
+        warnings.append(
+            "gateway.metrics: light counts requests and errors by model only: usage per person "
+            "(make usage, make status, the dashboard's People row) needs gateway.metrics: full; "
+            "people's limits and budgets are enforced either way"
+        )
     notes = []
     if file.gpu_memory is None and any(m.gpus for m in models):
-        notes.append(f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
-                     "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml")
+        notes.append(
+            f"gpu_memory is not set: the memory rule assumed {rules.DEFAULT_GPU_MEMORY // 2**30} GiB per GPU "
+            "and the fit check only estimated; add `gpu_memory: 80GiB` (your GPUs' size) to models.yml"
+        )
     notes += _sleep_notes(models, weights)
     notes += lora_notes
     redis = RedisPlan(image=g.redis_image) if needs_redis(people, models) else None
-    return Plan(source=src.path, source_digest=src.digest, vllm_version=catalog.vllm_version, models=tuple(models),
-                gateway=gateway, warnings=tuple(warnings), notes=tuple(notes), metrics=metrics, controller=controller,
-                people=people, redis=redis)
+    return Plan(
+        source=src.path,
+        source_digest=src.digest,
+        vllm_version=catalog.vllm_version,
+        models=tuple(models),
+        gateway=gateway,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+        metrics=metrics,
+        controller=controller,
+        people=people,
+        redis=redis,
+    )
 
 
 def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan]) -> bool:
@@ -364,8 +476,11 @@ def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[Perso
     finding with the closest names."""
     import difflib
 
-    served = ({m.name: m.served_name for m in models} | {m.served_name: m.served_name for m in models}
-              | {a.name: a.name for m in models for a in m.adapters})
+    served = (
+        {m.name: m.served_name for m in models}
+        | {m.served_name: m.served_name for m in models}
+        | {a.name: a.name for m in models for a in m.adapters}
+    )
     people, findings = [], []
     for name, entry in file.people.items():
         entry = entry or Person()
@@ -380,9 +495,18 @@ def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[Perso
                 hint = f"did you mean {close[0]!r}?" if close else f"the models are: {', '.join(sorted(served))}"
                 findings.append((("people", name, "models", i), f"{model!r} is not a model of this file; {hint}"))
             allowed = tuple(dict.fromkeys(chosen))
-        people.append(PersonPlan(name=name, models=allowed, rpm=entry.rpm, tpm=entry.tpm, parallel=entry.parallel,
-                                 tokens_per_day=entry.tokens_per_day, tokens_per_month=entry.tokens_per_month,
-                                 description=entry.description.strip()))
+        people.append(
+            PersonPlan(
+                name=name,
+                models=allowed,
+                rpm=entry.rpm,
+                tpm=entry.tpm,
+                parallel=entry.parallel,
+                tokens_per_day=entry.tokens_per_day,
+                tokens_per_month=entry.tokens_per_month,
+                description=entry.description.strip(),
+            )
+        )
     return tuple(people), findings
 
 
@@ -392,13 +516,16 @@ def _on_demand_entry(entry: ModelEntry, file: ModelsFile) -> OnDemand | None:
         return None  # `on_demand: false` (or empty) beats the defaults
     if entry.on_demand is None and file.defaults.on_demand is None:
         return None
-    merged = {**(file.defaults.on_demand.model_dump(exclude_unset=True) if file.defaults.on_demand else {}),
-              **(entry.on_demand.model_dump(exclude_unset=True) if entry.on_demand else {})}
+    merged = {
+        **(file.defaults.on_demand.model_dump(exclude_unset=True) if file.defaults.on_demand else {}),
+        **(entry.on_demand.model_dump(exclude_unset=True) if entry.on_demand else {}),
+    }
     return OnDemand(**merged)
 
 
-def _with_on_demand(m: ModelPlan, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile
-                    ) -> tuple[ModelPlan, list[rules.Finding]]:
+def _with_on_demand(
+    m: ModelPlan, entry: ModelEntry, cmd: ServeCommand, file: ModelsFile
+) -> tuple[ModelPlan, list[rules.Finding]]:
     """The model's OnDemandPlan; `unload: sleep` adds --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1 (vLLM serves
     /sleep and /wake_up only in dev mode)."""
     od = _on_demand_entry(entry, file)
@@ -419,10 +546,15 @@ def _sleep_notes(models: list[ModelPlan], weights: dict[str, int | None]) -> lis
     for m in models:
         if m.on_demand and m.on_demand.unload == "sleep":
             size = weights.get(m.name)
-            need = (f"about {fmt_bytes(size)} (its weights)" if size else "about the model's weight size (the fit "
-                    "check could not read its files)")
-            notes.append(f"{m.name}: on_demand unload: sleep (vLLM sleep level 1) moves the weights to host RAM while "
-                         f"it sleeps: keep {need} of RAM free for it")
+            need = (
+                f"about {fmt_bytes(size)} (its weights)"
+                if size
+                else "about the model's weight size (the fit check could not read its files)"
+            )
+            notes.append(
+                f"{m.name}: on_demand unload: sleep (vLLM sleep level 1) moves the weights to host RAM while "
+                f"it sleeps: keep {need} of RAM free for it"
+            )
     return notes
 
 
@@ -430,22 +562,35 @@ def _metrics_plan(m: Metrics, models: list[ModelPlan]) -> tuple[MetricsPlan, lis
     """models.yml `metrics:` -> MetricsPlan (its ports were checked with the other rules)."""
     warnings = []
     if m.enabled and m.bind not in ("127.0.0.1", "::1"):
-        warnings.append(f"metrics: Prometheus published on {m.bind}:{m.port}, reachable beyond this machine with no "
-                        "login (it shows every model, target and label); Docker-published ports bypass host firewalls")
+        warnings.append(
+            f"metrics: Prometheus published on {m.bind}:{m.port}, reachable beyond this machine with no "
+            "login (it shows every model, target and label); Docker-published ports bypass host firewalls"
+        )
     g = m.grafana
     plan = MetricsPlan(
-        enabled=m.enabled, port=m.port, bind=m.bind, scrape_interval=m.scrape_interval, retention=m.retention,
-        retention_size=m.retention_size, image=m.image, gpu_exporter=m.gpu_exporter and any(x.gpus for x in models),
-        gpu_exporter_image=m.gpu_exporter_image, grafana=GrafanaPlan(enabled=g.enabled, port=g.port, image=g.image),
-        k8s=MetricsK8sPlan(service_monitor=m.k8s.service_monitor,
-                           service_monitor_labels=dict(sorted(m.k8s.service_monitor_labels.items())),
-                           prometheus_namespace=m.k8s.prometheus_namespace,
-                           prometheus_pod_labels=dict(sorted(m.k8s.prometheus_pod_labels.items()))))
+        enabled=m.enabled,
+        port=m.port,
+        bind=m.bind,
+        scrape_interval=m.scrape_interval,
+        retention=m.retention,
+        retention_size=m.retention_size,
+        image=m.image,
+        gpu_exporter=m.gpu_exporter and any(x.gpus for x in models),
+        gpu_exporter_image=m.gpu_exporter_image,
+        grafana=GrafanaPlan(enabled=g.enabled, port=g.port, image=g.image),
+        k8s=MetricsK8sPlan(
+            service_monitor=m.k8s.service_monitor,
+            service_monitor_labels=dict(sorted(m.k8s.service_monitor_labels.items())),
+            prometheus_namespace=m.k8s.prometheus_namespace,
+            prometheus_pod_labels=dict(sorted(m.k8s.prometheus_pod_labels.items())),
+        ),
+    )
     return plan, warnings
 
 
-def _fit(m: ModelPlan, cmd: ServeCommand, meta: model_files.ModelFiles, fraction: float,
-         memory: int | dict[int, int] | None) -> fit.Verdict:
+def _fit(
+    m: ModelPlan, cmd: ServeCommand, meta: model_files.ModelFiles, fraction: float, memory: int | dict[int, int] | None
+) -> fit.Verdict:
     """The fit check for one model; a config of another shape makes it a skip, never a crash."""
     sizes = [rules.gpu_memory_of(memory, g) for g in m.gpus]
     known = [s for s in sizes if s is not None]

@@ -38,12 +38,16 @@ def media_warnings(name: str, domains: tuple[str, ...], backend_internet: bool, 
         return []
     warned = []
     if backend_internet:
-        warned.append(f"{name}: media.domains lets any key holder make this backend fetch URLs on "
-                      f"{', '.join(domains)} while it can reach the internet and this host's networks "
-                      "(gateway.backend_internet: true): whoever runs those names' DNS decides where it connects "
-                      "(cloud metadata, services on the host). List only hosts you control, or send media inline "
-                      "(data: URLs) and drop media.domains")
+        warned.append(
+            f"{name}: media.domains lets any key holder make this backend fetch URLs on "
+            f"{', '.join(domains)} while it can reach the internet and this host's networks "
+            "(gateway.backend_internet: true): whoever runs those names' DNS decides where it connects "
+            "(cloud metadata, services on the host). List only hosts you control, or send media inline "
+            "(data: URLs) and drop media.domains"
+        )
     if env.get(REDIRECTS_ENV, "0").strip() not in ("0", ""):
-        warned.append(f"{name}: env {REDIRECTS_ENV}={env[REDIRECTS_ENV]} lets a listed media host redirect the "
-                      "backend anywhere (vLLM checks only the first URL's host); remove it")
+        warned.append(
+            f"{name}: env {REDIRECTS_ENV}={env[REDIRECTS_ENV]} lets a listed media host redirect the "
+            "backend anywhere (vLLM checks only the first URL's host); remove it"
+        )
     return warned

@@ -67,12 +67,15 @@ class ModelFiles:
     @property
     def label(self) -> str:
         """Where the metadata came from, for the summary."""
-        return {"disk": f"metadata from disk: {self.where}",
-                "Hub": f"metadata from the Hub: {self.where}",
-                "cache": f"metadata from the cache of an earlier Hub fetch: {self.where}"}.get(self.origin, "")
+        return {
+            "disk": f"metadata from disk: {self.where}",
+            "Hub": f"metadata from the Hub: {self.where}",
+            "cache": f"metadata from the cache of an earlier Hub fetch: {self.where}",
+        }.get(self.origin, "")
 
 
 # --- the environment, read when called (as huggingface_hub reads it when imported) -------------------------
+
 
 def _is_true(value: str | None) -> bool:
     return (value or "").upper() in {"1", "ON", "YES", "TRUE"}
@@ -99,7 +102,9 @@ def _path(value: str) -> Path:
 
 
 def _hf_home() -> Path:  # the variables and defaults of huggingface_hub.constants
-    return _path(os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"))
+    return _path(
+        os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    )
 
 
 def hf_cache_dir() -> Path:
@@ -123,6 +128,7 @@ def is_repo_id(model: str) -> bool:
 
 # --- disk -------------------------------------------------------------------------------------------------
 
+
 def find_model_dir(model: str, revision: str | None = None, cache: Path | None = None) -> Path | None:
     """The directory holding the model's config.json: the path itself, or its HF cache snapshot."""
     local = Path(model).expanduser()
@@ -140,8 +146,9 @@ def cached_snapshot(repo_id: str, revision: str | None, marker: str, cache: Path
     if rev and (repo / "snapshots" / rev / marker).is_file():
         return repo / "snapshots" / rev
     if revision is None:  # no refs/main (e.g. copied caches): the newest snapshot with the marker
-        snaps = sorted((p for p in (repo / "snapshots").glob("*") if (p / marker).is_file()),
-                       key=lambda p: p.stat().st_mtime)
+        snaps = sorted(
+            (p for p in (repo / "snapshots").glob("*") if (p / marker).is_file()), key=lambda p: p.stat().st_mtime
+        )
         return snaps[-1] if snaps else None
     return None
 
@@ -205,19 +212,33 @@ def _on_disk(model: str, revision: str | None) -> ModelFiles | None:
         tok = model_dir / "tokenizer_config.json"
         tokenizer_max = _model_max_length(json.loads(tok.read_text())) if tok.is_file() else None
         weights = weights_on_disk(model_dir)
-        modules = json.loads((model_dir / "modules.json").read_text()) if (model_dir / "modules.json").is_file() else None
+        modules = (
+            json.loads((model_dir / "modules.json").read_text()) if (model_dir / "modules.json").is_file() else None
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # files of another shape
-        return ModelFiles(model, origin="disk", where=str(model_dir),
-                          missing=f"could not read the model's files ({type(exc).__name__}: {exc})")
+        return ModelFiles(
+            model,
+            origin="disk",
+            where=str(model_dir),
+            missing=f"could not read the model's files ({type(exc).__name__}: {exc})",
+        )
     missing = "" if weights else f"no safetensors weights or index in {model_dir}"
     return ModelFiles(model, config, tokenizer_max, modules, weights, "disk", str(model_dir), missing)
 
 
 # --- cache of earlier Hub fetches -------------------------------------------------------------------------
 
+
 def cache_file(ep: str, model: str, revision: str | None) -> Path:
     host = urlsplit(ep).netloc.replace(":", "_") or "hub"
-    return assets_dir() / LIBRARY / "fit" / host / model.replace("/", "--") / (quote(revision or "main", safe="") + ".json")
+    return (
+        assets_dir()
+        / LIBRARY
+        / "fit"
+        / host
+        / model.replace("/", "--")
+        / (quote(revision or "main", safe="") + ".json")
+    )
 
 
 def _from_entry(model: str, entry: dict, origin: str) -> ModelFiles:
@@ -227,8 +248,16 @@ def _from_entry(model: str, entry: dict, origin: str) -> ModelFiles:
         raise ValueError("config is not an object")
     if "modules" not in entry:  # written before modules.json was read: fetch again
         raise KeyError("modules")
-    return ModelFiles(model, entry["config"], entry.get("tokenizer_max"), entry["modules"], weights, origin,
-                      f"{model}@{str(entry['commit'])[:7]}", entry.get("weights_missing") or "")
+    return ModelFiles(
+        model,
+        entry["config"],
+        entry.get("tokenizer_max"),
+        entry["modules"],
+        weights,
+        origin,
+        f"{model}@{str(entry['commit'])[:7]}",
+        entry.get("weights_missing") or "",
+    )
 
 
 def _from_cache(ep: str, model: str, revision: str | None) -> ModelFiles | None:
@@ -250,6 +279,7 @@ def _save(ep: str, model: str, revision: str | None, entry: dict) -> None:
 
 
 # --- the Hub ------------------------------------------------------------------------------------------------
+
 
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
@@ -284,15 +314,21 @@ def why_not(exc: BaseException, model: str, revision: str | None, ep: str, timeo
     if has("OfflineModeIsEnabled"):
         return "huggingface_hub is in offline mode (HF_HUB_OFFLINE=1)", False
     if has("GatedRepoError"):
-        return (f"{model} is a gated repository on {ep} and this request has no access{status(('GatedRepoError',))}; "
-                "set HF_TOKEN to a token that was granted access to it"), False
+        return (
+            f"{model} is a gated repository on {ep} and this request has no access{status(('GatedRepoError',))}; "
+            "set HF_TOKEN to a token that was granted access to it"
+        ), False
     if has("RevisionNotFoundError"):
-        return (f"--revision {revision} does not exist in {model} on {ep}{status(('RevisionNotFoundError',))}; "
-                "give a branch, tag or commit of that repository"), True
+        return (
+            f"--revision {revision} does not exist in {model} on {ep}{status(('RevisionNotFoundError',))}; "
+            "give a branch, tag or commit of that repository"
+        ), True
     if has("RepositoryNotFoundError"):
-        return (f"model {model!r} does not exist on {ep}{status(('RepositoryNotFoundError',))}: check the repo id's "
-                "spelling (no did-you-mean is possible: the Hub does not say which ids are close); a private "
-                "repository answers the same without a token: then set HF_TOKEN (HF_HUB_OFFLINE=1 skips the check)"), True
+        return (
+            f"model {model!r} does not exist on {ep}{status(('RepositoryNotFoundError',))}: check the repo id's "
+            "spelling (no did-you-mean is possible: the Hub does not say which ids are close); a private "
+            "repository answers the same without a token: then set HF_TOKEN (HF_HUB_OFFLINE=1 skips the check)"
+        ), True
     if has("TimeoutException", "TimeoutError"):
         return f"the Hub at {ep} did not answer within {timeout:g} s (FIT_HUB_TIMEOUT)", False
     if has("ConnectError", "NetworkError", "ProxyError", "ConnectionError"):
@@ -303,8 +339,10 @@ def why_not(exc: BaseException, model: str, revision: str | None, ep: str, timeo
         if "401" in answer:  # not a missing or gated repo: the token itself was refused
             return f"the Hub at {ep} refused the token{answer}: check HF_TOKEN (or `hf auth login`)", False
         if "404" in answer:  # the Hub says which repo, revision or file is missing; this server did not
-            return (f"{ep} answered 404 for {model} without saying what is missing: is HF_ENDPOINT a Hugging Face "
-                    "Hub or a mirror of it?"), False
+            return (
+                f"{ep} answered 404 for {model} without saying what is missing: is HF_ENDPOINT a Hugging Face "
+                "Hub or a mirror of it?"
+            ), False
         return f"the Hub at {ep} refused the request for {model}{answer}", False
     return f"could not read {model}'s metadata from the Hub at {ep} ({_first_line(exc)})", False
 
@@ -320,8 +358,17 @@ def _fetch(model: str, revision: str | None, ep: str, timeout: float) -> ModelFi
         commit = api.model_info(model, revision=revision, timeout=timeout).sha or revision or "main"
 
         def download(filename: str) -> Path:
-            return Path(hf_hub_download(model, filename, revision=commit, cache_dir=hf_cache_dir(), endpoint=ep,
-                                        etag_timeout=timeout, library_name=LIBRARY))
+            return Path(
+                hf_hub_download(
+                    model,
+                    filename,
+                    revision=commit,
+                    cache_dir=hf_cache_dir(),
+                    endpoint=ep,
+                    etag_timeout=timeout,
+                    library_name=LIBRARY,
+                )
+            )
 
         config = _read_config(download("config.json"))
         try:
@@ -335,19 +382,33 @@ def _fetch(model: str, revision: str | None, ep: str, timeout: float) -> ModelFi
         weights, weights_missing = None, ""
         try:
             meta = api.get_safetensors_metadata(model, revision=commit, timeout=timeout)
-            headers = [{n: {"dtype": t.dtype, "data_offsets": t.data_offsets} for n, t in f.tensors.items()}
-                       for f in meta.files_metadata.values()]
+            headers = [
+                {n: {"dtype": t.dtype, "data_offsets": t.data_offsets} for n, t in f.tensors.items()}
+                for f in meta.files_metadata.values()
+            ]
             stored, floating = _sum_tensors(headers)
-            weights = {"stored": stored, "floating": floating,
-                       "source": f"safetensors headers of {len(headers)} file(s)"}
+            weights = {
+                "stored": stored,
+                "floating": floating,
+                "source": f"safetensors headers of {len(headers)} file(s)",
+            }
         except NotASafetensorsRepoError:
             weights_missing = f"{model}@{commit[:7]} has no safetensors weights (model.safetensors or its index)"
     except Exception as exc:  # noqa: BLE001 - whatever the network or a mirror does, one line, never a traceback
         reason, is_problem = why_not(exc, model, revision, ep, timeout)
         return ModelFiles(model, missing=reason, problem=reason if is_problem else "")
-    entry = {"endpoint": ep, "model": model, "revision": revision or "main", "commit": commit, "config": config,
-             "tokenizer_max": tokenizer_max, "modules": modules, "weights": weights, "weights_missing": weights_missing,
-             "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    entry = {
+        "endpoint": ep,
+        "model": model,
+        "revision": revision or "main",
+        "commit": commit,
+        "config": config,
+        "tokenizer_max": tokenizer_max,
+        "modules": modules,
+        "weights": weights,
+        "weights_missing": weights_missing,
+        "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     _save(ep, model, revision, entry)
     return _from_entry(model, entry, "Hub")
 
@@ -369,7 +430,9 @@ def _quiet_hub() -> None:
     hf_logging.set_verbosity_error()
 
 
-def _fetch_all(wanted: list[tuple[str, str | None]], ep: str, timeout: float) -> dict[tuple[str, str | None], ModelFiles]:
+def _fetch_all(
+    wanted: list[tuple[str, str | None]], ep: str, timeout: float
+) -> dict[tuple[str, str | None], ModelFiles]:
     """Fetch side by side; whatever has not finished after TOTAL_TIMEOUTS x timeout gets a reason instead.
     Daemon threads: one left waiting on a stalled server does not keep the process alive."""
     try:
@@ -394,8 +457,10 @@ def _fetch_all(wanted: list[tuple[str, str | None]], ep: str, timeout: float) ->
         t.join(max(0.0, deadline - time.monotonic()))
     with lock:
         done = dict(results)
-    late = (f"the Hub at {ep} did not finish answering within {total:g} s "
-            f"({TOTAL_TIMEOUTS} x FIT_HUB_TIMEOUT {timeout:g} s)")
+    late = (
+        f"the Hub at {ep} did not finish answering within {total:g} s "
+        f"({TOTAL_TIMEOUTS} x FIT_HUB_TIMEOUT {timeout:g} s)"
+    )
     return {key: done.get(key) or ModelFiles(key[0], missing=late) for key in wanted}
 
 
@@ -426,9 +491,11 @@ def gather(commands: dict[str, ServeCommand], notify: Callable[[str], None] | No
     if wanted:
         timeout = hub_timeout()
         if notify:
-            notify(f"fit: reading config.json and safetensors headers of {len(wanted)} model(s) from the Hub at {ep} "
-                   f"(at most {timeout:g} s per request, {TOTAL_TIMEOUTS * timeout:g} s in all; "
-                   "HF_HUB_OFFLINE=1 skips this)")
+            notify(
+                f"fit: reading config.json and safetensors headers of {len(wanted)} model(s) from the Hub at {ep} "
+                f"(at most {timeout:g} s per request, {TOTAL_TIMEOUTS * timeout:g} s in all; "
+                "HF_HUB_OFFLINE=1 skips this)"
+            )
         fetched = _fetch_all(list(wanted), ep, timeout)
         for key, names in wanted.items():
             got = fetched[key]

@@ -39,8 +39,11 @@ class Tables:
 @cache
 def load_tables(path: Path = ARCHITECTURES_PATH) -> Tables:
     data = json.loads(path.read_text())
-    return Tables(tuple(map(tuple, data["suffix_defaults"])), frozenset(data["sentence_transformers_pooling"]),
-                  data["architectures"])
+    return Tables(
+        tuple(map(tuple, data["suffix_defaults"])),
+        frozenset(data["sentence_transformers_pooling"]),
+        data["architectures"],
+    )
 
 
 @dataclass(frozen=True)
@@ -150,8 +153,16 @@ def model_kind(cmd: ServeCommand, config: dict | None, st_pooling: bool = False,
         labels = num_labels(config)
         if labels == 1:
             return Kind(RERANK, f"{why}, 1 label (a cross-encoder)")
-        return Kind(RERANK, why, f"vLLM would serve it as a classifier of {labels} labels ({why}), which the gateway "
-                                 "cannot route (LiteLLM serves chat, embeddings and rerank; vLLM scores rerank only "
-                                 "with a 1-label classifier): serve a cross-encoder (num_labels 1) or use --convert embed")
-    return Kind(EMBEDDING, why, f"vLLM would serve it for the pooling task {task} ({why}), which the gateway cannot "
-                                "route (LiteLLM serves chat, embeddings and rerank): use --convert embed or classify")
+        return Kind(
+            RERANK,
+            why,
+            f"vLLM would serve it as a classifier of {labels} labels ({why}), which the gateway "
+            "cannot route (LiteLLM serves chat, embeddings and rerank; vLLM scores rerank only "
+            "with a 1-label classifier): serve a cross-encoder (num_labels 1) or use --convert embed",
+        )
+    return Kind(
+        EMBEDDING,
+        why,
+        f"vLLM would serve it for the pooling task {task} ({why}), which the gateway cannot "
+        "route (LiteLLM serves chat, embeddings and rerank): use --convert embed or classify",
+    )

@@ -24,31 +24,49 @@ def fmt_tokens(n: int) -> str:
     return str(n)
 
 
-def context_of(name: str, cmd: ServeCommand, context_length: int | None, derived: tuple[int, str] | None = None,
-               unknown: str = "") -> tuple[int | None, str, list[Finding]]:
+def context_of(
+    name: str, cmd: ServeCommand, context_length: int | None, derived: tuple[int, str] | None = None, unknown: str = ""
+) -> tuple[int | None, str, list[Finding]]:
     """The model's context: --max-model-len, else `context_length:`, else what vLLM derives from the model's
     config (`derived`: tokens and where from; `unknown`: why there is none). Never unknown.
     Returns (context, where it came from when derived, else "", problems)."""
     raw = cmd.value("--max-model-len")
     flag_len = None if raw is None or raw.strip().lower() in ("auto", "-1") else parse_size(raw)
     if flag_len is not None and context_length is not None and flag_len != context_length:
-        return None, "", [((name, "context_length"),
-                           f"context_length {fmt_tokens(context_length)} disagrees with --max-model-len "
-                           f"{fmt_tokens(flag_len)}; keep one of them")]
+        return (
+            None,
+            "",
+            [
+                (
+                    (name, "context_length"),
+                    f"context_length {fmt_tokens(context_length)} disagrees with --max-model-len "
+                    f"{fmt_tokens(flag_len)}; keep one of them",
+                )
+            ],
+        )
     context = flag_len or context_length
     if context is not None:
         return context, "", []
     if derived is not None:
         return derived[0], derived[1], []
     why = "is `auto`" if raw is not None else "is missing"
-    return None, "", [((name, "command"),
-                       f"--max-model-len {why}, so the context (and a safe max_tokens) is unknown"
-                       + (f", and the model's config gives none ({unknown})" if unknown else "")
-                       + "; add `--max-model-len 16K` to the command or `context_length: 16K` to the entry")]
+    return (
+        None,
+        "",
+        [
+            (
+                (name, "command"),
+                f"--max-model-len {why}, so the context (and a safe max_tokens) is unknown"
+                + (f", and the model's config gives none ({unknown})" if unknown else "")
+                + "; add `--max-model-len 16K` to the command or `context_length: 16K` to the entry",
+            )
+        ],
+    )
 
 
-def context_above_model(name: str, cmd: ServeCommand, context: int, derived: tuple[int, str] | None,
-                        env: dict[str, str]) -> list[str]:
+def context_above_model(
+    name: str, cmd: ServeCommand, context: int, derived: tuple[int, str] | None, env: dict[str, str]
+) -> list[str]:
     """Warnings: a context above what the model's config allows (vLLM refuses it, or serves less)."""
     if derived is None or context <= derived[0]:
         return []
@@ -56,10 +74,14 @@ def context_above_model(name: str, cmd: ServeCommand, context: int, derived: tup
     if raw is not None and raw.strip().lower() not in ("auto", "-1"):
         if str(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")).lower() in ("1", "true"):
             return []
-        return [f"{name}: --max-model-len {fmt_tokens(context)} is above the model's {fmt_tokens(derived[0])} "
-                f"({derived[1]}): vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is in its env"]
-    return [f"{name}: context_length {fmt_tokens(context)} is above the model's {fmt_tokens(derived[0])} "
-            f"({derived[1]}), which is all vLLM will serve; lower context_length to it"]
+        return [
+            f"{name}: --max-model-len {fmt_tokens(context)} is above the model's {fmt_tokens(derived[0])} "
+            f"({derived[1]}): vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is in its env"
+        ]
+    return [
+        f"{name}: context_length {fmt_tokens(context)} is above the model's {fmt_tokens(derived[0])} "
+        f"({derived[1]}), which is all vLLM will serve; lower context_length to it"
+    ]
 
 
 def max_tokens_for(name: str, requested: int | None, context: int) -> tuple[int, bool, list[Finding]]:
@@ -67,11 +89,19 @@ def max_tokens_for(name: str, requested: int | None, context: int) -> tuple[int,
     if requested is None:
         return max(1, context // 2), True, []
     if requested >= context:
-        return requested, False, [((name, "litellm", "max_tokens"),
-                                   f"max_tokens {fmt_tokens(requested)} is not below --max-model-len "
-                                   f"{fmt_tokens(context)}: every request would ask for the whole context or "
-                                   f"more and the prompt would not fit; set max_tokens to at most "
-                                   f"{fmt_tokens(context // 2)} (half the context) or raise --max-model-len")]
+        return (
+            requested,
+            False,
+            [
+                (
+                    (name, "litellm", "max_tokens"),
+                    f"max_tokens {fmt_tokens(requested)} is not below --max-model-len "
+                    f"{fmt_tokens(context)}: every request would ask for the whole context or "
+                    f"more and the prompt would not fit; set max_tokens to at most "
+                    f"{fmt_tokens(context // 2)} (half the context) or raise --max-model-len",
+                )
+            ],
+        )
     return requested, False, []
 
 
@@ -95,12 +125,18 @@ def tool_flags(name: str, cmd: ServeCommand) -> tuple[list[Finding], list[str]]:
     errors, warnings = [], []
     parser = cmd.value("--tool-call-parser")
     if cmd.enabled("--enable-auto-tool-choice") and not parser:
-        errors.append(((name, "command"),
-                       "--enable-auto-tool-choice needs --tool-call-parser (e.g. hermes, glm47, qwen3_coder); "
-                       "without it vLLM refuses to start"))
+        errors.append(
+            (
+                (name, "command"),
+                "--enable-auto-tool-choice needs --tool-call-parser (e.g. hermes, glm47, qwen3_coder); "
+                "without it vLLM refuses to start",
+            )
+        )
     if parser and not cmd.enabled("--enable-auto-tool-choice"):
-        warnings.append(f"{name}: --tool-call-parser {parser} without --enable-auto-tool-choice: "
-                        "requests with tool_choice=auto (the OpenAI default) will be refused by vLLM")
+        warnings.append(
+            f"{name}: --tool-call-parser {parser} without --enable-auto-tool-choice: "
+            "requests with tool_choice=auto (the OpenAI default) will be refused by vLLM"
+        )
     return errors, warnings
 
 
@@ -116,14 +152,19 @@ def gpu_count(name: str, cmd: ServeCommand, gpus: list[int]) -> list[Finding]:
         return [((name, "gpus"), f"gpus {gpus} lists a GPU twice")]
     size = world_size(cmd)
     if gpus and size != len(gpus):
-        return [((name, "gpus"),
-                 f"{len(gpus)} GPU(s) {gpus} but tensor x pipeline x data parallel size is {size}; "
-                 f"give exactly {size} GPU(s) or change --tensor-parallel-size/--pipeline-parallel-size")]
+        return [
+            (
+                (name, "gpus"),
+                f"{len(gpus)} GPU(s) {gpus} but tensor x pipeline x data parallel size is {size}; "
+                f"give exactly {size} GPU(s) or change --tensor-parallel-size/--pipeline-parallel-size",
+            )
+        ]
     return []
 
 
-def replica_gpus(name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]], replicas: int
-                 ) -> tuple[list[tuple[int, ...]], list[Finding]]:
+def replica_gpus(
+    name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]], replicas: int
+) -> tuple[list[tuple[int, ...]], list[Finding]]:
     """Each replica's GPUs: `gpus` split in order into chunks of tensor x pipeline x data parallel size, or one
     list per replica; every replica's list then passes gpu_count. [] (CPU): `replicas` processes, no GPU."""
     nested = bool(gpus) and isinstance(gpus[0], list)
@@ -132,8 +173,11 @@ def replica_gpus(name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]]
     flat = [g for g in gpus if not isinstance(g, list)]
     if nested:
         if len(gpus) != replicas:
-            fix = (f"set replicas: {len(gpus)}" if replicas == 1 else
-                   f"give {replicas} lists (one per replica) or set replicas: {len(gpus)}")
+            fix = (
+                f"set replicas: {len(gpus)}"
+                if replicas == 1
+                else f"give {replicas} lists (one per replica) or set replicas: {len(gpus)}"
+            )
             return [], [((name, "gpus"), f"gpus gives {len(gpus)} list(s) of GPUs for replicas: {replicas}; {fix}")]
         sets = [tuple(g) for g in lists]
     elif not flat or replicas == 1:
@@ -143,11 +187,15 @@ def replica_gpus(name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]]
         if len(set(flat)) != len(flat):
             return [], [((name, "gpus"), f"gpus {flat} lists a GPU twice")]
         if len(flat) != replicas * size:
-            return [], [((name, "gpus"),
-                         f"{len(flat)} GPU(s) {flat} do not split into {replicas} replicas of {size} GPU(s) each "
-                         f"(tensor x pipeline x data parallel size {size}): give {replicas * size} GPUs, one list "
-                         f"per replica (e.g. gpus: [[0, 1], [2, 3]]), or change replicas")]
-        sets = [tuple(flat[i * size:(i + 1) * size]) for i in range(replicas)]
+            return [], [
+                (
+                    (name, "gpus"),
+                    f"{len(flat)} GPU(s) {flat} do not split into {replicas} replicas of {size} GPU(s) each "
+                    f"(tensor x pipeline x data parallel size {size}): give {replicas * size} GPUs, one list "
+                    f"per replica (e.g. gpus: [[0, 1], [2, 3]]), or change replicas",
+                )
+            ]
+        sets = [tuple(flat[i * size : (i + 1) * size]) for i in range(replicas)]
     findings: list[Finding] = []
     for i, chunk in enumerate(sets):
         for path, msg in gpu_count(name, cmd, list(chunk)):
@@ -165,11 +213,17 @@ def replica_names(models: dict[str, int]) -> tuple[dict[str, list[str]], list[Fi
             continue
         for replica in names[model]:
             if replica in models:
-                findings.append(((model, "replicas"), f"its replica {replica} has the name of another model; rename "
-                                                      f"one of them"))
+                findings.append(
+                    ((model, "replicas"), f"its replica {replica} has the name of another model; rename one of them")
+                )
             elif len(replica) > 63:
-                findings.append(((model,), f"its replica name {replica} is longer than 63 characters (a host "
-                                           f"name); shorten the model's name"))
+                findings.append(
+                    (
+                        (model,),
+                        f"its replica name {replica} is longer than 63 characters (a host "
+                        f"name); shorten the model's name",
+                    )
+                )
     return names, findings
 
 
@@ -179,12 +233,22 @@ def replica_problems(name: str, replicas: int, cmd: ServeCommand, on_demand: boo
         return []
     findings: list[Finding] = []
     if cmd.value("--port"):
-        findings.append(((name, "command"), f"--port {cmd.value('--port')} would give all {replicas} replicas one "
-                                            "port; remove it and use `port:` (replica i listens on port + i - 1) or "
-                                            "leave the ports to the generator"))
+        findings.append(
+            (
+                (name, "command"),
+                f"--port {cmd.value('--port')} would give all {replicas} replicas one "
+                "port; remove it and use `port:` (replica i listens on port + i - 1) or "
+                "leave the ports to the generator",
+            )
+        )
     if on_demand:
-        findings.append(((name, "replicas"), "on-demand models run one copy (the controller loads and unloads one "
-                                             "backend per model); set replicas: 1 or remove on_demand"))
+        findings.append(
+            (
+                (name, "replicas"),
+                "on-demand models run one copy (the controller loads and unloads one "
+                "backend per model); set replicas: 1 or remove on_demand",
+            )
+        )
     return findings
 
 
@@ -195,15 +259,20 @@ def gpu_memory_of(memory: int | dict[int, int] | None, gpu: int) -> int | None:
     return memory.get(gpu) if isinstance(memory, dict) else memory
 
 
-def gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
-               memory: int | dict[int, int] | None = None) -> list[Finding]:
+def gpu_memory(
+    models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog, memory: int | dict[int, int] | None = None
+) -> list[Finding]:
     """Per GPU: every fraction of the GPU's memory plus each instance's context overhead must fit."""
     return [finding for _, _, finding in _gpu_memory(models, fractions, catalog, memory)]
 
 
-def _gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
-                memory: int | dict[int, int] | None = None, asleep: dict[int, list[str]] | None = None
-                ) -> list[tuple[int, frozenset[str], Finding]]:
+def _gpu_memory(
+    models: list[ModelPlan],
+    fractions: dict[str, float],
+    catalog: Catalog,
+    memory: int | dict[int, int] | None = None,
+    asleep: dict[int, list[str]] | None = None,
+) -> list[tuple[int, frozenset[str], Finding]]:
     """gpu_memory's findings with the GPU and the models on it. `models`: what is loaded at once; `asleep`: per
     GPU, models that are loaded but asleep (vLLM sleep mode): no fraction, but their process keeps its CUDA
     context."""
@@ -217,8 +286,17 @@ def _gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: C
     for gpu, names in sorted(per_gpu.items()):
         total = gpu_memory_of(memory, gpu)
         if total is None and isinstance(memory, dict):
-            findings.append((gpu, frozenset(), ((names[0], "gpus"), f"GPU {gpu} is not in gpu_memory (it lists GPU(s) "
-                             f"{', '.join(map(str, sorted(memory)))}); add `{gpu}: 80GiB` (its size) to gpu_memory")))
+            findings.append(
+                (
+                    gpu,
+                    frozenset(),
+                    (
+                        (names[0], "gpus"),
+                        f"GPU {gpu} is not in gpu_memory (it lists GPU(s) "
+                        f"{', '.join(map(str, sorted(memory)))}); add `{gpu}: 80GiB` (its size) to gpu_memory",
+                    ),
+                )
+            )
             continue
         assumed = total is None
         total = total or DEFAULT_GPU_MEMORY
@@ -232,27 +310,41 @@ def _gpu_memory(models: list[ModelPlan], fractions: dict[str, float], catalog: C
         parts = " + ".join(f"{n} {fractions[n]:.2f}" for n in names)
         last = names[-1]
         room = (total - headroom - sum(fractions[n] for n in names[:-1]) * total) / total
-        fix = (f"lower {last} to {int(room * 100) / 100:.2f}" if room >= 0.01 else "lower the others' fractions")
+        fix = f"lower {last} to {int(room * 100) / 100:.2f}" if room >= 0.01 else "lower the others' fractions"
         fix += " or move a model to another GPU"
         loaded = [n for n in names if n in on_demand]
         when = ""
         if loaded:  # one set of models that can be resident together (gpu_memory_sets)
             when = f" when {', '.join(names[:-1])} and {names[-1]} are loaded together" if len(names) > 1 else ""
             if len(loaded) > 1:
-                fix = (f"put {', '.join(loaded[:-1])} and {loaded[-1]} in one group (on_demand: {{group: gpu{gpu}}}) "
-                       f"so they take turns, or {fix}")
+                fix = (
+                    f"put {', '.join(loaded[:-1])} and {loaded[-1]} in one group (on_demand: {{group: gpu{gpu}}}) "
+                    f"so they take turns, or {fix}"
+                )
             elif len(names) > 1:
                 fix += f" ({loaded[0]} cannot fit even alone with the always-on models)"
-        size = (f"{fmt_bytes(total)}, assumed: gpu_memory is not set; add `gpu_memory: 80GiB` (your GPUs' size) "
-                f"at the top of models.yml" if assumed else fmt_bytes(total))
+        size = (
+            f"{fmt_bytes(total)}, assumed: gpu_memory is not set; add `gpu_memory: 80GiB` (your GPUs' size) "
+            f"at the top of models.yml"
+            if assumed
+            else fmt_bytes(total)
+        )
         defaulted = [n for n in names if fractions[n] == default]
         note = f" (vLLM {catalog.vllm_version} defaults to {default})" if defaulted else ""
         sleepers = f", {len(sleeping)} of them asleep ({', '.join(sleeping)})" if sleeping else ""
-        findings.append((gpu, frozenset(names), ((last, "gpus"),
-                         f"GPU {gpu} is over-committed{when}: --gpu-memory-utilization {parts} = {share:.2f}{note} of "
-                         f"{size}, plus a headroom of {fmt_bytes(CONTEXT_OVERHEAD)} per instance x {instances}"
-                         f"{sleepers} that vLLM needs besides its fraction (its CUDA context) = {fmt_bytes(need)} > "
-                         f"{fmt_bytes(total)}; {fix}")))
+        findings.append(
+            (
+                gpu,
+                frozenset(names),
+                (
+                    (last, "gpus"),
+                    f"GPU {gpu} is over-committed{when}: --gpu-memory-utilization {parts} = {share:.2f}{note} of "
+                    f"{size}, plus a headroom of {fmt_bytes(CONTEXT_OVERHEAD)} per instance x {instances}"
+                    f"{sleepers} that vLLM needs besides its fraction (its CUDA context) = {fmt_bytes(need)} > "
+                    f"{fmt_bytes(total)}; {fix}",
+                ),
+            )
+        )
     return findings
 
 
@@ -260,8 +352,9 @@ MAX_SETS = 4096  # per GPU: sets looked at for the smallest failing ones; past i
 MAX_REPORTED = 3  # per GPU: failing sets named one by one; the rest are counted in one more line
 
 
-def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog,
-                    memory: int | dict[int, int] | None = None) -> list[Finding]:
+def gpu_memory_sets(
+    models: list[ModelPlan], fractions: dict[str, float], catalog: Catalog, memory: int | dict[int, int] | None = None
+) -> list[Finding]:
     """The memory rule for each set of models that can be resident together (every always-on model plus at most
     one model of each on-demand group), not the whole file: models of one on-demand group take turns. A sleeping
     model (unload: sleep, not the loaded one of its group) keeps its process, so its CUDA context counts.
@@ -284,8 +377,12 @@ def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalo
 
         # this iteration's always, gpu, sleepers and context bound as defaults (B023): the two functions are only
         # called within it, but a closure would read the loop's later values
-        def check(choice: tuple[ModelPlan, ...], always: list[ModelPlan] = always, gpu: int = gpu,
-                  sleepers: list[str] = sleepers) -> Finding | None:
+        def check(
+            choice: tuple[ModelPlan, ...],
+            always: list[ModelPlan] = always,
+            gpu: int = gpu,
+            sleepers: list[str] = sleepers,
+        ) -> Finding | None:
             loaded = {m.name for m in choice}
             members = sorted((*always, *choice), key=lambda m: order[m.name])
             asleep = {gpu: [n for n in sleepers if n not in loaded]}
@@ -293,8 +390,9 @@ def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalo
 
         context = CONTEXT_OVERHEAD / (gpu_memory_of(memory, gpu) or DEFAULT_GPU_MEMORY)
 
-        def need(m: ModelPlan | None, group: list[ModelPlan], sleepers: list[str] = sleepers,
-                 context: float = context) -> float:
+        def need(
+            m: ModelPlan | None, group: list[ModelPlan], sleepers: list[str] = sleepers, context: float = context
+        ) -> float:
             """What a group's choice (m loaded, or None) adds on this GPU, as a share of it."""
             processes = sum(1 for x in group if x is not m and x.name in sleepers) + (m is not None)
             return (fractions[m.name] if m else 0.0) + processes * context
@@ -306,11 +404,15 @@ def gpu_memory_sets(models: list[ModelPlan], fractions: dict[str, float], catalo
         failing = _smallest_failing(list(groups.values()), check)
         findings += failing[:MAX_REPORTED] or [worst_finding]  # none within MAX_SETS: the worst set stands for them
         if len(failing) > MAX_REPORTED:
-            findings.append(((on_gpu[-1].name, "gpus"),
-                             f"GPU {gpu}: {len(failing) - MAX_REPORTED} more set(s) of models that cannot be loaded "
-                             f"together{' (and maybe more: not all sets were looked at)' if len(failing) >= MAX_SETS else ''}; "
-                             f"put the on-demand models of GPU {gpu} in fewer groups (on_demand: {{group: gpu{gpu}}}) "
-                             "so they take turns, or lower their --gpu-memory-utilization"))
+            findings.append(
+                (
+                    (on_gpu[-1].name, "gpus"),
+                    f"GPU {gpu}: {len(failing) - MAX_REPORTED} more set(s) of models that cannot be loaded "
+                    f"together{' (and maybe more: not all sets were looked at)' if len(failing) >= MAX_SETS else ''}; "
+                    f"put the on-demand models of GPU {gpu} in fewer groups (on_demand: {{group: gpu{gpu}}}) "
+                    "so they take turns, or lower their --gpu-memory-utilization",
+                )
+            )
     return findings
 
 
@@ -335,8 +437,9 @@ def _smallest_failing(groups: list[list[ModelPlan]], check) -> list[Finding]:
     return findings
 
 
-def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backends: dict[str, list[str]]
-                ) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
+def start_order(
+    models: list[ModelPlan], explicit: dict[str, list[str]], backends: dict[str, list[str]]
+) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
     """Who must be healthy before each backend starts: the previous backend (file order) on every GPU it
     shares (vLLM instances profiling memory at the same time break each other), plus `start_after:`.
 
@@ -353,7 +456,9 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backend
     deps: dict[str, set[str]] = {m.name: set() for m in models}
     on_demand = {m.entry for m in models if m.on_demand}
     last_on: dict[int, str] = {}
-    chained = [m for m in models if not m.on_demand] + [m for m in models if m.on_demand and m.on_demand.unload == "sleep"]
+    chained = [m for m in models if not m.on_demand] + [
+        m for m in models if m.on_demand and m.on_demand.unload == "sleep"
+    ]
     for m in chained:
         for gpu in m.gpus:
             if gpu in last_on:
@@ -362,9 +467,13 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backend
     findings: list[Finding] = []
     for name, wanted in explicit.items():
         if name in on_demand and wanted:
-            findings.append(((name, "start_after"),
-                             f"{name} is on demand: the controller loads it when a request asks for it, after the "
-                             "always-on models, so it has no start order; remove start_after"))
+            findings.append(
+                (
+                    (name, "start_after"),
+                    f"{name} is on demand: the controller loads it when a request asks for it, after the "
+                    "always-on models, so it has no start order; remove start_after",
+                )
+            )
             continue
         mine = [b for b in backends.get(name, ()) if b in deps]
         for i, other in enumerate(wanted):
@@ -373,16 +482,23 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backend
                 findings.append((where, f"{name} cannot wait for itself; remove it from start_after"))
             elif other not in backends:
                 if other in owner:
-                    hint = (f"{other} is a replica of {owner[other]}; write {owner[other]!r} "
-                            f"(start_after waits for every replica)")
+                    hint = (
+                        f"{other} is a replica of {owner[other]}; write {owner[other]!r} "
+                        f"(start_after waits for every replica)"
+                    )
                 elif close := difflib.get_close_matches(other, list(backends), n=1):
                     hint = f"did you mean {close[0]!r}?"
                 else:
                     hint = f"models: {', '.join(backends)}"
                 findings.append((where, f"unknown model {other!r}; {hint}"))
             elif other in on_demand:
-                findings.append((where, f"{other} is on demand: it is not started with the stack, so {name} "
-                                        f"would wait for it; remove it from start_after (or make {other} always on)"))
+                findings.append(
+                    (
+                        where,
+                        f"{other} is on demand: it is not started with the stack, so {name} "
+                        f"would wait for it; remove it from start_after (or make {other} always on)",
+                    )
+                )
             else:
                 for backend in mine:
                     deps[backend].update(b for b in backends[other] if b in deps)
@@ -391,9 +507,13 @@ def start_order(models: list[ModelPlan], explicit: dict[str, list[str]], backend
     except graphlib.CycleError as exc:
         cycle = [owner.get(b, b) for b in exc.args[1]]
         cycle = [n for i, n in enumerate(cycle) if i == 0 or n != cycle[i - 1]]  # a model's replicas: one step
-        findings.append(((cycle[0], "start_after"),
-                         f"start order has a cycle: {' -> '.join(cycle)} (each waits for the next to be healthy, "
-                         "so none would ever start); remove one of these start_after entries"))
+        findings.append(
+            (
+                (cycle[0], "start_after"),
+                f"start order has a cycle: {' -> '.join(cycle)} (each waits for the next to be healthy, "
+                "so none would ever start); remove one of these start_after entries",
+            )
+        )
     return {n: tuple(sorted(d, key=order.__getitem__)) for n, d in deps.items()}, findings
 
 
@@ -402,13 +522,22 @@ def on_demand_problems(name: str, plan: OnDemandPlan, gpus: tuple[int, ...], cmd
     if plan.unload != "sleep":
         return []
     if not gpus:
-        return [((name, "on_demand", "unload"),
-                 "unload: sleep needs a GPU: the CPU build of vLLM refuses --enable-sleep-mode (gpus: []); "
-                 "use unload: stop")]
+        return [
+            (
+                (name, "on_demand", "unload"),
+                "unload: sleep needs a GPU: the CPU build of vLLM refuses --enable-sleep-mode (gpus: []); "
+                "use unload: stop",
+            )
+        ]
     flag = cmd.last("--enable-sleep-mode")
     if flag is not None and flag.negated:
-        return [((name, "command"), "--no-enable-sleep-mode turns off the sleep mode that on_demand unload: sleep "
-                 "needs; remove it (the generator adds --enable-sleep-mode)")]
+        return [
+            (
+                (name, "command"),
+                "--no-enable-sleep-mode turns off the sleep mode that on_demand unload: sleep "
+                "needs; remove it (the generator adds --enable-sleep-mode)",
+            )
+        ]
     return []
 
 
@@ -430,7 +559,9 @@ def unique(models: list[ModelPlan]) -> list[Finding]:
         for m in models:
             value = getattr(m, attr)
             if value in seen and (attr == "port" or seen[value].entry != m.entry):
-                findings.append(((m.entry,), f"{label} {value!r} is already used by {seen[value].name}; make it unique"))
+                findings.append(
+                    ((m.entry,), f"{label} {value!r} is already used by {seen[value].name}; make it unique")
+                )
             seen.setdefault(value, m)
     return findings
 
@@ -450,8 +581,13 @@ def volume_problems(where: str, entries: list[str]) -> list[Finding]:
     for i, text in enumerate(entries):
         target = _mount(text).target
         if target in caches:
-            findings.append(((where, "volumes", i), f"{target} is where the stack mounts its {caches[target]} "
-                                                      "volume; mount yours elsewhere (e.g. /models)"))
+            findings.append(
+                (
+                    (where, "volumes", i),
+                    f"{target} is where the stack mounts its {caches[target]} "
+                    "volume; mount yours elsewhere (e.g. /models)",
+                )
+            )
         elif target in seen:
             findings.append(((where, "volumes", i), f"{target} is mounted twice; keep one entry"))
         seen.add(target)

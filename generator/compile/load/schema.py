@@ -47,8 +47,21 @@ DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
 BACKEND_CACHES = {"hf-cache": "/root/.cache/huggingface", "vllm-cache": "/root/.cache/vllm"}
 
 MODEL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a DNS label: compose host, k8s name
-RESERVED_NAMES = {"defaults", "gateway", "gpu_memory", "metrics", "on_demand", "litellm", "autoheal", "prometheus",
-                  "grafana", "dcgm-exporter", "on-demand", "people", "redis"}
+RESERVED_NAMES = {
+    "defaults",
+    "gateway",
+    "gpu_memory",
+    "metrics",
+    "on_demand",
+    "litellm",
+    "autoheal",
+    "prometheus",
+    "grafana",
+    "dcgm-exporter",
+    "on-demand",
+    "people",
+    "redis",
+}
 TOP_LEVEL = ("defaults", "gateway", "gpu_memory", "metrics", "on_demand", "people")  # the non-model keys of models.yml
 
 
@@ -102,8 +115,10 @@ def _not_metrics_port(value: int) -> int:
 # or one starting with a ${VAR} that compose interpolates; `:` inside ${...} is allowed) or a named volume.
 VOLUME = re.compile(r"^(?P<source>(?:\$\{[^}]*\}|[^:$])+):(?P<target>/[^:]*)(?::(?P<mode>ro|rw))?$")
 VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # what Docker accepts as a volume name
-VOLUME_HINT = ("use host:container[:ro], e.g. /srv/models:/models:ro, ${MODELS_DIR:?set it}:/models:ro "
-               "or a named volume weights:/models")
+VOLUME_HINT = (
+    "use host:container[:ro], e.g. /srv/models:/models:ro, ${MODELS_DIR:?set it}:/models:ro "
+    "or a named volume weights:/models"
+)
 
 
 def _volume(value: object) -> str:
@@ -161,14 +176,26 @@ BYTES_TEXT = r"^\s*\d+(\.\d+)?\s*[KMGT]iB\s*$"
 DURATION_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*[smhSMH]?\s*$"
 SCALAR = ({"type": "string"}, {"type": "number"})  # what _env_value takes: text or a number, never true/false
 
-Size = Annotated[int, BeforeValidator(_size),
-                 _json("token count (8192, 8K = 8192, 8k = 8000)", {"type": "integer", "minimum": 1}, _text(SIZE_TEXT))]
-Seconds = Annotated[float, BeforeValidator(parse_duration),
-                    _json("duration (90s, 10m, 1h, or seconds)", {"type": "number", "minimum": 0}, _text(DURATION_TEXT))]
-PositiveSeconds = Annotated[float, BeforeValidator(_positive_duration),
-                            _json("duration (90s, 10m, 1h, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0},
-                                  _text(DURATION_TEXT))]
-Volume = Annotated[str, BeforeValidator(_volume), _json("volume (host:container[:ro|rw])", _text(r"^(\$\{[^}]*\}|[^:$])+:/[^:]*(:(ro|rw))?$"))]
+Size = Annotated[
+    int,
+    BeforeValidator(_size),
+    _json("token count (8192, 8K = 8192, 8k = 8000)", {"type": "integer", "minimum": 1}, _text(SIZE_TEXT)),
+]
+Seconds = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    _json("duration (90s, 10m, 1h, or seconds)", {"type": "number", "minimum": 0}, _text(DURATION_TEXT)),
+]
+PositiveSeconds = Annotated[
+    float,
+    BeforeValidator(_positive_duration),
+    _json("duration (90s, 10m, 1h, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0}, _text(DURATION_TEXT)),
+]
+Volume = Annotated[
+    str,
+    BeforeValidator(_volume),
+    _json("volume (host:container[:ro|rw])", _text(r"^(\$\{[^}]*\}|[^:$])+:/[^:]*(:(ro|rw))?$")),
+]
 EnvValue = Annotated[str, BeforeValidator(_env_value), _json("text (numbers are turned into text)", *SCALAR)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
@@ -176,8 +203,9 @@ EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 def _not_bool(value: object) -> object:
     """pydantic reads true as 1 where a number belongs (`gpus: [true]` would be GPU 1): refuse it."""
     if isinstance(value, bool):
-        raise ValueError(f"expected a number, got {str(value).lower()} (YAML reads true/false, yes/no and on/off "
-                         "as booleans)")
+        raise ValueError(
+            f"expected a number, got {str(value).lower()} (YAML reads true/false, yes/no and on/off as booleans)"
+        )
     return value
 
 
@@ -196,9 +224,11 @@ def _gpu_shape(value: object) -> str:
 
 
 _GPU_LIST = {"type": "array", "items": {"type": "integer", "minimum": 0}}
-Gpus = Annotated[Annotated[list[GpuIndex], Tag(GPU_LISTS[0])] | Annotated[list[list[GpuIndex]], Tag(GPU_LISTS[1])],
-                 Discriminator(_gpu_shape),
-                 _json("list of GPU indexes, or one list per replica", _GPU_LIST, {"type": "array", "items": _GPU_LIST})]
+Gpus = Annotated[
+    Annotated[list[GpuIndex], Tag(GPU_LISTS[0])] | Annotated[list[list[GpuIndex]], Tag(GPU_LISTS[1])],
+    Discriminator(_gpu_shape),
+    _json("list of GPU indexes, or one list per replica", _GPU_LIST, {"type": "array", "items": _GPU_LIST}),
+]
 
 
 class _Strict(BaseModel):
@@ -226,7 +256,9 @@ def _request_size(value: object) -> int:
     """`16MiB`, `512KiB`, or a number of bytes."""
     size = value if isinstance(value, int) and not isinstance(value, bool) else parse_bytes(value)
     if not 1024 <= size <= 1024**3:
-        raise ValueError(f"{value!r} is outside 1KiB..1GiB; use e.g. 16MiB (a 128K-token prompt is under 1 MiB of text)")
+        raise ValueError(
+            f"{value!r} is outside 1KiB..1GiB; use e.g. 16MiB (a 128K-token prompt is under 1 MiB of text)"
+        )
     return size
 
 
@@ -242,9 +274,15 @@ class Limits(_Strict):
     """Tool definitions per request (coding agents send 20-60)."""
     logit_bias: Int = Field(300, ge=0, le=100_000)
     """Entries of logit_bias."""
-    request_size: Annotated[int, BeforeValidator(_request_size),
-                            _json("size (16MiB, 512KiB, or bytes; 1KiB..1GiB)",
-                                  {"type": "integer", "minimum": 1024, "maximum": 1024**3}, _text(BYTES_TEXT))] = 16 * 1024**2
+    request_size: Annotated[
+        int,
+        BeforeValidator(_request_size),
+        _json(
+            "size (16MiB, 512KiB, or bytes; 1KiB..1GiB)",
+            {"type": "integer", "minimum": 1024, "maximum": 1024**3},
+            _text(BYTES_TEXT),
+        ),
+    ] = 16 * 1024**2
     """Bytes of one request body; past it: 413."""
 
 
@@ -257,34 +295,61 @@ def _matching(pattern: str, what: str):
         if not regex.match(value):
             raise ValueError(f"{value!r} is not {what}")
         return value
+
     return AfterValidator(check)
 
 
 def _pattern_type(pattern: str, what: str, title: str, numbers: bool = False):
     """`_matching` plus the JSON schema of the same pattern (numbers too when `_env_value` turns them into text)."""
     text = _text(pattern)
-    return [_matching(pattern, what), _json(title, text, {"type": "number", "minimum": 0}) if numbers else _json(title, text)]
+    return [
+        _matching(pattern, what),
+        _json(title, text, {"type": "number", "minimum": 0}) if numbers else _json(title, text),
+    ]
 
 
 QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-Quantity = Annotated[str, BeforeValidator(_env_value),
-                     *_pattern_type(QUANTITY, "a Kubernetes quantity such as 100Gi or 500m", "Kubernetes quantity (100Gi, 500m, 8)",
-                                    numbers=True)]
-LabelKey = Annotated[str, *_pattern_type(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.product",
-                                         "Kubernetes label key")]
-LabelValue = Annotated[str, BeforeValidator(_env_value),
-                       *_pattern_type(LABEL_VALUE, "a Kubernetes label value (letters, digits, '-', '_', '.'; at most 63)",
-                                      "Kubernetes label value", numbers=True)]
-ResourceName = Annotated[str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-                                             "an extended resource name such as nvidia.com/gpu",
-                                             "extended resource name (nvidia.com/gpu)")]
-DnsName = Annotated[str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "a Kubernetes object name",
-                                        "Kubernetes object name")]
-DnsLabel = Annotated[str, *_pattern_type(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-                                         "a namespace name (lowercase letters, digits and '-', starting with a letter)",
-                                         "namespace name")]
+Quantity = Annotated[
+    str,
+    BeforeValidator(_env_value),
+    *_pattern_type(
+        QUANTITY, "a Kubernetes quantity such as 100Gi or 500m", "Kubernetes quantity (100Gi, 500m, 8)", numbers=True
+    ),
+]
+LabelKey = Annotated[
+    str, *_pattern_type(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.product", "Kubernetes label key")
+]
+LabelValue = Annotated[
+    str,
+    BeforeValidator(_env_value),
+    *_pattern_type(
+        LABEL_VALUE,
+        "a Kubernetes label value (letters, digits, '-', '_', '.'; at most 63)",
+        "Kubernetes label value",
+        numbers=True,
+    ),
+]
+ResourceName = Annotated[
+    str,
+    *_pattern_type(
+        r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        "an extended resource name such as nvidia.com/gpu",
+        "extended resource name (nvidia.com/gpu)",
+    ),
+]
+DnsName = Annotated[
+    str, *_pattern_type(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "a Kubernetes object name", "Kubernetes object name")
+]
+DnsLabel = Annotated[
+    str,
+    *_pattern_type(
+        r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        "a namespace name (lowercase letters, digits and '-', starting with a letter)",
+        "namespace name",
+    ),
+]
 
 
 class Toleration(_Strict):
@@ -305,8 +370,10 @@ class Toleration(_Strict):
         return self
 
 
-K8S_REPLICAS_MOVED = ("k8s.replicas has moved: write `replicas: N` on the model itself (every target, Kubernetes "
-                      "included, then runs N copies behind one name; docs/replicas.md) and remove k8s.replicas")
+K8S_REPLICAS_MOVED = (
+    "k8s.replicas has moved: write `replicas: N` on the model itself (every target, Kubernetes "
+    "included, then runs N copies behind one name; docs/replicas.md) and remove k8s.replicas"
+)
 
 
 class ModelK8s(_Strict):
@@ -355,8 +422,15 @@ class OnDemand(_Strict):
     """A model's `on_demand:`: loaded when a request asks for it, unloaded when idle or when its group needs room
     (`on_demand: true` takes every default)."""
 
-    group: Annotated[str, *_pattern_type(GROUP_NAME, "a group name (lowercase letters, digits, '-' and '_'), e.g. gpu0",
-                                         "group name (gpu0)")] | None = None
+    group: (
+        Annotated[
+            str,
+            *_pattern_type(
+                GROUP_NAME, "a group name (lowercase letters, digits, '-' and '_'), e.g. gpu0", "group name (gpu0)"
+            ),
+        ]
+        | None
+    ) = None
     """Models of one group take turns on their GPUs: one loaded at a time (default: the model's own name)."""
     idle: Seconds = 600.0
     """Unload after this long without a request; 0: only when its group needs room."""
@@ -371,8 +445,9 @@ def _on_demand(value: object) -> object:
     if value is False or value is None:
         return None
     if not isinstance(value, dict):
-        raise ValueError(f"expected true, false or a mapping such as {{group: gpu0, idle: 10m, unload: stop}}, "
-                         f"got {value!r:.40}")
+        raise ValueError(
+            f"expected true, false or a mapping such as {{group: gpu0, idle: 10m, unload: stop}}, got {value!r:.40}"
+        )
     return value
 
 
@@ -404,21 +479,32 @@ def _media_domain(value: object) -> str:
         raise ValueError(f"expected a host name such as images.example.com, got {value!r:.40}")
     if "://" in value or "/" in value:
         host = value.split("://", 1)[-1].split("/", 1)[0]
-        raise ValueError(f"{value!r}: write the host only ({host!r}); vLLM compares the URL's host, not its scheme or path")
+        raise ValueError(
+            f"{value!r}: write the host only ({host!r}); vLLM compares the URL's host, not its scheme or path"
+        )
     if "*" in value:
-        raise ValueError(f"{value!r}: vLLM compares host names exactly (no wildcards): list each host, "
-                         "e.g. images.example.com and cdn.example.com")
+        raise ValueError(
+            f"{value!r}: vLLM compares host names exactly (no wildcards): list each host, "
+            "e.g. images.example.com and cdn.example.com"
+        )
     if value != value.lower():
-        raise ValueError(f"{value!r}: write it in lowercase ({value.lower()!r}); vLLM compares it with the URL's "
-                         "host, which it lowercases, so this entry would never match")
+        raise ValueError(
+            f"{value!r}: write it in lowercase ({value.lower()!r}); vLLM compares it with the URL's "
+            "host, which it lowercases, so this entry would never match"
+        )
     try:
         address = ipaddress.ip_address(value)
     except ValueError:
         address = None
-    if value == "localhost" or value.endswith(".localhost") or (address is not None and (
-            address.is_loopback or address.is_link_local or address.is_unspecified)):
-        raise ValueError(f"{value!r} is the backend's own host or a link-local (cloud metadata) address: a client "
-                         "could make the backend fetch from it; serve media from another host")
+    if (
+        value == "localhost"
+        or value.endswith(".localhost")
+        or (address is not None and (address.is_loopback or address.is_link_local or address.is_unspecified))
+    ):
+        raise ValueError(
+            f"{value!r} is the backend's own host or a link-local (cloud metadata) address: a client "
+            "could make the backend fetch from it; serve media from another host"
+        )
     if address is None and not HOST_NAME.match(value):
         raise ValueError(f"{value!r} is not a host name such as images.example.com (or an IPv4 address)")
     return value
@@ -496,12 +582,22 @@ class Gateway(_Strict):
 
 
 PROMETHEUS_DURATION = r"^[1-9][0-9]*(ms|s|m|h|d|w|y)$"
-Duration = Annotated[str, BeforeValidator(_env_value),
-                     *_pattern_type(PROMETHEUS_DURATION, "a Prometheus duration such as 15s, 1m or 15d",
-                                    "Prometheus duration (15s, 1m, 15d)")]
-StorageSize = Annotated[str, BeforeValidator(_env_value),
-                        *_pattern_type(r"^[1-9][0-9]*(B|KB|MB|GB|TB|PB)$", "a size such as 512MB or 2GB (Prometheus units)",
-                                       "Prometheus size (512MB, 2GB)")]
+Duration = Annotated[
+    str,
+    BeforeValidator(_env_value),
+    *_pattern_type(
+        PROMETHEUS_DURATION, "a Prometheus duration such as 15s, 1m or 15d", "Prometheus duration (15s, 1m, 15d)"
+    ),
+]
+StorageSize = Annotated[
+    str,
+    BeforeValidator(_env_value),
+    *_pattern_type(
+        r"^[1-9][0-9]*(B|KB|MB|GB|TB|PB)$",
+        "a size such as 512MB or 2GB (Prometheus units)",
+        "Prometheus size (512MB, 2GB)",
+    ),
+]
 
 
 def _seconds(duration: str) -> float:
@@ -564,7 +660,9 @@ class Metrics(_Strict):
         return self
 
 
-ADAPTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # what clients send as "model"; no '=' or ',' (vLLM's name=path form)
+ADAPTER_NAME = (
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"  # what clients send as "model"; no '=' or ',' (vLLM's name=path form)
+)
 
 
 class Adapter(_Strict):
@@ -590,8 +688,9 @@ class Adapter(_Strict):
     @model_validator(mode="after")
     def _one_source(self):
         if (self.path is None) == (self.repo is None):
-            raise ValueError("give the adapter's `path:` (a directory) or its `repo:` (a Hugging Face repo id), "
-                             "exactly one")
+            raise ValueError(
+                "give the adapter's `path:` (a directory) or its `repo:` (a Hugging Face repo id), exactly one"
+            )
         return self
 
 
@@ -666,9 +765,12 @@ class Person(_Strict):
 PersonName = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
 
 
-GPU_MEMORY = _json("memory size (80GiB) or {GPU index: size}", _text(BYTES_TEXT),
-                   {"type": "object", "propertyNames": {"pattern": r"^[0-9]+$"}, "additionalProperties": _text(BYTES_TEXT)},
-                   {"type": "null"})
+GPU_MEMORY = _json(
+    "memory size (80GiB) or {GPU index: size}",
+    _text(BYTES_TEXT),
+    {"type": "object", "propertyNames": {"pattern": r"^[0-9]+$"}, "additionalProperties": _text(BYTES_TEXT)},
+    {"type": "null"},
+)
 
 
 class ModelsFile(_Strict):

@@ -50,8 +50,10 @@ def parse_bytes(value: object) -> int:
         raise ValueError(f"expected a memory size like 80GiB or 24576MiB, got {text!r}")
     number, unit = match.groups()
     if unit not in _BYTE_UNITS:
-        raise ValueError(f"{text!r}: write {number}{unit[0]}iB; GPU makers' '{unit}' are binary "
-                         f"(an '80GB' H100 has 81,559 MiB), so only KiB/MiB/GiB/TiB are taken")
+        raise ValueError(
+            f"{text!r}: write {number}{unit[0]}iB; GPU makers' '{unit}' are binary "
+            f"(an '80GB' H100 has 81,559 MiB), so only KiB/MiB/GiB/TiB are taken"
+        )
     size = int(float(number) * _BYTE_UNITS[unit])
     if size <= 0:
         raise ValueError(f"must be positive, got {text!r}")

@@ -23,10 +23,10 @@ OWNED_FLAGS = {
     "--api-key": "keys are generated into compose/.env and passed as VLLM_API_KEY: remove --api-key from the command",
     "--host": "the stack binds each backend itself (internal network, or 127.0.0.1 locally): remove --host",
     "--allowed-media-domains": "the stack sets it from models.yml (`media: {domains: [images.example.com]}`; none by "
-                               "default, since without it vLLM fetches any URL a client names): remove it from the command",
+    "default, since without it vLLM fetches any URL a client names): remove it from the command",
     "--allowed-local-media-path": "it lets every key holder make the backend read files under that path (file:// "
-                                  "media URLs): send media inline (data: URLs), or list a media host in models.yml "
-                                  "`media: {domains: [...]}`",
+    "media URLs): send media inline (data: URLs), or list a media host in models.yml "
+    "`media: {domains: [...]}`",
 }
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
@@ -127,7 +127,9 @@ def parse_serve_command(command: str, catalog: Catalog | None = None) -> ServeCo
     catalog = catalog or load_catalog()
     tokens = _split(command)
     if tokens[:2] != ["vllm", "serve"]:
-        raise FlagError("", "must start with `vllm serve <model>` (the stack runs it in the vLLM image or as a local process)")
+        raise FlagError(
+            "", "must start with `vllm serve <model>` (the stack runs it in the vLLM image or as a local process)"
+        )
     rest = tokens[2:]
     model: str | None = None
     flags: list[Flag] = []

@@ -75,7 +75,17 @@ def load_source(path: Path | str) -> Source:
         text_ = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
         raise ConfigError([Problem(where, "", text_)]) from None
     if root is None or data is None:
-        raise ConfigError([Problem(shown, "", "the file is empty; describe at least one model (see docs/models-yml.md)")])
+        raise ConfigError(
+            [Problem(shown, "", "the file is empty; describe at least one model (see docs/models-yml.md)")]
+        )
     if not isinstance(data, dict):
-        raise ConfigError([Problem(f"{shown}:1", "", f"the top level must be a mapping of model name -> entry, not a {type(data).__name__}")])
+        raise ConfigError(
+            [
+                Problem(
+                    f"{shown}:1",
+                    "",
+                    f"the top level must be a mapping of model name -> entry, not a {type(data).__name__}",
+                )
+            ]
+        )
     return Source(shown, hashlib.sha256(raw).hexdigest(), data, root)

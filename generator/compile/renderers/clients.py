@@ -71,7 +71,9 @@ def compact_limit(m: ModelPlan) -> int:
     return m.context - m.max_tokens
 
 
-def opencode_config(plan: Plan, models: tuple[ModelPlan, ...], key_env: str | None = None, key: str | None = None) -> dict:
+def opencode_config(
+    plan: Plan, models: tuple[ModelPlan, ...], key_env: str | None = None, key: str | None = None
+) -> dict:
     api_key = key or f"{{env:{key_env or plan.gateway.master_key_env}}}"
     return {
         "$schema": "https://opencode.ai/config.json",
@@ -152,39 +154,63 @@ def claude_env(plan: Plan, models: tuple[ModelPlan, ...], key: str | None = None
 
 def _env_text(plan: Plan, env: dict[str, str]) -> str:
     lines = [f"{k}={v}" if k == "ANTHROPIC_AUTH_TOKEN" else f"{k}={shlex.quote(v)}" for k, v in env.items()]
-    return (header(plan)
-            + "# Claude Code against the gateway: set -a; . clients/claude-code.env; set +a; claude\n"
-            + f"# needs {plan.gateway.master_key_env} in the environment (the gateway's master key).\n"
-            + "\n".join(lines) + "\n")
+    return (
+        header(plan)
+        + "# Claude Code against the gateway: set -a; . clients/claude-code.env; set +a; claude\n"
+        + f"# needs {plan.gateway.master_key_env} in the environment (the gateway's master key).\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def _readme(plan: Plan, models: tuple[ModelPlan, ...]) -> str:
     rows = "\n".join(
         f"| `{m.served_name}` | `--profile {m.entry}` | {m.context} | {m.max_tokens} | {compact_limit(m)} | "
-        f"{'yes' if m.reasoning_parser else 'no'} |" for m in models)
+        f"{'yes' if m.reasoning_parser else 'no'} |"
+        for m in models
+    )
     skipped = [m.served_name for m in plan.client_models if not m.auto_tool_choice]
-    note = (f"\nNot offered to agents (no `--enable-auto-tool-choice`; agents always send tools): "
-            f"{', '.join(f'`{n}`' for n in skipped)}.\n") if skipped else ""
-    return (header(plan)
-            + "\nCoding-agent configs for the gateway at "
-            + f"{gateway_base(plan)} (key: `${plan.gateway.master_key_env}`, never written here).\n"
-            + "`opencode.json` is JSON, which has no comments: this file is its header.\n\n"
-            + "| model | Codex | context | output budget | Codex compacts at | reasoning |\n"
-            + "| --- | --- | --- | --- | --- | --- |\n"
-            + rows + "\n" + note
-            + "\n- `opencode.json`: `OPENCODE_CONFIG=clients/opencode.json opencode`\n"
-            + "- `codex/`: `CODEX_HOME=clients/codex codex` (default model), "
-            + "`codex --profile <name>` for another model (`codex/<name>.config.toml`)\n"
-            + "- `claude-code.env`: `set -a; . clients/claude-code.env; set +a; claude`\n")
+    note = (
+        (
+            f"\nNot offered to agents (no `--enable-auto-tool-choice`; agents always send tools): "
+            f"{', '.join(f'`{n}`' for n in skipped)}.\n"
+        )
+        if skipped
+        else ""
+    )
+    return (
+        header(plan)
+        + "\nCoding-agent configs for the gateway at "
+        + f"{gateway_base(plan)} (key: `${plan.gateway.master_key_env}`, never written here).\n"
+        + "`opencode.json` is JSON, which has no comments: this file is its header.\n\n"
+        + "| model | Codex | context | output budget | Codex compacts at | reasoning |\n"
+        + "| --- | --- | --- | --- | --- | --- |\n"
+        + rows
+        + "\n"
+        + note
+        + "\n- `opencode.json`: `OPENCODE_CONFIG=clients/opencode.json opencode`\n"
+        + "- `codex/`: `CODEX_HOME=clients/codex codex` (default model), "
+        + "`codex --profile <name>` for another model (`codex/<name>.config.toml`)\n"
+        + "- `claude-code.env`: `set -a; . clients/claude-code.env; set +a; claude`\n"
+    )
 
 
 def clients_files(plan: Plan) -> dict[str, str]:
     """The `clients` target: one config per coding agent, from the same plan as the gateway."""
     models = agent_models(plan)
     if not models:
-        raise ConfigError([Problem(plan.source, "clients", (
-            "no model is served with --enable-auto-tool-choice and a --tool-call-parser; coding agents "
-            "always send tools, so add both to a model's command"))])
+        raise ConfigError(
+            [
+                Problem(
+                    plan.source,
+                    "clients",
+                    (
+                        "no model is served with --enable-auto-tool-choice and a --tool-call-parser; coding agents "
+                        "always send tools, so add both to a model's command"
+                    ),
+                )
+            ]
+        )
     files = {
         README_FILE: _readme(plan, models),
         OPENCODE_FILE: json.dumps(opencode_config(plan, models), indent=2) + "\n",
@@ -202,13 +228,26 @@ def person_clients(plan: Plan, person: PersonPlan, key: str) -> dict[str, str]:
     written mode 600: they hold a secret). Codex reads a key only from a variable: codex/key.env sets it."""
     models = tuple(m for m in agent_models(plan) if person.models is None or m.served_name in person.models)
     if not models:
-        raise ConfigError([Problem(plan.source, f"people.{person.name}.models", (
-            "none of this person's models takes tools (--enable-auto-tool-choice), "
-            "which coding agents always send"))])
+        raise ConfigError(
+            [
+                Problem(
+                    plan.source,
+                    f"people.{person.name}.models",
+                    (
+                        "none of this person's models takes tools (--enable-auto-tool-choice), "
+                        "which coding agents always send"
+                    ),
+                )
+            ]
+        )
     base = f"{CLIENTS_DIR}/people/{person.name}"
-    note = f"# {person.name}'s key is in this file: keep it private (make key NAME={person.name} ROTATE=1 replaces it).\n"
-    claude = "\n".join(f"{k}={v}" if k == "ANTHROPIC_AUTH_TOKEN" else f"{k}={shlex.quote(v)}"
-                       for k, v in claude_env(plan, models, key).items())
+    note = (
+        f"# {person.name}'s key is in this file: keep it private (make key NAME={person.name} ROTATE=1 replaces it).\n"
+    )
+    claude = "\n".join(
+        f"{k}={v}" if k == "ANTHROPIC_AUTH_TOKEN" else f"{k}={shlex.quote(v)}"
+        for k, v in claude_env(plan, models, key).items()
+    )
     files = {
         f"{base}/opencode.json": json.dumps(opencode_config(plan, models, key=key), indent=2) + "\n",
         f"{base}/codex/config.toml": header(plan) + tomli_w.dumps(codex_config(plan, models, person.key_env)),

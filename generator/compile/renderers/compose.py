@@ -36,15 +36,22 @@ def probe_script(port: int, path: str) -> str:
     started beside bash (bash is in the backend, gateway and controller images; curl is not guaranteed). Docker's
     exec of it costs ~40 ms of CPU, a python3 probe ~80 ms (docs/compose.md). `$$` is Compose's escape for a `$`
     the container sees."""
-    return (f"exec 3<>/dev/tcp/127.0.0.1/{port} && printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3 "
-            '&& read -r _ code _ <&3 && [[ "$$code" == 200* ]]')
+    return (
+        f"exec 3<>/dev/tcp/127.0.0.1/{port} && printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3 "
+        '&& read -r _ code _ <&3 && [[ "$$code" == 200* ]]'
+    )
 
 
 def _healthcheck(port: int, path: str, timeout: str, retries: int, start_period: str) -> dict:
     # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole service with it; a 10 s
     # interval finds a ready container soon enough (each probe: a bash start in it, ~40 ms of CPU with Docker's exec)
-    return {"test": ["CMD", "bash", "-c", probe_script(port, path)], "interval": "10s", "timeout": timeout,
-            "retries": retries, "start_period": start_period}
+    return {
+        "test": ["CMD", "bash", "-c", probe_script(port, path)],
+        "interval": "10s",
+        "timeout": timeout,
+        "retries": retries,
+        "start_period": start_period,
+    }
 
 
 def _hardening() -> dict:
@@ -81,8 +88,13 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         # warns and starts this one anyway; one broken model does not keep the next from serving
         service["depends_on"] = {d: {"condition": "service_healthy", "required": False} for d in m.start_after}
     if m.gpus:
-        service["deploy"] = {"resources": {"reservations": {"devices": [
-            {"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]}}}
+        service["deploy"] = {
+            "resources": {
+                "reservations": {
+                    "devices": [{"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]
+                }
+            }
+        }
     labels = {"org.llm-gateway.description": m.description} if m.description else {}
     if plan.gateway.autoheal:
         labels["autoheal"] = "true"
@@ -96,7 +108,12 @@ def gateway_service(plan: Plan) -> dict:
     env = {g.master_key_env: secret_ref(g.master_key_env), **gateway_env(g)}
     env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
     if plan.redis:
-        env.update({**redis_env(plan.redis.service, plan.redis.port), plan.redis.password_env: secret_ref(plan.redis.password_env)})
+        env.update(
+            {
+                **redis_env(plan.redis.service, plan.redis.port),
+                plan.redis.password_env: secret_ref(plan.redis.password_env),
+            }
+        )
     bind = f"[{g.bind}]" if ":" in g.bind else g.bind
     return {
         "image": g.image,
@@ -112,8 +129,9 @@ def gateway_service(plan: Plan) -> dict:
         "networks": ["backends", "frontend"],
         # GATEWAY_START_BUDGET: a recreated gateway on a busy box (backends starting beside it) took 110 s to answer,
         # 60 s + 5 failed probes were not enough and `make apply` failed; a ready gateway is healthy at its first probe
-        "healthcheck": _healthcheck(g.port, "/health/liveliness", timeout="5s", retries=5,
-                                    start_period=f"{GATEWAY_START_BUDGET}s"),
+        "healthcheck": _healthcheck(
+            g.port, "/health/liveliness", timeout="5s", retries=5, start_period=f"{GATEWAY_START_BUDGET}s"
+        ),
         "labels": {"org.llm-gateway.supervisor": supervisor_digest()},
         **_hardening(),
     }
@@ -126,8 +144,10 @@ def redis_command(password_env: str, port: int) -> str:
     """redis-server (PID 1: it gets the stop signal) with its password read from the environment and given as
     config on stdin (`-`, a here-document): never on a command line, where `ps` on the host would show it.
     Append-only file in /data; no RDB snapshots."""
-    return (f"exec redis-server - --port {port} --dir /data --appendonly yes --save '' --protected-mode no <<EOF\n"
-            f"requirepass ${password_env}\nEOF\n")
+    return (
+        f"exec redis-server - --port {port} --dir /data --appendonly yes --save '' --protected-mode no <<EOF\n"
+        f"requirepass ${password_env}\nEOF\n"
+    )
 
 
 def redis_service(plan: Plan) -> dict:
@@ -143,7 +163,10 @@ def redis_service(plan: Plan) -> dict:
         "healthcheck": {
             # REDISCLI_AUTH: redis-cli's password variable (no -a on a command line)
             "test": ["CMD-SHELL", f'REDISCLI_AUTH="$${r.password_env}" redis-cli -p {r.port} ping | grep -q PONG'],
-            "interval": "10s", "timeout": "5s", "retries": 3, "start_period": "10s",
+            "interval": "10s",
+            "timeout": "5s",
+            "retries": 3,
+            "start_period": "10s",
         },
         **_hardening(),
     }
@@ -177,8 +200,11 @@ def autoheal_service() -> dict:
     """`restart: unless-stopped` ignores a container that runs but is unhealthy (a hung engine); this does not."""
     return {
         "image": AUTOHEAL_IMAGE,
-        "environment": {"AUTOHEAL_CONTAINER_LABEL": "autoheal", "AUTOHEAL_INTERVAL": "30",
-                        "AUTOHEAL_START_PERIOD": "1800"},
+        "environment": {
+            "AUTOHEAL_CONTAINER_LABEL": "autoheal",
+            "AUTOHEAL_INTERVAL": "30",
+            "AUTOHEAL_START_PERIOD": "1800",
+        },
         "volumes": ["/var/run/docker.sock:/var/run/docker.sock"],
         "network_mode": "none",
         **_hardening(),
@@ -200,14 +226,23 @@ def prometheus_service(plan: Plan) -> dict:
     m = plan.metrics
     return {
         "image": m.image,
-        "command": [f"--config.file={CONTAINER_CONFIG}/prometheus.yml", f"--storage.tsdb.path={CONTAINER_DATA}",
-                    f"--storage.tsdb.retention.time={m.retention}", f"--storage.tsdb.retention.size={m.retention_size}",
-                    f"--web.listen-address=:{PROMETHEUS_PORT}"],
+        "command": [
+            f"--config.file={CONTAINER_CONFIG}/prometheus.yml",
+            f"--storage.tsdb.path={CONTAINER_DATA}",
+            f"--storage.tsdb.retention.time={m.retention}",
+            f"--storage.tsdb.retention.size={m.retention_size}",
+            f"--web.listen-address=:{PROMETHEUS_PORT}",
+        ],
         "ports": [_published(m.bind, m.port, PROMETHEUS_PORT)],
         "volumes": [f"../{PROMETHEUS_DIR}:{CONTAINER_CONFIG}:ro", f"{DATA_VOLUME}:{CONTAINER_DATA}"],
         "networks": ["backends", "frontend"],
-        "healthcheck": {"test": _wget(f"http://127.0.0.1:{PROMETHEUS_PORT}/-/ready"),
-                        "interval": "15s", "timeout": "5s", "retries": 3, "start_period": "60s"},
+        "healthcheck": {
+            "test": _wget(f"http://127.0.0.1:{PROMETHEUS_PORT}/-/ready"),
+            "interval": "15s",
+            "timeout": "5s",
+            "retries": 3,
+            "start_period": "60s",
+        },
         **_hardening(),
     }
 
@@ -217,8 +252,9 @@ def dcgm_service(plan: Plan) -> dict:
     number models.yml's `gpus:` uses. No SYS_ADMIN: the profiling (DCP) metrics need it, memory and use do not."""
     return {
         "image": plan.metrics.gpu_exporter_image,
-        "deploy": {"resources": {"reservations": {"devices": [
-            {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
+        "deploy": {
+            "resources": {"reservations": {"devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}
+        },
         "networks": ["backends"],
         **_hardening(),
     }
@@ -240,11 +276,19 @@ def grafana_service(plan: Plan) -> dict:
             "GF_ANALYTICS_CHECK_FOR_PLUGIN_UPDATES": "false",
         },
         "ports": [_published(m.bind, g.port, GRAFANA_PORT)],
-        "volumes": [f"../{GRAFANA_DIR}/provisioning:{GRAFANA_PROVISIONING}:ro",
-                    f"../{GRAFANA_DIR}/dashboards:{GRAFANA_DASHBOARDS}:ro", f"{GRAFANA_DATA}:/var/lib/grafana"],
+        "volumes": [
+            f"../{GRAFANA_DIR}/provisioning:{GRAFANA_PROVISIONING}:ro",
+            f"../{GRAFANA_DIR}/dashboards:{GRAFANA_DASHBOARDS}:ro",
+            f"{GRAFANA_DATA}:/var/lib/grafana",
+        ],
         "networks": ["frontend"],
-        "healthcheck": {"test": _wget(f"http://127.0.0.1:{GRAFANA_PORT}/api/health"),
-                        "interval": "15s", "timeout": "5s", "retries": 3, "start_period": "60s"},
+        "healthcheck": {
+            "test": _wget(f"http://127.0.0.1:{GRAFANA_PORT}/api/health"),
+            "interval": "15s",
+            "timeout": "5s",
+            "retries": 3,
+            "start_period": "60s",
+        },
         **_hardening(),
     }
 
@@ -264,10 +308,16 @@ def compose_problems(plan: Plan) -> list[Problem]:
     """What only compose cannot do: start/stop an on-demand container without the Docker socket."""
     if plan.controller is None or plan.controller.docker_socket:
         return []
-    return [Problem(plan.source, f"{m.name}.on_demand.unload",
-                    "on_demand unload: stop in compose needs the controller to start/stop containers: set "
-                    "on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model")
-            for m in plan.on_demand if m.on_demand is not None and m.on_demand.unload == "stop"]
+    return [
+        Problem(
+            plan.source,
+            f"{m.name}.on_demand.unload",
+            "on_demand unload: stop in compose needs the controller to start/stop containers: set "
+            "on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model",
+        )
+        for m in plan.on_demand
+        if m.on_demand is not None and m.on_demand.unload == "stop"
+    ]
 
 
 def render_compose(plan: Plan) -> dict:
@@ -290,8 +340,9 @@ def render_compose(plan: Plan) -> dict:
         "name": "llm-gateway",
         "services": services,
         "networks": networks,
-        "volumes": {v: {} for v in [*BACKEND_CACHES, *_metrics_volumes(plan), *([REDIS_DATA] if plan.redis else []),
-                                    *named]},
+        "volumes": {
+            v: {} for v in [*BACKEND_CACHES, *_metrics_volumes(plan), *([REDIS_DATA] if plan.redis else []), *named]
+        },
     }
 
 

@@ -19,17 +19,37 @@ AUTH_MODULE = "gateway_guard"
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it; gateway_serve runs LiteLLM)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
 REPAIRS_MODULE = "tool_call_repairs"  # streamed tool calls the pinned vLLM gets wrong (only when a model takes tools)
-GATEWAY_MODULES = (AUTH_MODULE, "count_tokens", "error_kinds", "gateway_backends", "gateway_metrics", SERVE_MODULE,
-                   START_MODULE, "gateway_status", "graceful_shutdown", HOOK_MODULE, "people", "request_counters", "request_guard",
-                   "request_shapes", ROUTING_MODULE, "stack_redis", REPAIRS_MODULE, "worker_gc")
+GATEWAY_MODULES = (
+    AUTH_MODULE,
+    "count_tokens",
+    "error_kinds",
+    "gateway_backends",
+    "gateway_metrics",
+    SERVE_MODULE,
+    START_MODULE,
+    "gateway_status",
+    "graceful_shutdown",
+    HOOK_MODULE,
+    "people",
+    "request_counters",
+    "request_guard",
+    "request_shapes",
+    ROUTING_MODULE,
+    "stack_redis",
+    REPAIRS_MODULE,
+    "worker_gc",
+)
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
 # is the backend's (a 5xx, a refused connection, which hosted_vllm reports as InternalServerError) puts it in
 # cooldown at once for REPLICA_COOLDOWN seconds (per worker; then it is tried again: a live one stays in), and the
 # request is retried on another replica before a byte went to the client. Timeouts and the client's own 4xx are
 # not retried (a slow answer retried doubles the load; a bad request is bad everywhere).
 REPLICA_COOLDOWN = 5
-REPLICA_ALLOWED_FAILS = {"InternalServerErrorAllowedFails": 0, "ServiceUnavailableErrorAllowedFails": 0,
-                         "BadGatewayErrorAllowedFails": 0}
+REPLICA_ALLOWED_FAILS = {
+    "InternalServerErrorAllowedFails": 0,
+    "ServiceUnavailableErrorAllowedFails": 0,
+    "BadGatewayErrorAllowedFails": 0,
+}
 HOOKS_DIR = Path(__file__).resolve().parents[2] / "shipped" / "gateway_hooks"
 # the gateway's first process (compose, local runtime): reloads LiteLLM when the files beside it change.
 # Not in the Kubernetes ConfigMap: there a new ConfigMap name rolls the pods instead.
@@ -39,8 +59,10 @@ SUPERVISOR_MODULE = "gateway_supervisor"
 def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
     """Python modules the LiteLLM config names (and the ones they import), copied next to config.yaml,
     where LiteLLM loads them by path; they find each other through their own folder."""
-    return {f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
-            for mod in GATEWAY_MODULES}
+    return {
+        f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
+        for mod in GATEWAY_MODULES
+    }
 
 
 PEOPLE_FILE = "people.json"  # beside config.yaml; gateway_hooks/people.py reads it again whenever it changes
@@ -49,9 +71,17 @@ PEOPLE_FILE = "people.json"  # beside config.yaml; gateway_hooks/people.py reads
 def people_policy(plan: Plan) -> dict:
     """models.yml `people:` as the gateway reads it: names, models, limits; no key, no hash (those are in
     people-keys.json, written from the keys file: generator/operate/keys.py)."""
-    return {p.name: {"models": list(p.models) if p.models is not None else None, "rpm": p.rpm, "tpm": p.tpm,
-                     "parallel": p.parallel, "tokens_per_day": p.tokens_per_day, "tokens_per_month": p.tokens_per_month}
-            for p in plan.people}
+    return {
+        p.name: {
+            "models": list(p.models) if p.models is not None else None,
+            "rpm": p.rpm,
+            "tpm": p.tpm,
+            "parallel": p.parallel,
+            "tokens_per_day": p.tokens_per_day,
+            "tokens_per_month": p.tokens_per_month,
+        }
+        for p in plan.people
+    }
 
 
 def people_file(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
@@ -106,8 +136,9 @@ def prompt_logprobs_served(m: ModelPlan) -> bool:
     return not (m.adapters and not m.gpus)
 
 
-def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
-                ) -> dict:
+def model_entry(
+    m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
+) -> dict:
     timeout, stream_timeout = plan.gateway.request_timeout, plan.gateway.stream_timeout
     if m.on_demand and plan.controller:
         host = controller_host or ("127.0.0.1" if api_base is local_api_base else CONTROLLER_SERVICE)
@@ -141,8 +172,13 @@ def model_entry(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], 
     if not prompt_logprobs_served(m):  # the guard refuses them for every model of such a backend
         info[NO_PROMPT_LOGPROBS] = True
     if m.replicas > 1:  # replica_routing.py picks among these; status shows each by this name
-        info.update({"gateway_replica": m.name, "allowed_fails_policy": dict(REPLICA_ALLOWED_FAILS),
-                     "cooldown_time": REPLICA_COOLDOWN})
+        info.update(
+            {
+                "gateway_replica": m.name,
+                "allowed_fails_policy": dict(REPLICA_ALLOWED_FAILS),
+                "cooldown_time": REPLICA_COOLDOWN,
+            }
+        )
     elif plan.replicated:
         # cooldowns are on for the replicas' sake: a deployment-level count keeps a lone deployment out of them
         # (LiteLLM never cools a model group's only deployment down when it has one; a cooldown would be an outage)
@@ -158,14 +194,21 @@ def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
     limits and replica (hosted_vllm/<adapter> is vLLM's LoRA name), its own request defaults and output budget.
     `ADAPTER_OF` tells status it shares its base's backend (not probed twice) and lists it under the base."""
     p = base["litellm_params"]
-    params = {"model": f"hosted_vllm/{a.name}", "api_base": p["api_base"], "api_key": p["api_key"],
-              **a.litellm_params, "timeout": p["timeout"], "stream_timeout": p["stream_timeout"]}
+    params = {
+        "model": f"hosted_vllm/{a.name}",
+        "api_base": p["api_base"],
+        "api_key": p["api_key"],
+        **a.litellm_params,
+        "timeout": p["timeout"],
+        "stream_timeout": p["stream_timeout"],
+    }
     info = {**copy.deepcopy(base["model_info"]), "max_output_tokens": a.max_tokens, ADAPTER_OF: m.served_name}
     return {"model_name": a.name, "litellm_params": params, "model_info": info}
 
 
-def model_entries(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
-                  ) -> list[dict]:
+def model_entries(
+    m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
+) -> list[dict]:
     """One backend's deployments: the model, then each of its LoRA adapters."""
     base = model_entry(m, plan, api_base, controller_host)
     return [base, *(adapter_entry(base, m, a) for a in m.adapters)]
@@ -173,10 +216,17 @@ def model_entries(m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str]
 
 def retry_policy(replicas: int) -> dict[str, int]:
     """Retries of one request on a replicated model: another replica for the backend's failures, none else."""
-    return {"InternalServerErrorRetries": replicas, "ServiceUnavailableErrorRetries": replicas,
-            "DefaultRetries": replicas,  # APIConnectionError, BadGatewayError
-            "TimeoutErrorRetries": 0, "BadRequestErrorRetries": 0, "AuthenticationErrorRetries": 0,
-            "RateLimitErrorRetries": 0, "ContentPolicyViolationErrorRetries": 0, "NotFoundErrorRetries": 0}
+    return {
+        "InternalServerErrorRetries": replicas,
+        "ServiceUnavailableErrorRetries": replicas,
+        "DefaultRetries": replicas,  # APIConnectionError, BadGatewayError
+        "TimeoutErrorRetries": 0,
+        "BadRequestErrorRetries": 0,
+        "AuthenticationErrorRetries": 0,
+        "RateLimitErrorRetries": 0,
+        "ContentPolicyViolationErrorRetries": 0,
+        "NotFoundErrorRetries": 0,
+    }
 
 
 def redis_settings(plan: Plan) -> dict[str, str] | None:
@@ -185,12 +235,16 @@ def redis_settings(plan: Plan) -> dict[str, str] | None:
     LiteLLM config names Redis: a feature that needs it there (router_settings, a cache) takes it from here."""
     if plan.redis is None:
         return None
-    return {"host": f"os.environ/{REDIS_HOST_ENV}", "port": f"os.environ/{REDIS_PORT_ENV}",
-            "password": f"os.environ/{plan.redis.password_env}"}
+    return {
+        "host": f"os.environ/{REDIS_HOST_ENV}",
+        "port": f"os.environ/{REDIS_PORT_ENV}",
+        "password": f"os.environ/{plan.redis.password_env}",
+    }
 
 
-def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base,
-                   controller_host: str | None = None) -> dict:
+def render_litellm(
+    plan: Plan, api_base: Callable[[ModelPlan], str] = compose_api_base, controller_host: str | None = None
+) -> dict:
     """`controller_host`: where the gateway reaches the on-demand controller (default: its compose service, or
     127.0.0.1 with local_api_base)."""
     g = plan.gateway
@@ -226,8 +280,12 @@ def render_litellm(plan: Plan, api_base: Callable[[ModelPlan], str] = compose_ap
     if plan.replicated:
         litellm_settings["callbacks"].append(f"{ROUTING_MODULE}.routing_instance")
         router_settings["disable_cooldowns"] = False  # a dead replica is skipped (lone deployments: allowed_fails)
-        counts = {name: m.replicas for m in plan.models if m.replicas > 1
-                  for name in (m.served_name, *(a.name for a in m.adapters))}
+        counts = {
+            name: m.replicas
+            for m in plan.models
+            if m.replicas > 1
+            for name in (m.served_name, *(a.name for a in m.adapters))
+        }
         router_settings["model_group_retry_policy"] = {name: retry_policy(n) for name, n in counts.items()}
     general_settings: dict = {
         "master_key": f"os.environ/{g.master_key_env}",

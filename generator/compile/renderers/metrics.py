@@ -71,31 +71,51 @@ def gpu_users(plan: Plan) -> dict[int, list[ModelPlan]]:
 
 
 def scrape_configs(plan: Plan) -> list[dict]:
-    jobs = [{
-        "job_name": JOBS["vllm"],
-        "metrics_path": "/metrics",
-        "static_configs": [{"targets": [f"{m.name}:{m.port}"],
-                            "labels": {"model": m.name, "served_model_name": m.served_name, "gpus": gpus_label(m)}}
-                           for m in plan.models],
-    }, {
-        "job_name": JOBS["gateway"],
-        "metrics_path": "/metrics",
-        "static_configs": [{"targets": [f"{GATEWAY}:{GATEWAY_METRICS_PORT}"]}],
-    }]
+    jobs = [
+        {
+            "job_name": JOBS["vllm"],
+            "metrics_path": "/metrics",
+            "static_configs": [
+                {
+                    "targets": [f"{m.name}:{m.port}"],
+                    "labels": {"model": m.name, "served_model_name": m.served_name, "gpus": gpus_label(m)},
+                }
+                for m in plan.models
+            ],
+        },
+        {
+            "job_name": JOBS["gateway"],
+            "metrics_path": "/metrics",
+            "static_configs": [{"targets": [f"{GATEWAY}:{GATEWAY_METRICS_PORT}"]}],
+        },
+    ]
     if plan.metrics.gpu_exporter:
-        jobs.append({"job_name": JOBS["gpus"], "metrics_path": "/metrics",
-                     "static_configs": [{"targets": [f"{DCGM}:{DCGM_PORT}"]}]})
+        jobs.append(
+            {
+                "job_name": JOBS["gpus"],
+                "metrics_path": "/metrics",
+                "static_configs": [{"targets": [f"{DCGM}:{DCGM_PORT}"]}],
+            }
+        )
     if plan.on_demand:
-        jobs.append({"job_name": JOBS["on_demand"], "metrics_path": "/metrics",
-                     "static_configs": [{"targets": [f"{CONTROLLER_SERVICE}:{plan.required_controller().port}"]}]})
+        jobs.append(
+            {
+                "job_name": JOBS["on_demand"],
+                "metrics_path": "/metrics",
+                "static_configs": [{"targets": [f"{CONTROLLER_SERVICE}:{plan.required_controller().port}"]}],
+            }
+        )
     return jobs
 
 
 def prometheus_config(plan: Plan) -> dict:
     m = plan.metrics
     config: dict = {
-        "global": {"scrape_interval": m.scrape_interval, "evaluation_interval": m.scrape_interval,
-                   "external_labels": {"stack": "llm-gateway"}},
+        "global": {
+            "scrape_interval": m.scrape_interval,
+            "evaluation_interval": m.scrape_interval,
+            "external_labels": {"stack": "llm-gateway"},
+        },
     }
     config["rule_files"] = ["rules.yml"]  # relative to this file: /etc/prometheus/ in the container
     config["scrape_configs"] = scrape_configs(plan)
@@ -119,25 +139,41 @@ def backend_rules() -> dict:
     on-demand controller did not stop: a scrape that fails while the controller says the model is unloaded is
     "stopped", not "down". Without on-demand models the state is `up`."""
     stopped = f"({BACKEND_STOPPED} == 1)"
-    return {"name": "llm-gateway-backends", "rules": [
-        {"record": BACKEND_STOPPED,
-         "expr": f'max by (model) ({STATE_METRIC}'
-                 f'{{job="{JOBS["on_demand"]}",state=~"{"|".join(UNLOADED_STATES)}"}})'},
-        {"record": BACKEND_STATE,
-         "expr": f'(max by (model) (up{{job="{JOBS["vllm"]}"}}) unless on(model) {stopped}) '
-                 f"or on(model) ({STATE_STOPPED} * {stopped})"},
-        {"alert": BACKEND_DOWN_ALERT, "expr": f"{BACKEND_STATE} == {STATE_DOWN}", "for": "2m",
-         "labels": {"severity": "critical"},
-         "annotations": {"summary": "{{ $labels.model }}: its backend is down (Prometheus cannot scrape it, and it "
-                                    "is not an on-demand model the controller stopped)"}},
-    ]}
+    return {
+        "name": "llm-gateway-backends",
+        "rules": [
+            {
+                "record": BACKEND_STOPPED,
+                "expr": f"max by (model) ({STATE_METRIC}"
+                f'{{job="{JOBS["on_demand"]}",state=~"{"|".join(UNLOADED_STATES)}"}})',
+            },
+            {
+                "record": BACKEND_STATE,
+                "expr": f'(max by (model) (up{{job="{JOBS["vllm"]}"}}) unless on(model) {stopped}) '
+                f"or on(model) ({STATE_STOPPED} * {stopped})",
+            },
+            {
+                "alert": BACKEND_DOWN_ALERT,
+                "expr": f"{BACKEND_STATE} == {STATE_DOWN}",
+                "for": "2m",
+                "labels": {"severity": "critical"},
+                "annotations": {
+                    "summary": "{{ $labels.model }}: its backend is down (Prometheus cannot scrape it, and it "
+                    "is not an on-demand model the controller stopped)"
+                },
+            },
+        ],
+    }
 
 
 def error_rules() -> dict:
-    return {"name": "llm-gateway-errors", "rules": [
-        {"record": BACKEND_ERRORS, "expr": f"sum by (requested_model) (rate({failed_requests(True)}[5m]))"},
-        {"record": CLIENT_ERRORS, "expr": f"sum by (requested_model) (rate({failed_requests(False)}[5m]))"},
-    ]}
+    return {
+        "name": "llm-gateway-errors",
+        "rules": [
+            {"record": BACKEND_ERRORS, "expr": f"sum by (requested_model) (rate({failed_requests(True)}[5m]))"},
+            {"record": CLIENT_ERRORS, "expr": f"sum by (requested_model) (rate({failed_requests(False)}[5m]))"},
+        ],
+    }
 
 
 def gpu_rules(plan: Plan) -> dict:
@@ -145,16 +181,27 @@ def gpu_rules(plan: Plan) -> dict:
     framebuffer readings by GPU index (dcgm-exporter's `gpu` label)."""
     rules: list[dict] = []
     for gpu, models in gpu_users(plan).items():
-        rules.append({"record": GPU_MODELS, "expr": "vector(1)",
-                      "labels": {"gpu": str(gpu), "models": ",".join(m.name for m in models)}})
+        rules.append(
+            {
+                "record": GPU_MODELS,
+                "expr": "vector(1)",
+                "labels": {"gpu": str(gpu), "models": ",".join(m.name for m in models)},
+            }
+        )
         for m in models:
-            rules.append({"record": GPU_FRACTION, "expr": f"vector({_number(m.memory_fraction)})",
-                          "labels": {"gpu": str(gpu), "model": m.name}})
+            rules.append(
+                {
+                    "record": GPU_FRACTION,
+                    "expr": f"vector({_number(m.memory_fraction)})",
+                    "labels": {"gpu": str(gpu), "model": m.name},
+                }
+            )
     rules += [
-        {"record": GPU_USED,
-         "expr": f"(DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)) "
-                 f"* on(gpu) group_left(models) {GPU_MODELS}"},
-        {"record": GPU_GIVEN,
-         "expr": f"sum by (gpu) ({GPU_FRACTION}) * on(gpu) group_left(models) {GPU_MODELS}"},
+        {
+            "record": GPU_USED,
+            "expr": f"(DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)) "
+            f"* on(gpu) group_left(models) {GPU_MODELS}",
+        },
+        {"record": GPU_GIVEN, "expr": f"sum by (gpu) ({GPU_FRACTION}) * on(gpu) group_left(models) {GPU_MODELS}"},
     ]
     return {"name": "llm-gateway-gpus", "rules": rules}

@@ -18,8 +18,12 @@ from .text import header, json_header
 
 CONFIG_FILE = "litellm/on-demand.json"  # beside the gateway's config; the controller mounts the folder read-only
 PACKAGE_DIR = "on-demand"  # compose: the controller's modules, mounted read-only at PACKAGE_MOUNT
-PACKAGE_MOUNT = "/opt/on-demand"  # on the controller's PYTHONPATH: `python3 -m generator.shipped.on_demand` imports them
-SOURCE = Path(__file__).resolve().parents[2] / "shipped" / "on_demand"  # generator/shipped/on_demand/ (the controller's package)
+PACKAGE_MOUNT = (
+    "/opt/on-demand"  # on the controller's PYTHONPATH: `python3 -m generator.shipped.on_demand` imports them
+)
+SOURCE = (
+    Path(__file__).resolve().parents[2] / "shipped" / "on_demand"
+)  # generator/shipped/on_demand/ (the controller's package)
 
 
 def compose_backend_url(m: ModelPlan) -> str:
@@ -53,21 +57,26 @@ def controller_config(plan: Plan, backend_url: Callable[[ModelPlan], str] = comp
     }
 
 
-def config_text(plan: Plan, backend_url: Callable[[ModelPlan], str] = compose_backend_url,
-                regenerate: str = "make regenerate") -> str:
+def config_text(
+    plan: Plan, backend_url: Callable[[ModelPlan], str] = compose_backend_url, regenerate: str = "make regenerate"
+) -> str:
     return json.dumps({**json_header(plan, regenerate), **controller_config(plan, backend_url)}, indent=2) + "\n"
 
 
 def package_files(plan: Plan, regenerate: str = "make regenerate") -> dict[str, str]:
     """generator/shipped/on_demand/**.py copied under on-demand/generator/, each with the header (a comment: a module's
     docstring stays its first statement)."""
-    files = {f"{PACKAGE_DIR}/generator/__init__.py":
-             header(plan, regenerate=regenerate) + '"""The on-demand controller, copied for its container."""\n',
-             f"{PACKAGE_DIR}/generator/shipped/__init__.py":
-             header(plan, regenerate=regenerate) + '"""Code that runs inside the stack; here only the on-demand controller."""\n'}
+    files = {
+        f"{PACKAGE_DIR}/generator/__init__.py": header(plan, regenerate=regenerate)
+        + '"""The on-demand controller, copied for its container."""\n',
+        f"{PACKAGE_DIR}/generator/shipped/__init__.py": header(plan, regenerate=regenerate)
+        + '"""Code that runs inside the stack; here only the on-demand controller."""\n',
+    }
     for path in sorted(SOURCE.rglob("*.py")) if SOURCE.is_dir() else []:
         rel = path.relative_to(SOURCE).as_posix()
-        files[f"{PACKAGE_DIR}/generator/shipped/on_demand/{rel}"] = header(plan, regenerate=regenerate) + path.read_text()
+        files[f"{PACKAGE_DIR}/generator/shipped/on_demand/{rel}"] = (
+            header(plan, regenerate=regenerate) + path.read_text()
+        )
     return files
 
 

@@ -38,8 +38,10 @@ def stack_files(plan: Plan) -> dict[str, str]:
 def metrics_files(plan: Plan) -> dict[str, str]:
     if not plan.metrics.enabled:
         return {}
-    files = {PROMETHEUS_FILE: header(plan) + dump_yaml(prometheus_config(plan)),
-             RULES_FILE: header(plan) + dump_yaml(recording_rules(plan))}
+    files = {
+        PROMETHEUS_FILE: header(plan) + dump_yaml(prometheus_config(plan)),
+        RULES_FILE: header(plan) + dump_yaml(recording_rules(plan)),
+    }
     return {**files, **grafana_files(plan)}
 
 

@@ -25,8 +25,10 @@ def header(plan: Plan, comment: str = "#", regenerate: str = "make regenerate") 
 
 def json_header(plan: Plan, regenerate: str = "make regenerate") -> dict[str, str]:
     """The header of a JSON file, as its first key (dump with json.dumps(..., indent=2): it opens with JSON_MARK)."""
-    return {"_generated": f"GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by "
-                          f"`python -m generator`. Do not edit: change models.yml, run `{regenerate}`."}
+    return {
+        "_generated": f"GENERATED from {Path(plan.source).name} (sha256 {plan.source_digest[:16]}) by "
+        f"`python -m generator`. Do not edit: change models.yml, run `{regenerate}`."
+    }
 
 
 class _Dumper(yaml.SafeDumper):

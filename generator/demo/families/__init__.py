@@ -22,21 +22,21 @@ from ..conformance import Turn
 
 @dataclass(frozen=True)
 class Family:
-    name: str                       # the model folder (.cache/demo-models/family-<name>) and its served name
-    title: str                      # "GLM-4.7"
-    tool_parser: str                # vLLM --tool-call-parser
-    reasoning_parser: str | None    # vLLM --reasoning-parser; None: the format has no reasoning
+    name: str  # the model folder (.cache/demo-models/family-<name>) and its served name
+    title: str  # "GLM-4.7"
+    tool_parser: str  # vLLM --tool-call-parser
+    reasoning_parser: str | None  # vLLM --reasoning-parser; None: the format has no reasoning
     special_tokens: tuple[str, ...]  # added tokens marked special (dropped from decoded text, seen by id)
-    added_tokens: tuple[str, ...]    # added tokens not special (markers the real tokenizer has as one token)
-    eos: str                        # the token that ends a turn (config eos_token_id)
+    added_tokens: tuple[str, ...]  # added tokens not special (markers the real tokenizer has as one token)
+    eos: str  # the token that ends a turn (config eos_token_id)
     chat_template: str
-    tool_result_opener: str         # prompt text that opens a tool result (the player answers `after-tool` past it)
-    user_opener: str                # prompt text that opens a user turn
-    render: Callable[[Turn], str]   # what the model emits for a turn, up to and with its end token
+    tool_result_opener: str  # prompt text that opens a tool result (the player answers `after-tool` past it)
+    user_opener: str  # prompt text that opens a user turn
+    render: Callable[[Turn], str]  # what the model emits for a turn, up to and with its end token
     stop_tokens: tuple[str, ...] = ()  # more tokens that end generation (generation_config eos_token_id)
     bos: str | None = None
     extra_flags: tuple[str, ...] = ()  # more `vllm serve` flags the family needs
-    source: str = ""                # where the facts come from (template, parser source)
+    source: str = ""  # where the facts come from (template, parser source)
     notes: tuple[str, ...] = field(default_factory=tuple)  # what cannot run here, and why
     # a family whose real vocabulary vLLM needs (gpt-oss: harmony renders the prompt itself) builds its own files:
     # name -> bytes, scripts.json included (family_model.scripts_json); None: the scripted BPE and a 1-layer Llama

@@ -73,30 +73,55 @@ EOS = "<｜end▁of▁sentence｜>"
 def render(turn: Turn) -> str:
     out = "<think>\n" + (turn.reasoning or "") + "\n</think>\n\n"
     if turn.calls:
-        out += "<｜tool▁calls▁begin｜>" + "\n".join(
-            "<｜tool▁call▁begin｜>function<｜tool▁sep｜>%s\n```json\n%s\n```<｜tool▁call▁end｜>" % (c.name, tojson(c.arguments))
-            for c in turn.calls) + "<｜tool▁calls▁end｜>"
+        out += (
+            "<｜tool▁calls▁begin｜>"
+            + "\n".join(
+                "<｜tool▁call▁begin｜>function<｜tool▁sep｜>%s\n```json\n%s\n```<｜tool▁call▁end｜>"
+                % (c.name, tojson(c.arguments))
+                for c in turn.calls
+            )
+            + "<｜tool▁calls▁end｜>"
+        )
     return out + (turn.answer or "") + EOS
 
 
 FAMILY = Family(
-    name="deepseek_r1", title="DeepSeek-R1-0528", tool_parser="deepseek_v3",
+    name="deepseek_r1",
+    title="DeepSeek-R1-0528",
+    tool_parser="deepseek_v3",
     reasoning_parser="deepseek_r1",
     # DeepSeek-V3/R1 tokenizer_config.json: only BOS/EOS/pad are special; <think>, the role and the tool markers
     # are plain added tokens (vLLM's deepseek_v3 parser finds them in the decoded text, so they must survive it)
     special_tokens=("<｜begin▁of▁sentence｜>", EOS, "<｜▁pad▁｜>"),
-    added_tokens=("<think>", "</think>", "<｜User｜>", "<｜Assistant｜>",
-                  "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
-                  "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>", "<｜tool▁output▁begin｜>",
-                  "<｜tool▁output▁end｜>", "<｜tool▁sep｜>"),
-    eos=EOS, bos="<｜begin▁of▁sentence｜>", chat_template=CHAT_TEMPLATE,
-    tool_result_opener="<｜tool▁output▁begin｜>", user_opener="<｜User｜>", render=render,
+    added_tokens=(
+        "<think>",
+        "</think>",
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁outputs▁begin｜>",
+        "<｜tool▁outputs▁end｜>",
+        "<｜tool▁output▁begin｜>",
+        "<｜tool▁output▁end｜>",
+        "<｜tool▁sep｜>",
+    ),
+    eos=EOS,
+    bos="<｜begin▁of▁sentence｜>",
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="<｜tool▁output▁begin｜>",
+    user_opener="<｜User｜>",
+    render=render,
     source="vLLM examples/tool_chat_template_deepseekr1.jinja and DeepSeek-R1-0528's tokenizer_config.json "
-           "chat template; vllm/tool_parsers/deepseekv3_tool_parser.py, vllm/reasoning/deepseek_r1_reasoning_parser.py",
-    notes=("R1-0528's own template lists no tools (users put them in the system prompt); the tool list here is "
-           "vLLM's example template's.",
-           "Reasoning history is dropped as in the real template, so reasoning_content never reaches the prompt.",
-           "Text is as R1 writes it: reasoning comes back as '\\n...\\n' and an answer as '\\n\\n...' (the "
-           "newlines around </think> stay in the parsed fields); a turn without reasoning is "
-           "'<think>\\n\\n</think>\\n\\n'."),
+    "chat template; vllm/tool_parsers/deepseekv3_tool_parser.py, vllm/reasoning/deepseek_r1_reasoning_parser.py",
+    notes=(
+        "R1-0528's own template lists no tools (users put them in the system prompt); the tool list here is "
+        "vLLM's example template's.",
+        "Reasoning history is dropped as in the real template, so reasoning_content never reaches the prompt.",
+        "Text is as R1 writes it: reasoning comes back as '\\n...\\n' and an answer as '\\n\\n...' (the "
+        "newlines around </think> stay in the parsed fields); a turn without reasoning is "
+        "'<think>\\n\\n</think>\\n\\n'.",
+    ),
 )

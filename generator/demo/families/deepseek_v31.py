@@ -77,27 +77,51 @@ def render(turn: Turn) -> str:
     # a turn with reasoning is a thinking-mode turn (the prompt opened <think>); one without, a non-thinking turn
     out = turn.reasoning + "</think>" if turn.reasoning else ""
     if turn.calls:
-        out += "<｜tool▁calls▁begin｜>" + "".join(
-            "<｜tool▁call▁begin｜>%s<｜tool▁sep｜>%s<｜tool▁call▁end｜>" % (c.name, tojson(c.arguments))
-            for c in turn.calls) + "<｜tool▁calls▁end｜>"
+        out += (
+            "<｜tool▁calls▁begin｜>"
+            + "".join(
+                "<｜tool▁call▁begin｜>%s<｜tool▁sep｜>%s<｜tool▁call▁end｜>" % (c.name, tojson(c.arguments))
+                for c in turn.calls
+            )
+            + "<｜tool▁calls▁end｜>"
+        )
     return out + (turn.answer or "") + EOS
 
 
 FAMILY = Family(
-    name="deepseek_v31", title="DeepSeek-V3.1", tool_parser="deepseek_v31",
+    name="deepseek_v31",
+    title="DeepSeek-V3.1",
+    tool_parser="deepseek_v31",
     reasoning_parser="deepseek_v3",
     # DeepSeek-V3.1 tokenizer_config.json: only BOS/EOS/pad are special
     special_tokens=("<｜begin▁of▁sentence｜>", EOS, "<｜▁pad▁｜>"),
-    added_tokens=("<think>", "</think>", "<｜User｜>", "<｜Assistant｜>",
-                  "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
-                  "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>", "<｜tool▁output▁begin｜>",
-                  "<｜tool▁output▁end｜>", "<｜tool▁sep｜>"),
-    eos=EOS, bos="<｜begin▁of▁sentence｜>", chat_template=CHAT_TEMPLATE,
-    tool_result_opener="<｜tool▁output▁begin｜>", user_opener="<｜User｜>", render=render,
+    added_tokens=(
+        "<think>",
+        "</think>",
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁outputs▁begin｜>",
+        "<｜tool▁outputs▁end｜>",
+        "<｜tool▁output▁begin｜>",
+        "<｜tool▁output▁end｜>",
+        "<｜tool▁sep｜>",
+    ),
+    eos=EOS,
+    bos="<｜begin▁of▁sentence｜>",
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="<｜tool▁output▁begin｜>",
+    user_opener="<｜User｜>",
+    render=render,
     source="vLLM examples/tool_chat_template_deepseekv31.jinja (DeepSeek-V3.1's template with the tool list); "
-           "vllm/tool_parsers/deepseekv31_tool_parser.py, vllm/reasoning/deepseek_v3_reasoning_parser.py",
+    "vllm/tool_parsers/deepseekv31_tool_parser.py, vllm/reasoning/deepseek_v3_reasoning_parser.py",
     thinks=False,  # V3.1 calls tools in non-thinking mode only (its model card): the scripts are non-thinking turns
-    notes=("Thinking is per request (chat_template_kwargs {\"thinking\": true}), and V3.1's model card supports "
-           "tool calls in non-thinking mode only: the matrix runs its scripts in non-thinking mode, the default, "
-           "with the deepseek_v3 reasoning parser served as users serve it (it passes such turns through).",),
+    notes=(
+        'Thinking is per request (chat_template_kwargs {"thinking": true}), and V3.1\'s model card supports '
+        "tool calls in non-thinking mode only: the matrix runs its scripts in non-thinking mode, the default, "
+        "with the deepseek_v3 reasoning parser served as users serve it (it passes such turns through).",
+    ),
 )

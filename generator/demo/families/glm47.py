@@ -77,23 +77,55 @@ def _value(v) -> str:
 def render(turn: Turn) -> str:
     out = (turn.reasoning or "") + "</think>"
     for c in turn.calls:
-        out += "<tool_call>" + c.name + "".join(
-            f"<arg_key>{k}</arg_key><arg_value>{_value(v)}</arg_value>" for k, v in c.arguments.items()) + "</tool_call>"
+        out += (
+            "<tool_call>"
+            + c.name
+            + "".join(f"<arg_key>{k}</arg_key><arg_value>{_value(v)}</arg_value>" for k, v in c.arguments.items())
+            + "</tool_call>"
+        )
     out += turn.answer or ""
     return out + ("<|observation|>" if turn.calls else "<|user|>")
 
 
 FAMILY = Family(
-    name="glm47", title="GLM-4.7", tool_parser="glm47", reasoning_parser="glm45",
-    special_tokens=("<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>",
-                    "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"),
-    added_tokens=("<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-                  "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "/nothink"),
-    eos="<|endoftext|>", stop_tokens=("<|user|>", "<|observation|>"), chat_template=CHAT_TEMPLATE,
-    tool_result_opener="<|observation|>", user_opener="<|user|>", render=render,
+    name="glm47",
+    title="GLM-4.7",
+    tool_parser="glm47",
+    reasoning_parser="glm45",
+    special_tokens=(
+        "<|endoftext|>",
+        "[MASK]",
+        "[gMASK]",
+        "[sMASK]",
+        "<sop>",
+        "<eop>",
+        "<|system|>",
+        "<|user|>",
+        "<|assistant|>",
+        "<|observation|>",
+    ),
+    added_tokens=(
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_response>",
+        "</tool_response>",
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+        "/nothink",
+    ),
+    eos="<|endoftext|>",
+    stop_tokens=("<|user|>", "<|observation|>"),
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="<|observation|>",
+    user_opener="<|user|>",
+    render=render,
     source="GLM-4.7(-Flash) chat_template.jinja, tokenizer_config.json and generation_config.json (zai-org); "
-           "vllm/parser/glm47_moe.py, vllm/tool_parsers/glm47_moe_tool_parser.py, "
-           "vllm/reasoning/glm47_moe_reasoning_parser.py",
+    "vllm/parser/glm47_moe.py, vllm/tool_parsers/glm47_moe_tool_parser.py, "
+    "vllm/reasoning/glm47_moe_reasoning_parser.py",
     notes=(
         "every turn opens with `</think>` (thinking on, GLM-4.7's default): with chat_template_kwargs "
         "enable_thinking=false the prompt already ends `</think>` and the real model would not write it again; the "

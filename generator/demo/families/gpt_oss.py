@@ -97,8 +97,10 @@ def render(turn: Turn) -> str:
     parts = []
     if turn.reasoning:
         parts.append(f"<|channel|>analysis<|message|>{turn.reasoning}<|end|>")
-    calls = [f"<|channel|>commentary to=functions.{c.name} <|constrain|>json<|message|>{_args(c.arguments)}"
-             for c in turn.calls]
+    calls = [
+        f"<|channel|>commentary to=functions.{c.name} <|constrain|>json<|message|>{_args(c.arguments)}"
+        for c in turn.calls
+    ]
     # <|call|> stops generation (generation_config eos_token_id): one call per turn (parallel_calls=False)
     if len(calls) > 1:
         raise ValueError("gpt-oss calls one tool per turn")
@@ -109,10 +111,17 @@ def render(turn: Turn) -> str:
 
 
 # o200k_base's split pattern (tiktoken_ext/openai_public.py o200k_base pat_str; o200k_harmony reuses it)
-O200K_PATTERN = "|".join([
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+"""])
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"  # o200k_base.tiktoken
 FIRST_SPECIAL, LAST_SPECIAL = 199998, 200018  # <|startoftext|> .. <|endofprompt|>, as gpt-oss's tokenizer.json
 VOCAB = 201088  # config vocab_size (padded)
@@ -167,41 +176,96 @@ def build_files(fam: Family) -> dict[str, bytes]:
 
     stops = [tid[fam.eos]] + [tid[t] for t in fam.stop_tokens]
     config = {
-        "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "torch_dtype": "bfloat16",
-        "vocab_size": VOCAB, "hidden_size": HIDDEN, "intermediate_size": INTERMEDIATE, "num_hidden_layers": 1,
-        "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": HEAD_DIM, "num_local_experts": EXPERTS,
-        "num_experts_per_tok": 1, "experts_per_token": 1, "sliding_window": 128, "layer_types": ["sliding_attention"],
-        "max_position_embeddings": 131072, "initial_context_length": 4096, "rms_norm_eps": 1e-5,
-        "swiglu_limit": 7.0, "tie_word_embeddings": False, "attention_bias": True, "hidden_act": "silu",
-        "router_aux_loss_coef": 0.9, "output_router_logits": False, "rope_theta": 150000,
-        "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                         "truncate": False, "original_max_position_embeddings": 4096},
-        "bos_token_id": tid[fam.bos], "eos_token_id": tid[fam.eos], "pad_token_id": tid["<|endoftext|>"],
+        "architectures": ["GptOssForCausalLM"],
+        "model_type": "gpt_oss",
+        "torch_dtype": "bfloat16",
+        "vocab_size": VOCAB,
+        "hidden_size": HIDDEN,
+        "intermediate_size": INTERMEDIATE,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 1,
+        "num_key_value_heads": 1,
+        "head_dim": HEAD_DIM,
+        "num_local_experts": EXPERTS,
+        "num_experts_per_tok": 1,
+        "experts_per_token": 1,
+        "sliding_window": 128,
+        "layer_types": ["sliding_attention"],
+        "max_position_embeddings": 131072,
+        "initial_context_length": 4096,
+        "rms_norm_eps": 1e-5,
+        "swiglu_limit": 7.0,
+        "tie_word_embeddings": False,
+        "attention_bias": True,
+        "hidden_act": "silu",
+        "router_aux_loss_coef": 0.9,
+        "output_router_logits": False,
+        "rope_theta": 150000,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 32.0,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "truncate": False,
+            "original_max_position_embeddings": 4096,
+        },
+        "bos_token_id": tid[fam.bos],
+        "eos_token_id": tid[fam.eos],
+        "pad_token_id": tid["<|endoftext|>"],
         # as gpt-oss-20b's config; without it transformers 5 warns of a Mistral regex (tokenization_utils_tokenizers)
-        "transformers_version": "4.55.0.dev0"}
+        "transformers_version": "4.55.0.dev0",
+    }
     p, q, e, i2 = "model.layers.0.", (HEAD_DIM,), EXPERTS, 2 * INTERMEDIATE
     weights = {
-        "model.embed_tokens.weight": ((VOCAB, HIDDEN), 0), "lm_head.weight": ((VOCAB, HIDDEN), 0),
-        "model.norm.weight": ((HIDDEN,), 1), p + "input_layernorm.weight": ((HIDDEN,), 1),
-        p + "post_attention_layernorm.weight": ((HIDDEN,), 1), p + "self_attn.sinks": ((1,), 0),
-        p + "self_attn.o_proj.weight": ((HIDDEN, HEAD_DIM), 0), p + "self_attn.o_proj.bias": ((HIDDEN,), 0),
-        p + "mlp.router.weight": ((e, HIDDEN), 0), p + "mlp.router.bias": ((e,), 0),
+        "model.embed_tokens.weight": ((VOCAB, HIDDEN), 0),
+        "lm_head.weight": ((VOCAB, HIDDEN), 0),
+        "model.norm.weight": ((HIDDEN,), 1),
+        p + "input_layernorm.weight": ((HIDDEN,), 1),
+        p + "post_attention_layernorm.weight": ((HIDDEN,), 1),
+        p + "self_attn.sinks": ((1,), 0),
+        p + "self_attn.o_proj.weight": ((HIDDEN, HEAD_DIM), 0),
+        p + "self_attn.o_proj.bias": ((HIDDEN,), 0),
+        p + "mlp.router.weight": ((e, HIDDEN), 0),
+        p + "mlp.router.bias": ((e,), 0),
         # transformers' GptOssExperts layout: gate_up_proj [E, H, 2I] (gate, up interleaved), down_proj [E, I, H]
-        p + "mlp.experts.gate_up_proj": ((e, HIDDEN, i2), 0), p + "mlp.experts.gate_up_proj_bias": ((e, i2), 0),
-        p + "mlp.experts.down_proj": ((e, INTERMEDIATE, HIDDEN), 0), p + "mlp.experts.down_proj_bias": ((e, HIDDEN), 0),
-        **{f"{p}self_attn.{x}_proj.{w}": ((HEAD_DIM, HIDDEN) if w == "weight" else q, 0)
-           for x in "qkv" for w in ("weight", "bias")}}
+        p + "mlp.experts.gate_up_proj": ((e, HIDDEN, i2), 0),
+        p + "mlp.experts.gate_up_proj_bias": ((e, i2), 0),
+        p + "mlp.experts.down_proj": ((e, INTERMEDIATE, HIDDEN), 0),
+        p + "mlp.experts.down_proj_bias": ((e, HIDDEN), 0),
+        **{
+            f"{p}self_attn.{x}_proj.{w}": ((HEAD_DIM, HIDDEN) if w == "weight" else q, 0)
+            for x in "qkv"
+            for w in ("weight", "bias")
+        },
+    }
     return {
         "config.json": js(config),
-        "generation_config.json": js({"bos_token_id": tid[fam.bos], "eos_token_id": stops,
-                                      "pad_token_id": tid["<|endoftext|>"]}),
+        "generation_config.json": js(
+            {"bos_token_id": tid[fam.bos], "eos_token_id": stops, "pad_token_id": tid["<|endoftext|>"]}
+        ),
         "tokenizer.json": tok.to_str().encode(),
-        "tokenizer_config.json": js({
-            "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": fam.bos, "eos_token": fam.eos,
-            "pad_token": "<|endoftext|>", "model_max_length": 131072, "clean_up_tokenization_spaces": False,
-            "chat_template": fam.chat_template,
-            "added_tokens_decoder": {str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
-                                              "single_word": False, "special": True} for i, t in specials.items()}}),
+        "tokenizer_config.json": js(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "bos_token": fam.bos,
+                "eos_token": fam.eos,
+                "pad_token": "<|endoftext|>",
+                "model_max_length": 131072,
+                "clean_up_tokenization_spaces": False,
+                "chat_template": fam.chat_template,
+                "added_tokens_decoder": {
+                    str(i): {
+                        "content": t,
+                        "lstrip": False,
+                        "normalized": False,
+                        "rstrip": False,
+                        "single_word": False,
+                        "special": True,
+                    }
+                    for i, t in specials.items()
+                },
+            }
+        ),
         "special_tokens_map.json": js({"bos_token": fam.bos, "eos_token": fam.eos, "pad_token": "<|endoftext|>"}),
         "scripts.json": js(scripts_json(fam, tok, set(stops), tid[fam.eos])),
         "model.safetensors": _safetensors_bf16(weights),
@@ -209,15 +273,33 @@ def build_files(fam: Family) -> dict[str, bytes]:
 
 
 FAMILY = Family(
-    name="gpt_oss", title="gpt-oss", tool_parser="openai", reasoning_parser="openai_gptoss",
-    special_tokens=("<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>", "<|channel|>", "<|start|>",
-                    "<|end|>", "<|message|>", "<|call|>", "<|endofprompt|>"),
+    name="gpt_oss",
+    title="gpt-oss",
+    tool_parser="openai",
+    reasoning_parser="openai_gptoss",
+    special_tokens=(
+        "<|startoftext|>",
+        "<|endoftext|>",
+        "<|return|>",
+        "<|constrain|>",
+        "<|channel|>",
+        "<|start|>",
+        "<|end|>",
+        "<|message|>",
+        "<|call|>",
+        "<|endofprompt|>",
+    ),
     added_tokens=(),
-    eos="<|return|>", stop_tokens=("<|endoftext|>", "<|call|>"), bos="<|startoftext|>",
-    chat_template=CHAT_TEMPLATE, files=build_files,
-    tool_result_opener="<|start|>functions.", user_opener="<|start|>user", render=render,
+    eos="<|return|>",
+    stop_tokens=("<|endoftext|>", "<|call|>"),
+    bos="<|startoftext|>",
+    chat_template=CHAT_TEMPLATE,
+    files=build_files,
+    tool_result_opener="<|start|>functions.",
+    user_opener="<|start|>user",
+    render=render,
     source="openai/gpt-oss-20b tokenizer_config.json + chat_template.jinja + generation_config.json; "
-           "vllm/parser/harmony.py, vllm/entrypoints/openai/parser/harmony_utils.py, oss-harmony 0.0.11",
+    "vllm/parser/harmony.py, vllm/entrypoints/openai/parser/harmony_utils.py, oss-harmony 0.0.11",
     notes=(
         "Builds its own files (build_files): model_type gpt_oss (a 1-layer GptOssForCausalLM, bf16, hidden 32, one "
         "expert, not the real 2880 / 32 experts / mxfp4) and the real o200k_harmony ids from oss-harmony's embedded "

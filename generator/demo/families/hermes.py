@@ -55,17 +55,24 @@ CHAT_TEMPLATE = """\
 def render(turn: Turn) -> str:
     # Qwen3 in thinking mode always writes a think block, an empty one when it does not think
     out = f"<think>\n{turn.reasoning or ''}\n</think>\n\n"
-    out += "\n".join('<tool_call>\n{"name": "%s", "arguments": %s}\n</tool_call>' % (c.name, tojson(c.arguments))
-                     for c in turn.calls)
+    out += "\n".join(
+        '<tool_call>\n{"name": "%s", "arguments": %s}\n</tool_call>' % (c.name, tojson(c.arguments)) for c in turn.calls
+    )
     return out + (turn.answer or "") + "<|im_end|>"
 
 
 FAMILY = Family(
-    name="hermes", title="Qwen3", tool_parser="hermes", reasoning_parser="qwen3",
+    name="hermes",
+    title="Qwen3",
+    tool_parser="hermes",
+    reasoning_parser="qwen3",
     special_tokens=("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
     added_tokens=("<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"),
-    eos="<|im_end|>", stop_tokens=("<|endoftext|>",), chat_template=CHAT_TEMPLATE,
-    tool_result_opener="<tool_response>", user_opener="<|im_start|>user", render=render,
-    source="Qwen3's tokenizer_config.json chat template; vllm/tool_parsers/hermes_tool_parser.py, "
-           "vllm/parser/qwen3.py",
+    eos="<|im_end|>",
+    stop_tokens=("<|endoftext|>",),
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="<tool_response>",
+    user_opener="<|im_start|>user",
+    render=render,
+    source="Qwen3's tokenizer_config.json chat template; vllm/tool_parsers/hermes_tool_parser.py, vllm/parser/qwen3.py",
 )

@@ -62,23 +62,48 @@ def render(turn: Turn) -> str:
     out = f"<think>{turn.reasoning or ''}</think>"
     if turn.calls:
         out += "<|tool_calls_section_begin|>"
-        out += "".join(f"<|tool_call_begin|>functions.{c.name}:{i}<|tool_call_argument_begin|>{tojson(c.arguments)}"
-                       "<|tool_call_end|>" for i, c in enumerate(turn.calls))
+        out += "".join(
+            f"<|tool_call_begin|>functions.{c.name}:{i}<|tool_call_argument_begin|>{tojson(c.arguments)}"
+            "<|tool_call_end|>"
+            for i, c in enumerate(turn.calls)
+        )
         out += "<|tool_calls_section_end|>"
     return out + (turn.answer or "") + "<|im_end|>"
 
 
 FAMILY = Family(
-    name="kimi_k2", title="Kimi-K2-Thinking", tool_parser="kimi_k2", reasoning_parser="kimi_k2",
-    special_tokens=("[BOS]", "[EOS]", "<|im_end|>", "<|im_user|>", "<|im_assistant|>", "[EOT]", "<|im_system|>",
-                    "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-                    "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|im_middle|>", "<think>", "</think>"),
+    name="kimi_k2",
+    title="Kimi-K2-Thinking",
+    tool_parser="kimi_k2",
+    reasoning_parser="kimi_k2",
+    special_tokens=(
+        "[BOS]",
+        "[EOS]",
+        "<|im_end|>",
+        "<|im_user|>",
+        "<|im_assistant|>",
+        "[EOT]",
+        "<|im_system|>",
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+        "<|im_middle|>",
+        "<think>",
+        "</think>",
+    ),
     added_tokens=(),
-    eos="<|im_end|>", stop_tokens=("[EOS]",), bos="[BOS]", chat_template=CHAT_TEMPLATE,
-    tool_result_opener="## Return of ", user_opener="<|im_user|>", render=render,
+    eos="<|im_end|>",
+    stop_tokens=("[EOS]",),
+    bos="[BOS]",
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="## Return of ",
+    user_opener="<|im_user|>",
+    render=render,
     source="moonshotai/Kimi-K2-Thinking chat_template.jinja and tokenizer_config.json (added_tokens_decoder, as "
-           "described in MoonshotAI/Kimi-K2 docs/tool_call_guidance.md and copies); vllm/parser/kimi_k2.py, "
-           "vllm/tool_parsers/kimi_k2_tool_parser.py, vllm/reasoning/kimi_k2_reasoning_parser.py",
+    "described in MoonshotAI/Kimi-K2 docs/tool_call_guidance.md and copies); vllm/parser/kimi_k2.py, "
+    "vllm/tool_parsers/kimi_k2_tool_parser.py, vllm/reasoning/kimi_k2_reasoning_parser.py",
     notes=(
         "The real tokenizer is tiktoken (tiktoken.model + tokenization_kimi.py, trust_remote_code): not buildable "
         "here without its files. The family model uses the shared byte-level BPE with every Kimi marker as a special "

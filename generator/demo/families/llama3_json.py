@@ -78,22 +78,38 @@ def render(turn: Turn) -> str:
 
 
 FAMILY = Family(
-    name="llama3_json", title="Llama 3.1/3.2 JSON", tool_parser="llama3_json", reasoning_parser=None,
+    name="llama3_json",
+    title="Llama 3.1/3.2 JSON",
+    tool_parser="llama3_json",
+    reasoning_parser=None,
     # Llama 3.1's tokenizer_config.json: every added token (128000-128255) is special
-    special_tokens=("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                    "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|finetune_right_pad_id|>"),
+    special_tokens=(
+        "<|begin_of_text|>",
+        "<|end_of_text|>",
+        "<|start_header_id|>",
+        "<|end_header_id|>",
+        "<|eot_id|>",
+        "<|eom_id|>",
+        "<|python_tag|>",
+        "<|finetune_right_pad_id|>",
+    ),
     added_tokens=(),
-    eos="<|eot_id|>", stop_tokens=("<|eom_id|>", "<|end_of_text|>"), bos="<|begin_of_text|>",
+    eos="<|eot_id|>",
+    stop_tokens=("<|eom_id|>", "<|end_of_text|>"),
+    bos="<|begin_of_text|>",
     chat_template=CHAT_TEMPLATE,
     tool_result_opener="<|start_header_id|>ipython<|end_header_id|>",
-    user_opener="<|start_header_id|>user<|end_header_id|>", render=render,
+    user_opener="<|start_header_id|>user<|end_header_id|>",
+    render=render,
     source="vLLM examples/tool_chat_template_llama3.1_json.jinja (= Meta's Llama 3.1 template); Llama 3.1 "
-           "tokenizer_config.json / generation_config.json (eos 128001, 128008, 128009); "
-           "vllm/tool_parsers/llama_tool_parser.py",
-    notes=("Llama 3.1/3.2 were trained on one call per turn: the published templates raise on two tool calls "
-           "in a history turn; here they render `; `-joined, the form vLLM's parser splits on "
-           "(llama_tool_parser.py streaming: start_idx += end_idx + len('; ')).",
-           "<|python_tag|> and <|eom_id|> (the built-in-tool path) are not emitted: JSON custom-tool calls end "
-           "with <|eot_id|>, and <|python_tag|> is special, so vLLM drops it from the text the parser reads.",
-           "Date line fixed at 26 Jul 2024 (the real template uses strftime_now) so prompts are reproducible."),
+    "tokenizer_config.json / generation_config.json (eos 128001, 128008, 128009); "
+    "vllm/tool_parsers/llama_tool_parser.py",
+    notes=(
+        "Llama 3.1/3.2 were trained on one call per turn: the published templates raise on two tool calls "
+        "in a history turn; here they render `; `-joined, the form vLLM's parser splits on "
+        "(llama_tool_parser.py streaming: start_idx += end_idx + len('; ')).",
+        "<|python_tag|> and <|eom_id|> (the built-in-tool path) are not emitted: JSON custom-tool calls end "
+        "with <|eot_id|>, and <|python_tag|> is special, so vLLM drops it from the text the parser reads.",
+        "Date line fixed at 26 Jul 2024 (the real template uses strftime_now) so prompts are reproducible.",
+    ),
 )

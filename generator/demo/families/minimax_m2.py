@@ -83,15 +83,29 @@ def render(turn: Turn) -> str:
 
 
 FAMILY = Family(
-    name="minimax_m2", title="MiniMax-M2", tool_parser="minimax_m2",
+    name="minimax_m2",
+    title="MiniMax-M2",
+    tool_parser="minimax_m2",
     reasoning_parser="minimax_m2",
-    special_tokens=("]!p~[", "]~!b[", "]~b]", "[e~[", "<think>", "</think>", "<minimax:tool_call>",
-                    "</minimax:tool_call>"),
+    special_tokens=(
+        "]!p~[",
+        "]~!b[",
+        "]~b]",
+        "[e~[",
+        "<think>",
+        "</think>",
+        "<minimax:tool_call>",
+        "</minimax:tool_call>",
+    ),
     added_tokens=(),
-    eos="[e~[", bos="]~!b[", chat_template=CHAT_TEMPLATE,
-    tool_result_opener="]~b]tool", user_opener="]~b]user", render=render,
+    eos="[e~[",
+    bos="]~!b[",
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="]~b]tool",
+    user_opener="]~b]user",
+    render=render,
     source="MiniMaxAI/MiniMax-M2 chat_template.jinja (as mirrored in MiniMax-AI/MiniMax-M2 docs/tool_calling_guide.md "
-           "and third-party copies); vllm/parser/minimax_m2.py, vllm/reasoning/minimax_m2_reasoning_parser.py",
+    "and third-party copies); vllm/parser/minimax_m2.py, vllm/reasoning/minimax_m2_reasoning_parser.py",
     notes=(
         "MiniMax's own deploy guide passes --reasoning-parser minimax_m2_append_think: it leaves the whole turn in "
         "content as '<think>' + output (no reasoning field), so it cannot meet the matrix's 'reasoning separate'; the "

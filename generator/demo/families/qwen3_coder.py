@@ -96,14 +96,21 @@ def render(turn: Turn) -> str:
 
 
 FAMILY = Family(
-    name="qwen3_coder", title="Qwen3-Coder", tool_parser="qwen3_coder", reasoning_parser=None,
+    name="qwen3_coder",
+    title="Qwen3-Coder",
+    tool_parser="qwen3_coder",
+    reasoning_parser=None,
     special_tokens=("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
     added_tokens=("<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"),
-    eos="<|im_end|>", stop_tokens=("<|endoftext|>",), chat_template=CHAT_TEMPLATE,
-    tool_result_opener="<tool_response>", user_opener="<|im_start|>user", render=render,
+    eos="<|im_end|>",
+    stop_tokens=("<|endoftext|>",),
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="<tool_response>",
+    user_opener="<|im_start|>user",
+    render=render,
     source="Qwen3-Coder-30B-A3B/480B-A35B-Instruct tokenizer_config.json chat template (vLLM "
-           "examples/tool_chat_template_qwen3coder.jinja); vllm/parser/qwen3.py, "
-           "vllm/tool_parsers/qwen3_engine_tool_parser.py",
+    "examples/tool_chat_template_qwen3coder.jinja); vllm/parser/qwen3.py, "
+    "vllm/tool_parsers/qwen3_engine_tool_parser.py",
     notes=(
         "The published template writes a history boolean as Python `True` (`| string`); render() writes `true`.",
         "The published template drops reasoning history and cannot render arguments given as a JSON string "

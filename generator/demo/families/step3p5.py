@@ -81,14 +81,21 @@ def render(turn: Turn) -> str:
 
 
 FAMILY = Family(
-    name="step3p5", title="Step-3.5", tool_parser="step3p5", reasoning_parser="step3p5",
+    name="step3p5",
+    title="Step-3.5",
+    tool_parser="step3p5",
+    reasoning_parser="step3p5",
     special_tokens=("<｜begin▁of▁sentence｜>", "<|im_start|>", "<|im_end|>"),
     added_tokens=("<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"),
-    eos="<|im_end|>", bos="<｜begin▁of▁sentence｜>", chat_template=CHAT_TEMPLATE,
-    tool_result_opener="<|im_start|>tool_response", user_opener="<|im_start|>user", render=render,
+    eos="<|im_end|>",
+    bos="<｜begin▁of▁sentence｜>",
+    chat_template=CHAT_TEMPLATE,
+    tool_result_opener="<|im_start|>tool_response",
+    user_opener="<|im_start|>user",
+    render=render,
     source="Step-3.5-Flash chat template (llama.cpp models/templates/stepfun-ai-Step-3.5-Flash.jinja); "
-           "vllm/parser/step3p5.py over vllm/parser/qwen3.py, vllm/tool_parsers/step3p5_tool_parser.py, "
-           "vllm/reasoning/step3p5_engine_reasoning_parser.py",
+    "vllm/parser/step3p5.py over vllm/parser/qwen3.py, vllm/tool_parsers/step3p5_tool_parser.py, "
+    "vllm/reasoning/step3p5_engine_reasoning_parser.py",
     notes=(
         "Step-3.5's tokenizer_config.json was not available here: which markers are special, and the bos/eos "
         "strings, are assumed (ChatML markers special, think/tool markers plain added tokens); the vLLM parser "

@@ -32,8 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="action", required=True)
     up = sub.add_parser("up", help="start every model and the gateway, wait until ready")
     up.add_argument("--models", type=Path, default=Path("models.yml"))
-    up.add_argument("--vllm-python", default=os.environ.get("VLLM_PYTHON", DEFAULT_VLLM_PYTHON),
-                    help="interpreter with vLLM installed (default: $VLLM_PYTHON or .venv-vllm/bin/python)")
+    up.add_argument(
+        "--vllm-python",
+        default=os.environ.get("VLLM_PYTHON", DEFAULT_VLLM_PYTHON),
+        help="interpreter with vLLM installed (default: $VLLM_PYTHON or .venv-vllm/bin/python)",
+    )
     up.add_argument("--timeout", type=float, default=900, help="seconds to wait for the backends (all, in order)")
     for p in (up, sub.add_parser("down", help="stop the processes `up` started")):
         p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
@@ -49,17 +52,26 @@ def main(argv: list[str] | None = None) -> int:
         print_problems(exc, console)
         return 2
     if not Path(args.vllm_python).exists():
-        console.print(f"[red]error:[/] no vLLM interpreter at {args.vllm_python}; run `make venv-vllm` or set VLLM_PYTHON")
+        console.print(
+            f"[red]error:[/] no vLLM interpreter at {args.vllm_python}; run `make venv-vllm` or set VLLM_PYTHON"
+        )
         return 2
     running = LocalStack.attach(plan, args.state_dir, args.vllm_python, console=console)
     if running:
-        console.print(f"already running from {args.models}, healthy: reusing it (stop it with `make down`)", soft_wrap=True)
-        console.print(f"gateway ready at {running.gateway_url}/v1 serving "
-                      f"{', '.join(m.served_name for m in plan.client_models)}; key: {plan.gateway.master_key_env} in "
-                      f"{running.env_path}", soft_wrap=True)
+        console.print(
+            f"already running from {args.models}, healthy: reusing it (stop it with `make down`)", soft_wrap=True
+        )
+        console.print(
+            f"gateway ready at {running.gateway_url}/v1 serving "
+            f"{', '.join(m.served_name for m in plan.client_models)}; key: {plan.gateway.master_key_env} in "
+            f"{running.env_path}",
+            soft_wrap=True,
+        )
         return 0
     if stopped := stop_recorded(args.state_dir):  # a previous `up` in this state dir (other file, or not healthy)
-        console.print(f"stopped {stopped} process(es) of the stack that ran before (another models.yml, or not healthy)")
+        console.print(
+            f"stopped {stopped} process(es) of the stack that ran before (another models.yml, or not healthy)"
+        )
     stack = LocalStack(plan, args.state_dir, args.vllm_python, console=console)
     try:
         failures = stack.start(timeout=args.timeout, partial=True)
@@ -71,15 +83,25 @@ def main(argv: list[str] | None = None) -> int:
     for failure in failures:
         console.print(f"[red]failed:[/] {failure}", soft_wrap=True)
     failed = {f.name for f in failures}
-    serving = list(dict.fromkeys(m.served_name + (" (on demand)" if m.on_demand and plan.controller else "")
-                                 for m in plan.models if m.name not in failed))  # a model's replicas: once
-    console.print(f"gateway ready at {stack.gateway_url}/v1 serving {', '.join(serving) or 'no model'}; "
-                  f"key: {plan.gateway.master_key_env} in {stack.env_path}", soft_wrap=True)
+    serving = list(
+        dict.fromkeys(
+            m.served_name + (" (on demand)" if m.on_demand and plan.controller else "")
+            for m in plan.models
+            if m.name not in failed
+        )
+    )  # a model's replicas: once
+    console.print(
+        f"gateway ready at {stack.gateway_url}/v1 serving {', '.join(serving) or 'no model'}; "
+        f"key: {plan.gateway.master_key_env} in {stack.env_path}",
+        soft_wrap=True,
+    )
     if failures:
-        console.print(f"[red]{len(failures)} of {len(plan.models)} model(s) failed to start: "
-                      f"{', '.join(sorted(failed))}[/] (requests for them get an error; the rest is up; "
-                      f"stop everything with `python -m generator.operate.runtime down --state-dir {args.state_dir}`)",
-                      soft_wrap=True)
+        console.print(
+            f"[red]{len(failures)} of {len(plan.models)} model(s) failed to start: "
+            f"{', '.join(sorted(failed))}[/] (requests for them get an error; the rest is up; "
+            f"stop everything with `python -m generator.operate.runtime down --state-dir {args.state_dir}`)",
+            soft_wrap=True,
+        )
         return 1
     return 0
 

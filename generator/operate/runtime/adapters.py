@@ -60,8 +60,11 @@ def apply_adapters(stack: LocalStack, plan: Plan, timeout: float = 600) -> list[
     """Load, reload the gateway, unload; one line per step done. The stack's plan is `plan` afterwards."""
     updates = live_updates(stack, plan)
     keys = stack.keys()
-    posts = {name: http_post(f"http://127.0.0.1:{m.port}", keys[m.api_key_env])
-             for m in plan.models if (name := m.name) in updates}
+    posts = {
+        name: http_post(f"http://127.0.0.1:{m.port}", keys[m.api_key_env])
+        for m in plan.models
+        if (name := m.name) in updates
+    }
     lines = [line for name, u in updates.items() for line in call(posts[name], load_calls(u), name)]
     log = stack.state_dir / "logs" / "gateway.log"
     offset = log.stat().st_size if log.exists() else 0

@@ -147,8 +147,12 @@ class LocalStack:
     def gateway_files(self, api_base: Callable[[ModelPlan], str] | None = None) -> dict[str, str]:
         """Same renderer as the compose target, with loopback backends: {path in the state dir: text}."""
         api_base = api_base or local_api_base
-        return {LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
-                **gateway_modules(self.plan), **people_file(self.plan), **supervisor_file(self.plan)}
+        return {
+            LITELLM_FILE: header(self.plan) + dump_yaml(render_litellm(self.plan, api_base)),
+            **gateway_modules(self.plan),
+            **people_file(self.plan),
+            **supervisor_file(self.plan),
+        }
 
     def write_gateway_config(self, api_base: Callable[[ModelPlan], str] | None = None) -> Path:
         for rel, text in self.gateway_files(api_base).items():
@@ -163,9 +167,13 @@ class LocalStack:
         """What the running processes were started from: every command line, the gateway's files and
         environment. Equal digests = `up` would start exactly what runs (so it reuses it)."""
         config = str(self.state_dir / LITELLM_FILE)
-        what = {"backends": [self._backend(m).cmd for m in self.plan.models], "gateway": self._gateway(Path(config)).cmd,
-                "gateway_env": self.gateway_env(), "files": self.gateway_files(),
-                "env": {m.name: m.env for m in self.plan.models}}
+        what = {
+            "backends": [self._backend(m).cmd for m in self.plan.models],
+            "gateway": self._gateway(Path(config)).cmd,
+            "gateway_env": self.gateway_env(),
+            "files": self.gateway_files(),
+            "env": {m.name: m.env for m in self.plan.models},
+        }
         if controller := self.controller_config():  # absent without on-demand models: the same digest as before
             what["controller"] = controller
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
@@ -186,19 +194,36 @@ class LocalStack:
         if metrics_url := state.get("metrics_url"):  # kept when the fault tests restart a backend through us
             stack.metrics_port = int(metrics_url.rsplit(":", 1)[1].split("/")[0])
         stack.redis_port = state.get("redis_port")
-        expected = {"gateway", *(m.name for m in stack.always_on), *([CONTROLLER] if plan.controller else []),
-                    *([REDIS] if plan.redis else [])}
-        health = {"gateway": f"{stack.gateway_url}/health/liveliness",
-                  **{m.name: f"http://127.0.0.1:{m.port}/health" for m in stack.always_on},
-                  **({CONTROLLER: stack.controller_url + "/healthz"} if plan.controller else {})}
+        expected = {
+            "gateway",
+            *(m.name for m in stack.always_on),
+            *([CONTROLLER] if plan.controller else []),
+            *([REDIS] if plan.redis else []),
+        }
+        health = {
+            "gateway": f"{stack.gateway_url}/health/liveliness",
+            **{m.name: f"http://127.0.0.1:{m.port}/health" for m in stack.always_on},
+            **({CONTROLLER: stack.controller_url + "/healthz"} if plan.controller else {}),
+        }
         for entry in state.get("procs", []):
-            if (entry["name"] in expected or entry["name"].startswith(FORK_SERVER)) and \
-                    started_at(entry["pid"]) == entry.get("started"):
-                stack.procs.append(Proc(entry["name"], entry["cmd"], state_dir / "logs" / f"{entry['name']}.log",
-                                        health.get(entry["name"], ""), pid=entry["pid"], started=entry["started"]))
+            if (entry["name"] in expected or entry["name"].startswith(FORK_SERVER)) and started_at(
+                entry["pid"]
+            ) == entry.get("started"):
+                stack.procs.append(
+                    Proc(
+                        entry["name"],
+                        entry["cmd"],
+                        state_dir / "logs" / f"{entry['name']}.log",
+                        health.get(entry["name"], ""),
+                        pid=entry["pid"],
+                        started=entry["started"],
+                    )
+                )
         if {p.name for p in stack.procs} - {p.name for p in stack.procs if p.name.startswith(FORK_SERVER)} != expected:
             return None
-        if plan.redis and not (stack.redis_port and redis.ping(stack.redis_port, stack.keys()[plan.redis.password_env])):
+        if plan.redis and not (
+            stack.redis_port and redis.ping(stack.redis_port, stack.keys()[plan.redis.password_env])
+        ):
             return None
         try:  # 10 s: a healthy gateway on a loaded machine (a test run's other stacks starting) can take seconds
             with httpx.Client(timeout=10) as client:
@@ -229,8 +254,11 @@ class LocalStack:
         for m in self.plan.on_demand:
             proc = self._backend(m)
             config["models"][m.name].update(
-                argv=proc.cmd, cwd=os.getcwd(), log=str(proc.log),
-                env={k: v for k, v in proc.env.items() if k != "VLLM_API_KEY"})  # the controller sets the key itself
+                argv=proc.cmd,
+                cwd=os.getcwd(),
+                log=str(proc.log),
+                env={k: v for k, v in proc.env.items() if k != "VLLM_API_KEY"},
+            )  # the controller sets the key itself
             if proc.fork_socket:  # forked from the stack's fork server, in its session (`down` ends it)
                 config["models"][m.name]["fork"] = {"socket": proc.fork_socket, "args": list(proc.fork_args)}
         return {**config, "host": "127.0.0.1", "docker_socket": False}
@@ -241,8 +269,13 @@ class LocalStack:
         path.write_text(json.dumps(self.controller_config(), indent=1) + "\n")
         keys = self.keys()
         env = {m.api_key_env: keys[m.api_key_env] for m in self.plan.on_demand}
-        return Proc(CONTROLLER, [self.gateway_python, "-m", "generator.shipped.on_demand", "--config", str(path)],
-                    self.state_dir / "logs" / f"{CONTROLLER}.log", self.controller_url + "/healthz", env=env)
+        return Proc(
+            CONTROLLER,
+            [self.gateway_python, "-m", "generator.shipped.on_demand", "--config", str(path)],
+            self.state_dir / "logs" / f"{CONTROLLER}.log",
+            self.controller_url + "/healthz",
+            env=env,
+        )
 
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
@@ -250,11 +283,23 @@ class LocalStack:
         args = ("--model", m.model, *m.flag_args, "--host", "127.0.0.1")
         cmd = [self.vllm_python, *(ENGINE_FORK_ENTRYPOINT if forked else VLLM_ENTRYPOINT), *args]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
-        env = {**BACKEND_ENV, **m.env, "VLLM_API_KEY": self.keys()[m.api_key_env], "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
+        env = {
+            **BACKEND_ENV,
+            **m.env,
+            "VLLM_API_KEY": self.keys()[m.api_key_env],
+            "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus)),
+        }
         always = {x.name for x in self.always_on}  # an on-demand model is never waited for (it starts on a request)
-        return Proc(m.name, cmd, self.state_dir / "logs" / f"{m.name}.log", f"http://127.0.0.1:{m.port}/health",
-                    env=env, waits_for=tuple(w for w in m.start_after if w in always),
-                    fork_socket=self._fork_socket(env) if forked else None, fork_args=args)
+        return Proc(
+            m.name,
+            cmd,
+            self.state_dir / "logs" / f"{m.name}.log",
+            f"http://127.0.0.1:{m.port}/health",
+            env=env,
+            waits_for=tuple(w for w in m.start_after if w in always),
+            fork_socket=self._fork_socket(env) if forked else None,
+            fork_args=args,
+        )
 
     # --- the vLLM fork servers (LOCAL_ENGINE_FORK models: generator/shipped/on_demand/vllm_fork.py) ------------------
     def _fork_socket(self, env: dict[str, str]) -> str | None:
@@ -280,8 +325,12 @@ class LocalStack:
         if folder.is_symlink() or mode.st_uid != os.getuid() or mode.st_mode & 0o077:  # someone else's: never used
             self.console.print(f"[yellow]{folder} is not this user's private folder: {proc.name} is not forked[/]")
             return None
-        server = Proc(name, [self.vllm_python, *ENGINE_FORK_ENTRYPOINT, "--fork-server", proc.fork_socket],
-                      self.state_dir / "logs" / f"{name}.log", "")
+        server = Proc(
+            name,
+            [self.vllm_python, *ENGINE_FORK_ENTRYPOINT, "--fork-server", proc.fork_socket],
+            self.state_dir / "logs" / f"{name}.log",
+            "",
+        )
         self._spawn(server, vllm_fork.import_env(proc.env))
         self.console.print(f"{name}: imports vLLM once; the backends of its environment fork from it")
         return server
@@ -294,9 +343,14 @@ class LocalStack:
     def _gateway(self, config: Path) -> Proc:
         g = self.plan.gateway
         # the supervisor (beside the config) runs LiteLLM and reloads it when the files there change
-        cmd = [self.gateway_python, str(config.parent / f"{SUPERVISOR_MODULE}.py"),
-               *serve_command(str(config.parent), self.gateway_python), *gateway_args(g, str(config)),
-               "--host", "127.0.0.1"]
+        cmd = [
+            self.gateway_python,
+            str(config.parent / f"{SUPERVISOR_MODULE}.py"),
+            *serve_command(str(config.parent), self.gateway_python),
+            *gateway_args(g, str(config)),
+            "--host",
+            "127.0.0.1",
+        ]
         if self.gateway_cpus:
             cmd = ["taskset", "-c", ",".join(map(str, sorted(self.gateway_cpus))), *cmd]
         return Proc("gateway", cmd, self.state_dir / "logs" / "gateway.log", f"{self.gateway_url}/health/liveliness")
@@ -307,14 +361,27 @@ class LocalStack:
         proc.log.parent.mkdir(parents=True, exist_ok=True)
         if proc.fork_socket is not None and (server := self._fork_server(proc)):
             try:
-                proc.popen = vllm_fork.fork(proc.fork_socket, list(proc.fork_args), {**os.environ, **env}, os.getcwd(),
-                                            str(proc.log), alive=server.alive)
+                proc.popen = vllm_fork.fork(
+                    proc.fork_socket,
+                    list(proc.fork_args),
+                    {**os.environ, **env},
+                    os.getcwd(),
+                    str(proc.log),
+                    alive=server.alive,
+                )
             except vllm_fork.ForkUnavailable as exc:
                 self.console.print(f"[yellow]{proc.name}: {exc}; started as a process of its own[/]")
         if proc.popen is None:
             with proc.log.open("ab") as log:
-                proc.popen = subprocess.Popen(proc.cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                              stdin=subprocess.DEVNULL, start_new_session=True, cwd=os.getcwd())
+                proc.popen = subprocess.Popen(
+                    proc.cmd,
+                    env={**os.environ, **env},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    cwd=os.getcwd(),
+                )
         proc.pid = proc.popen.pid
         proc.started = started_at(proc.pid)
         self.procs.append(proc)
@@ -322,12 +389,17 @@ class LocalStack:
 
     def _save_state(self) -> None:
         # pid = session id (start_new_session); its start time tells our process from a later reuse of the pid
-        state = {"stack_id": self.stack_id, "gateway_url": self.gateway_url,
-                 "models": str(Path(self.plan.source).resolve()), "digest": self.digest,
-                 "metrics_url": f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None,
-                 "redis_port": self.redis_port,
-                 "procs": [{"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd}
-                           for p in self.procs]}
+        state = {
+            "stack_id": self.stack_id,
+            "gateway_url": self.gateway_url,
+            "models": str(Path(self.plan.source).resolve()),
+            "digest": self.digest,
+            "metrics_url": f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None,
+            "redis_port": self.redis_port,
+            "procs": [
+                {"name": p.name, "pid": p.pid, "sid": p.pid, "started": p.started, "cmd": p.cmd} for p in self.procs
+            ],
+        }
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=1))
 
     def ports(self) -> dict[int, str]:
@@ -349,8 +421,9 @@ class LocalStack:
             self._start_fork_servers()
             controller = [self._controller()] if self.controller_config() else []
             if controller:
-                self.console.print(f"{CONTROLLER}: starting (loads {', '.join(m.name for m in self.plan.on_demand)} "
-                                   f"on request)")
+                self.console.print(
+                    f"{CONTROLLER}: starting (loads {', '.join(m.name for m in self.plan.on_demand)} on request)"
+                )
             failures = self._run([*controller, *(self._backend(m) for m in self.always_on)], gateway, timeout)
         except BaseException:
             self.stop()
@@ -375,7 +448,9 @@ class LocalStack:
             return
         binary = redis.server_binary()
         if binary is None:
-            raise StackError(f"this stack needs a Redis (docs/keys.md) and redis-server is not installed: {redis.INSTALL_HINT}")
+            raise StackError(
+                f"this stack needs a Redis (docs/keys.md) and redis-server is not installed: {redis.INSTALL_HINT}"
+            )
         self.redis_port = free_port()
         password = self.keys()[self.plan.redis.password_env]
         config = redis.write_config(self.state_dir / REDIS, self.redis_port, password)
@@ -384,7 +459,9 @@ class LocalStack:
         deadline = time.monotonic() + timeout
         while not redis.ping(self.redis_port, password):
             if not proc.alive() or time.monotonic() > deadline:
-                reason = f"exited with code {proc.exit_code}" if not proc.alive() else f"not answering after {timeout:.0f}s"
+                reason = (
+                    f"exited with code {proc.exit_code}" if not proc.alive() else f"not answering after {timeout:.0f}s"
+                )
                 raise StackError(str(Failure(REDIS, reason, proc.exit_code, proc.log, tail(proc.log))))
             time.sleep(0.1)
         self.console.print(f"{REDIS}: ready on 127.0.0.1:{self.redis_port}")
@@ -457,8 +534,10 @@ class LocalStack:
             if p.popen is None and p.waits_for:
                 self.console.print(f"{p.name}: waits for {', '.join(p.waits_for)} to be healthy (start order)")
         try:
-            with httpx.Client(timeout=2) as client, Live(self._table(procs, start), console=self.console,
-                                                          refresh_per_second=2, transient=False) as live:
+            with (
+                httpx.Client(timeout=2) as client,
+                Live(self._table(procs, start), console=self.console, refresh_per_second=2, transient=False) as live,
+            ):
                 while True:
                     for p in procs:
                         if p.popen is None and p.failed is None:
@@ -489,8 +568,11 @@ class LocalStack:
                         for p in procs:
                             if p.ready_after is None and not p.failed:
                                 if p.popen is None:
-                                    fail(p, f"never started: still waiting for {', '.join(p.waits_for)} "
-                                            f"after {timeout:.0f}s")
+                                    fail(
+                                        p,
+                                        f"never started: still waiting for {', '.join(p.waits_for)} "
+                                        f"after {timeout:.0f}s",
+                                    )
                                 else:
                                     stop_processes([p])  # a half-started backend would hold memory and a port
                                     fail(p, f"not ready after {timeout:.0f}s (stopped)")
@@ -564,9 +646,11 @@ class LocalStack:
         alive = [e["name"] for e in state.get("procs", []) if _still_running(e)]
         if not alive:
             return None
-        return (f"{self.state_dir} holds the state of another stack that is still running ({', '.join(alive)}; "
-                f"gateway {state.get('gateway_url')}): stop it with `python -m generator.operate.runtime down --state-dir "
-                f"{self.state_dir}`, or give this stack another state dir")
+        return (
+            f"{self.state_dir} holds the state of another stack that is still running ({', '.join(alive)}; "
+            f"gateway {state.get('gateway_url')}): stop it with `python -m generator.operate.runtime down --state-dir "
+            f"{self.state_dir}`, or give this stack another state dir"
+        )
 
     def __enter__(self) -> LocalStack:
         self.start()
@@ -574,5 +658,3 @@ class LocalStack:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-

@@ -164,6 +164,8 @@ def port_problem(port: int, who: str) -> str | None:
                 break
     except (psutil.Error, OSError):
         pass
-    return (f"port {port} ({who}) is already in use{holder}; stop that process (if it is another stack: "
-            "`python -m generator.operate.runtime down --state-dir <its state dir>`) "
-            f"or give {who} another port in models.yml")
+    return (
+        f"port {port} ({who}) is already in use{holder}; stop that process (if it is another stack: "
+        "`python -m generator.operate.runtime down --state-dir <its state dir>`) "
+        f"or give {who} another port in models.yml"
+    )

@@ -21,15 +21,27 @@ INSTALL_HINT = "install it with `tools/apt.sh install redis-server` (Debian's pa
 def server_binary() -> str | None:
     """redis-server on PATH or where Debian puts it."""
     return shutil.which("redis-server") or next(
-        (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)), None)
+        (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)), None
+    )
 
 
 def write_config(folder: Path, port: int, password: str) -> Path:
     """folder/redis.conf (mode 600 from the start): loopback only, the password, append-only file in folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    text = "\n".join([
-        "bind 127.0.0.1", f"port {port}", "protected-mode yes", f"requirepass {password}",
-        f"dir {folder.resolve()}", "appendonly yes", 'save ""', "daemonize no", "loglevel warning", ""])
+    text = "\n".join(
+        [
+            "bind 127.0.0.1",
+            f"port {port}",
+            "protected-mode yes",
+            f"requirepass {password}",
+            f"dir {folder.resolve()}",
+            "appendonly yes",
+            'save ""',
+            "daemonize no",
+            "loglevel warning",
+            "",
+        ]
+    )
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".redis.conf.", suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
         fh.write(text)

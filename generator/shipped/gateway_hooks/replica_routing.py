@@ -270,19 +270,23 @@ class Placement:
 
     def _failed(self, what: str, exc: Exception) -> None:
         if time.monotonic() >= self._down_until:
-            print(f"replica_routing: Redis {what} failed ({type(exc).__name__}: {exc}); routing by hash for "
-                  f"{BACKOFF:g} s", file=sys.stderr, flush=True)
+            print(
+                f"replica_routing: Redis {what} failed ({type(exc).__name__}: {exc}); routing by hash for "
+                f"{BACKOFF:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
         self._down_until = time.monotonic() + BACKOFF
 
-    async def place(self, model: str, key: str | None, order: list[str], live: set[str], member: str,
-                    hold: float) -> str | None:
+    async def place(
+        self, model: str, key: str | None, order: list[str], live: set[str], member: str, hold: float
+    ) -> str | None:
         """The replica for this request (see the module docstring), or None without a working Redis."""
         client = self._redis()
         if client is None:
             return None
         keys = [claim_key(model, key) if key else ""] + [inflight_key(name) for name in order]
-        args = [member, f"{hold:.3f}", CLAIM_TTL, OVERLOAD_MARGIN, *("1" if n in live else "0" for n in order),
-                *order]
+        args = [member, f"{hold:.3f}", CLAIM_TTL, OVERLOAD_MARGIN, *("1" if n in live else "0" for n in order), *order]
         try:
             name = await self._script(keys=keys, args=args, client=client)
         except Exception as exc:  # noqa: BLE001 - Redis down, slow or refusing: the hash decides
@@ -351,8 +355,9 @@ class ReplicaRouting(CustomLogger):
         super().__init__()
         self.placement = placement or Placement()
 
-    async def async_filter_deployments(self, model, healthy_deployments, messages, request_kwargs=None,
-                                       parent_otel_span=None):
+    async def async_filter_deployments(
+        self, model, healthy_deployments, messages, request_kwargs=None, parent_otel_span=None
+    ):
         try:
             return await route(self.placement, healthy_deployments, request_kwargs, messages)
         except Exception:  # noqa: BLE001 - never break a request: the router's own choice stands

@@ -50,8 +50,20 @@ DEFAULT_REQUEST_BYTES = 16 * 1024 * 1024
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 ANTHROPIC_APIS = ("messages", "count_tokens")
 # fields that choose where or how LiteLLM sends a request: the config decides that, never a client
-CLIENT_CONTROL = ("api_base", "base_url", "api_key", "api_version", "user_config", "model_list", "mock_response",
-                  "mock_tool_calls", "mock_testing_fallbacks", "mock_timeout", "callbacks", "logger_fn")
+CLIENT_CONTROL = (
+    "api_base",
+    "base_url",
+    "api_key",
+    "api_version",
+    "user_config",
+    "model_list",
+    "mock_response",
+    "mock_tool_calls",
+    "mock_testing_fallbacks",
+    "mock_timeout",
+    "callbacks",
+    "logger_fn",
+)
 # bound name -> (request field, how much of it the request asks)
 LIMITED: dict[str, Callable[[object], int | None]] = {
     "n": lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
@@ -61,10 +73,31 @@ LIMITED: dict[str, Callable[[object], int | None]] = {
 }
 
 # LiteLLM's admin UI (pages, assets, its login and SSO helpers, its config for the UI) and API docs
-UI_ROUTES = frozenset({"/", "/ui", "/docs", "/redoc", "/openapi.json", "/login", "/v2/login", "/fallback/login",
-                       "/get_image", "/.well-known/litellm-ui-config"})
-UI_PREFIXES = ("/ui/", "/_next/", "/litellm-asset-prefix/", "/swagger/", "/docs/", "/redoc/", "/sso/", "/onboarding/",
-               "/litellm/.well-known/")
+UI_ROUTES = frozenset(
+    {
+        "/",
+        "/ui",
+        "/docs",
+        "/redoc",
+        "/openapi.json",
+        "/login",
+        "/v2/login",
+        "/fallback/login",
+        "/get_image",
+        "/.well-known/litellm-ui-config",
+    }
+)
+UI_PREFIXES = (
+    "/ui/",
+    "/_next/",
+    "/litellm-asset-prefix/",
+    "/swagger/",
+    "/docs/",
+    "/redoc/",
+    "/sso/",
+    "/onboarding/",
+    "/litellm/.well-known/",
+)
 UI_OFF = "not served: LiteLLM's admin UI and API docs are off in this gateway (gateway.admin_ui)"
 
 Send = Callable[[dict], Awaitable[None]]
@@ -72,28 +105,43 @@ Receive = Callable[[], Awaitable[dict]]
 
 
 class Refusal(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.headers = status, message, param, headers or {}
 
 
 def error_body(api: str | None, status: int, message: str, param: str | None) -> bytes:
     if api in ANTHROPIC_APIS:
-        kind = {401: "authentication_error", 403: "permission_error", 413: "request_too_large",
-                429: "rate_limit_error"}.get(status, "invalid_request_error")
+        kind = {
+            401: "authentication_error",
+            403: "permission_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+        }.get(status, "invalid_request_error")
         return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
     kind = {401: "auth_error", 403: "permission_error", 429: "rate_limit_error"}.get(status, "invalid_request_error")
     return json.dumps({"error": {"message": message, "type": kind, "param": param, "code": str(status)}}).encode()
 
 
-async def respond(send: Send, api: str | None, status: int, message: str, param: str | None = None,
-                  headers: dict[str, str] | None = None) -> None:
+async def respond(
+    send: Send,
+    api: str | None,
+    status: int,
+    message: str,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
     body = error_body(api, status, message, param)
     extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *extra]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -103,12 +151,14 @@ LIMIT_WINDOW = "60"  # seconds: LiteLLM's rpm/tpm windows are a minute
 def with_retry_after(send: Send) -> Send:
     """LiteLLM's limiter answers 429 with Retry-After on chat, but some APIs' error paths (e.g. /v1/messages) drop
     its headers: a 429 without one gets the window's length, so every API tells a client when to come back."""
+
     async def wrapped(message: dict) -> None:
         if message.get("type") == "http.response.start" and message.get("status") == 429:
             headers = list(message.get("headers") or [])
             if not any(k.lower() == b"retry-after" for k, _ in headers):
                 message = {**message, "headers": [*headers, (b"retry-after", LIMIT_WINDOW.encode())]}
         await send(message)
+
     return wrapped
 
 
@@ -161,8 +211,15 @@ def largest_request() -> int:
     import gateway_backends as gb
 
     rt = gb.router()
-    sizes = [v for d in (getattr(rt, "model_list", None) or [])
-             if isinstance(v := gb.info(d).get("gateway_limits", {}).get("request_bytes"), int)] if rt else []
+    sizes = (
+        [
+            v
+            for d in (getattr(rt, "model_list", None) or [])
+            if isinstance(v := gb.info(d).get("gateway_limits", {}).get("request_bytes"), int)
+        ]
+        if rt
+        else []
+    )
     return max(sizes, default=DEFAULT_REQUEST_BYTES)
 
 
@@ -170,14 +227,20 @@ def limits_problem(body: dict, size: int, limits: dict[str, int]) -> Refusal | N
     model = body.get("model")
     where = f"{model} (limits.{{}} in models.yml)"
     if (most := limits.get("request_bytes")) is not None and size > most:
-        return Refusal(413, f"the request body is {size} bytes, over the {most} that {where.format('request_size')} "
-                            "takes: send less (long documents in parts)")
+        return Refusal(
+            413,
+            f"the request body is {size} bytes, over the {most} that {where.format('request_size')} "
+            "takes: send less (long documents in parts)",
+        )
     for key, asked_of in LIMITED.items():
         asked = asked_of(body.get(key))
         if asked is not None and (most := limits.get(key)) is not None and asked > most:
             what = "entries" if key in ("tools", "logit_bias") else ""
-            return Refusal(400, f"`{key}` asks {asked}{' ' + what if what else ''}, over the {most} that "
-                                f"{where.format(key)} allows", key)
+            return Refusal(
+                400,
+                f"`{key}` asks {asked}{' ' + what if what else ''}, over the {most} that {where.format(key)} allows",
+                key,
+            )
     return None
 
 
@@ -190,8 +253,13 @@ def litellm_refusal(body: dict, path: str) -> Refusal | None:
     except ImportError:
         return None
     try:
-        is_request_body_safe(request_body=body, general_settings=proxy_server.general_settings or {},
-                             llm_router=proxy_server.llm_router, model=str(body.get("model") or ""), route=path)
+        is_request_body_safe(
+            request_body=body,
+            general_settings=proxy_server.general_settings or {},
+            llm_router=proxy_server.llm_router,
+            model=str(body.get("model") or ""),
+            route=path,
+        )
     except TypeError:  # another LiteLLM without the route argument
         return None
     except ValueError as exc:
@@ -211,8 +279,13 @@ ECHOED = {"completions": "logprobs", "chat": "top_logprobs"}  # with `echo`, vLL
 def prompt_logprobs_problem(api: str, body: dict) -> Refusal | None:
     """A 400 when the request asks vLLM for its prompt's logprobs (vLLM's to_sampling_params: `prompt_logprobs`, or
     `echo` with the API's logprobs field) and the model's backend cannot compute them."""
-    field = "prompt_logprobs" if body.get("prompt_logprobs") is not None else \
-        ECHOED[api] if api in ECHOED and body.get("echo") and body.get(ECHOED[api]) is not None else None
+    field = (
+        "prompt_logprobs"
+        if body.get("prompt_logprobs") is not None
+        else ECHOED[api]
+        if api in ECHOED and body.get("echo") and body.get(ECHOED[api]) is not None
+        else None
+    )
     model = body.get("model")
     if field is None or not isinstance(model, str):
         return None
@@ -222,9 +295,13 @@ def prompt_logprobs_problem(api: str, body: dict) -> Refusal | None:
     if rt is None or not any(gb.info(d).get(NO_PROMPT_LOGPROBS) for d in gb.deployments(rt, model)):
         return None
     asked = "`prompt_logprobs`" if field == "prompt_logprobs" else f"`echo` with `{field}`"
-    return Refusal(400, f"invalid request: {asked} asks for the prompt's logprobs, which {model} does not serve: its "
-                        "backend runs LoRA adapters on CPU, where vLLM 0.32 stops its engine computing them "
-                        "(docs/limits.md); ask for the answer's logprobs only", field)
+    return Refusal(
+        400,
+        f"invalid request: {asked} asks for the prompt's logprobs, which {model} does not serve: its "
+        "backend runs LoRA adapters on CPU, where vLLM 0.32 stops its engine computing them "
+        "(docs/limits.md); ask for the answer's logprobs only",
+        field,
+    )
 
 
 def judge(api: str, body: object, size: int) -> Refusal | None:
@@ -235,19 +312,32 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
         return Refusal(400, f"invalid request: {why}", why.split("`")[1] if "`" in why else None)
     for name in CLIENT_CONTROL:
         if name in body:
-            return Refusal(400, f"invalid request: `{name}` is not taken from a request: the gateway's config "
-                                "decides where and how each model is served", name)
-    return (limits_problem(body, size, model_limits(body.get("model"))) or prompt_logprobs_problem(api, body)
-            or kind_problem(api, body.get("model")))
+            return Refusal(
+                400,
+                f"invalid request: `{name}` is not taken from a request: the gateway's config "
+                "decides where and how each model is served",
+                name,
+            )
+    return (
+        limits_problem(body, size, model_limits(body.get("model")))
+        or prompt_logprobs_problem(api, body)
+        or kind_problem(api, body.get("model"))
+    )
 
 
 # API -> the model_info.mode its model must have, and what a model without it is told (the generated config gives
 # pooling models mode embedding or rerank; a chat model has none)
 POOLING_APIS = {
-    "embeddings": ("embedding", "is not an embedding model: its backend serves no /v1/embeddings (vLLM serves "
-                                "embeddings only for a pooling model, `vllm serve ... --runner pooling`)"),
-    "rerank": ("rerank", "is not a rerank model: its backend serves no rerank (vLLM serves it only for a pooling model "
-                         "with a scoring head, `vllm serve ... --runner pooling`)"),
+    "embeddings": (
+        "embedding",
+        "is not an embedding model: its backend serves no /v1/embeddings (vLLM serves "
+        "embeddings only for a pooling model, `vllm serve ... --runner pooling`)",
+    ),
+    "rerank": (
+        "rerank",
+        "is not a rerank model: its backend serves no rerank (vLLM serves it only for a pooling model "
+        "with a scoring head, `vllm serve ... --runner pooling`)",
+    ),
 }
 
 
@@ -304,8 +394,15 @@ class RequestGuard:
     `key_problem` its 401 text, `admit(key, body)` what the key's holder may ask (a person's models and budgets:
     403/429), answered here, before LiteLLM, whose error path would hand the key to its failure callbacks."""
 
-    def __init__(self, app: Any, key_is_valid: Callable[[str | None], bool], key_problem: str,
-                 admit: Admit = _admit_all, hide_ui: bool = False, route_check: RouteCheck = _any_route) -> None:
+    def __init__(
+        self,
+        app: Any,
+        key_is_valid: Callable[[str | None], bool],
+        key_problem: str,
+        admit: Admit = _admit_all,
+        hide_ui: bool = False,
+        route_check: RouteCheck = _any_route,
+    ) -> None:
         self.app = app
         self.route_check = route_check
         self.key_is_valid = key_is_valid
@@ -363,8 +460,11 @@ class RequestGuard:
             limit = DEFAULT_REQUEST_BYTES
         body, size = await read_body(receive, limit)
         if body is None:
-            return Refusal(413, f"the request body is over {limit} bytes, the most any model here takes "
-                                "(limits.request_size in models.yml)"), b""
+            return Refusal(
+                413,
+                f"the request body is over {limit} bytes, the most any model here takes "
+                "(limits.request_size in models.yml)",
+            ), b""
         content_type = headers.get(b"content-type", b"").decode("latin-1").lower()
         if content_type.startswith(FORM_TYPES):
             return Refusal(400, "invalid request: send the body as JSON (Content-Type: application/json)"), body
@@ -385,8 +485,13 @@ class RequestGuard:
             try:
                 refusal = await self.admit(key_of(headers), data)
             except Exception:  # noqa: BLE001  e.g. the stack's Redis is down: never let a person past their limits
-                refusal = Refusal(503, "the gateway cannot check this key's limits right now (its Redis does not "
-                                       "answer); try again shortly", None, {"retry-after": "5"})
+                refusal = Refusal(
+                    503,
+                    "the gateway cannot check this key's limits right now (its Redis does not "
+                    "answer); try again shortly",
+                    None,
+                    {"retry-after": "5"},
+                )
         if refusal is None and isinstance(data, dict) and not named_in_path(path):
             scope["parsed_body"] = (tuple(data.keys()), data)  # where LiteLLM looks before parsing the body itself
         return refusal, body
@@ -403,6 +508,7 @@ def model_of(scope: dict) -> str:
 
 def counted(send: Send, model: str) -> Send:
     """`send`, counting the answer's status once (gateway.metrics: light; request_counters.py)."""
+
     async def counting_send(message: dict) -> None:
         if message["type"] == "http.response.start":
             try:
@@ -410,6 +516,7 @@ def counted(send: Send, model: str) -> Send:
             except Exception:  # noqa: BLE001  never break a request on our own failure
                 pass
         await send(message)
+
     return counting_send
 
 
@@ -417,8 +524,14 @@ def named_in_path(path: str) -> bool:
     return MODEL_IN_PATH.search(path) is not None
 
 
-def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: Any = None,
-            admit: Admit = _admit_all, hide_ui: bool = False, route_check: RouteCheck = _any_route) -> None:
+def install(
+    key_is_valid: Callable[[str | None], bool],
+    key_problem: str,
+    app: Any = None,
+    admit: Admit = _admit_all,
+    hide_ui: bool = False,
+    route_check: RouteCheck = _any_route,
+) -> None:
     """Put the guard in front of LiteLLM's middlewares (once per process). The proxy app has started when LiteLLM
     loads custom auth (its lifespan loads the config), so the built middleware stack is wrapped in place."""
     if app is None:
@@ -428,7 +541,15 @@ def install(key_is_valid: Callable[[str | None], bool], key_problem: str, app: A
         return
     app.gateway_request_guard = True
     if app.middleware_stack is None:  # not started yet: the ordinary way
-        app.add_middleware(RequestGuard, key_is_valid=key_is_valid, key_problem=key_problem, admit=admit,
-                           hide_ui=hide_ui, route_check=route_check)
+        app.add_middleware(
+            RequestGuard,
+            key_is_valid=key_is_valid,
+            key_problem=key_problem,
+            admit=admit,
+            hide_ui=hide_ui,
+            route_check=route_check,
+        )
     else:
-        app.middleware_stack = RequestGuard(app.middleware_stack, key_is_valid, key_problem, admit, hide_ui, route_check)
+        app.middleware_stack = RequestGuard(
+            app.middleware_stack, key_is_valid, key_problem, admit, hide_ui, route_check
+        )

@@ -54,8 +54,12 @@ def chat_chunks(chunk: Any, state: StreamState) -> list[Any]:
 
     fill = chunk.model_copy(deep=True)
     fill.choices[0].finish_reason = None
-    fill.choices[0].delta = Delta(tool_calls=[ChatCompletionDeltaToolCall(
-        index=i, function=Function(arguments=EMPTY_ARGS, name=None), type="function") for i in missing])
+    fill.choices[0].delta = Delta(
+        tool_calls=[
+            ChatCompletionDeltaToolCall(index=i, function=Function(arguments=EMPTY_ARGS, name=None), type="function")
+            for i in missing
+        ]
+    )
     for i in missing:
         state.args_seen[i] = True
     return [fill, chunk]
@@ -104,8 +108,9 @@ def messages_bytes(data: bytes, state: StreamState) -> bytes:
 
 
 class ToolCallRepairs(CustomLogger):
-    async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any, response: Any,
-                                                      request_data: dict) -> AsyncGenerator[Any, None]:
+    async def async_post_call_streaming_iterator_hook(
+        self, user_api_key_dict: Any, response: Any, request_data: dict
+    ) -> AsyncGenerator[Any, None]:
         if not request_data.get("tools"):
             async for chunk in response:
                 yield chunk

@@ -22,8 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", help="address to listen on (default: the config's host, else 0.0.0.0)")
     ap.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = ap.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s on-demand %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s on-demand %(levelname)s %(message)s"
+    )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied request otherwise
     try:
         config = load_config(args.config)
@@ -31,9 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigProblem as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    server = uvicorn.Server(uvicorn.Config(
-        controller, host=args.host or config.host, port=config.port, workers=1, lifespan="on",
-        log_level="warning", access_log=False, timeout_graceful_shutdown=3))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            controller,
+            host=args.host or config.host,
+            port=config.port,
+            workers=1,
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=3,
+        )
+    )
     server.run()
     return 0
 

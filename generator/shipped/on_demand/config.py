@@ -87,16 +87,31 @@ def parse_config(data: dict, source: str = "config") -> ControllerConfig:
         if unload not in ("stop", "sleep"):
             raise ConfigProblem(f"{source}: {where}unload is {unload!r}; use stop or sleep")
         models[name] = ModelConfig(
-            name=name, group=need(m, "group", where), idle_timeout=float(need(m, "idle_timeout", where)), unload=unload,
-            url=str(need(m, "url", where)).rstrip("/").removesuffix("/v1"), service=m.get("service", name),
-            api_key_env=m.get("api_key_env", ""), gpus=tuple(m.get("gpus", ())), argv=tuple(m.get("argv", ())),
-            env=dict(m.get("env", {})), cwd=m.get("cwd"), log=m.get("log"),
-            fork_socket=(m.get("fork") or {}).get("socket"), fork_args=tuple((m.get("fork") or {}).get("args", ())))
-    return ControllerConfig(port=int(need(data, "port", "")), queue=int(data.get("queue", 64)),
-                            load_timeout=float(data.get("load_timeout", 900)),
-                            drain_timeout=float(data.get("drain_timeout", 300)), models=models,
-                            host=data.get("host", "0.0.0.0"), compose_project=data.get("compose_project"),
-                            docker_socket=_socket(data.get("docker_socket", True)))
+            name=name,
+            group=need(m, "group", where),
+            idle_timeout=float(need(m, "idle_timeout", where)),
+            unload=unload,
+            url=str(need(m, "url", where)).rstrip("/").removesuffix("/v1"),
+            service=m.get("service", name),
+            api_key_env=m.get("api_key_env", ""),
+            gpus=tuple(m.get("gpus", ())),
+            argv=tuple(m.get("argv", ())),
+            env=dict(m.get("env", {})),
+            cwd=m.get("cwd"),
+            log=m.get("log"),
+            fork_socket=(m.get("fork") or {}).get("socket"),
+            fork_args=tuple((m.get("fork") or {}).get("args", ())),
+        )
+    return ControllerConfig(
+        port=int(need(data, "port", "")),
+        queue=int(data.get("queue", 64)),
+        load_timeout=float(data.get("load_timeout", 900)),
+        drain_timeout=float(data.get("drain_timeout", 300)),
+        models=models,
+        host=data.get("host", "0.0.0.0"),
+        compose_project=data.get("compose_project"),
+        docker_socket=_socket(data.get("docker_socket", True)),
+    )
 
 
 def load_config(path: str | Path) -> ControllerConfig:

@@ -103,15 +103,29 @@ class LocalProcesses:
         proc: subprocess.Popen | vllm_fork.ForkedProcess | None = None
         if m.fork_socket:  # in the fork server's session, a process group of its own: `runtime down` ends it
             try:
-                proc = await asyncio.to_thread(vllm_fork.fork, m.fork_socket, list(m.fork_args), env,
-                                               m.cwd or os.getcwd(), str(path.absolute()), False)
+                proc = await asyncio.to_thread(
+                    vllm_fork.fork,
+                    m.fork_socket,
+                    list(m.fork_args),
+                    env,
+                    m.cwd or os.getcwd(),
+                    str(path.absolute()),
+                    False,
+                )
             except vllm_fork.ForkUnavailable as exc:
                 log.warning("%s: %s; started as a process of its own", m.name, exc)
         if proc is None:
             with path.open("ab") as fh:
                 try:
-                    proc = subprocess.Popen(list(m.argv), env=env, cwd=m.cwd, stdout=fh, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, process_group=0)
+                    proc = subprocess.Popen(
+                        list(m.argv),
+                        env=env,
+                        cwd=m.cwd,
+                        stdout=fh,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        process_group=0,
+                    )
                 except OSError as exc:
                     raise LoadError(f"could not start {m.argv[0]}: {exc}") from None
         self.procs[m.name] = proc
@@ -119,15 +133,19 @@ class LocalProcesses:
         def gone() -> str | None:
             if proc.poll() is None:
                 return None
-            return (f"exited with code {proc.returncode} before it was ready: "
-                    f"{last_error_line(self._tail(path))} (log: {path})")
+            return (
+                f"exited with code {proc.returncode} before it was ready: "
+                f"{last_error_line(self._tail(path))} (log: {path})"
+            )
 
         try:
             await wait_healthy(m.url, timeout, gone)
         except LoadError as exc:
             await self.unload(m)
             if "not ready after" in str(exc):
-                raise LoadError(f"{exc}, stopped; last log line: {last_error_line(self._tail(path))} (log: {path})") from None
+                raise LoadError(
+                    f"{exc}, stopped; last log line: {last_error_line(self._tail(path))} (log: {path})"
+                ) from None
             raise
 
     async def unload(self, m: ModelConfig, cut: int = 0) -> None:
@@ -170,13 +188,21 @@ class LocalProcesses:
 class Docker:
     """Compose backends: start/stop the service's container (labels com.docker.compose.project/service)."""
 
-    def __init__(self, socket_path: str = "/var/run/docker.sock", project: str | None = None, stop_grace: int = 30,
-                 transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(
+        self,
+        socket_path: str = "/var/run/docker.sock",
+        project: str | None = None,
+        stop_grace: int = 30,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
         # the project: given, else $COMPOSE_PROJECT_NAME, else that of the controller's own container
         self.project = project or os.environ.get("COMPOSE_PROJECT_NAME")
         self.stop_grace = stop_grace
-        self.client = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(uds=socket_path),
-                                        base_url="http://docker/v1.41", timeout=httpx.Timeout(60, connect=5))
+        self.client = httpx.AsyncClient(
+            transport=transport or httpx.AsyncHTTPTransport(uds=socket_path),
+            base_url="http://docker/v1.41",
+            timeout=httpx.Timeout(60, connect=5),
+        )
 
     async def _own_project(self) -> str | None:
         """The compose project of the container this controller runs in (its host name is its container id)."""
@@ -199,9 +225,11 @@ class Docker:
             raise LoadError(f"Docker Engine answered {r.status_code} listing containers: {r.text[:200]}")
         found = r.json()
         if len(found) != 1:
-            raise LoadError(f"{len(found)} containers for compose service {m.service}"
-                            f"{f' of project {self.project}' if self.project else ''} (expected 1; "
-                            f"`docker compose create` makes it)")
+            raise LoadError(
+                f"{len(found)} containers for compose service {m.service}"
+                f"{f' of project {self.project}' if self.project else ''} (expected 1; "
+                f"`docker compose create` makes it)"
+            )
         return found[0]["Id"]
 
     async def load(self, m: ModelConfig, timeout: float, wake: bool = False) -> None:
@@ -253,8 +281,9 @@ class Docker:
 
     async def unload(self, m: ModelConfig, cut: int = 0) -> None:
         cid = await self.container(m)
-        r = await self.client.post(f"/containers/{cid}/stop", params={"t": str(self.stop_grace)},
-                                   timeout=self.stop_grace + 30)
+        r = await self.client.post(
+            f"/containers/{cid}/stop", params={"t": str(self.stop_grace)}, timeout=self.stop_grace + 30
+        )
         if r.status_code not in (204, 304):
             raise RuntimeError(f"Docker Engine refused to stop {m.service}: {r.status_code} {r.text[:200]}")
 
@@ -274,9 +303,11 @@ class NoStarter:
     (and its restart policy restarts it); the controller can only wait for it or say why it cannot."""
 
     async def load(self, m: ModelConfig, timeout: float, wake: bool = False) -> None:
-        raise LoadError(f"its backend at {m.url} is not running, and the controller cannot start it without the "
-                        f"Docker socket: check `docker compose ps {m.service}` (on_demand.docker_socket: true lets "
-                        f"the controller start it)")
+        raise LoadError(
+            f"its backend at {m.url} is not running, and the controller cannot start it without the "
+            f"Docker socket: check `docker compose ps {m.service}` (on_demand.docker_socket: true lets "
+            f"the controller start it)"
+        )
 
     async def unload(self, m: ModelConfig, cut: int = 0) -> None:
         return None

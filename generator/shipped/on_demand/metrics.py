@@ -29,8 +29,9 @@ class _States:
     def collect(self) -> Iterator:
         from prometheus_client.core import GaugeMetricFamily
 
-        family = GaugeMetricFamily(STATE_METRIC, "1 for the on-demand model's current state, 0 for the others",
-                                   labels=["model", "state"])
+        family = GaugeMetricFamily(
+            STATE_METRIC, "1 for the on-demand model's current state, 0 for the others", labels=["model", "state"]
+        )
         for name, current in sorted(self.states.items()):
             for state in State:
                 family.add_metric([name, state.value], 1.0 if state is current else 0.0)

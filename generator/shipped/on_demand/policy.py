@@ -130,8 +130,15 @@ class Policy:
         if m.state is State.LOADED:
             self._admit(m, w, now)
         elif len(m.queue) >= self.settings.queue:
-            self._emit(Refuse(w, 503, f"model {name} is {m.state.value}: {len(m.queue)} requests already wait for it "
-                                      f"(queue: {self.settings.queue}); try again later", self._retry_after(m, now)))
+            self._emit(
+                Refuse(
+                    w,
+                    503,
+                    f"model {name} is {m.state.value}: {len(m.queue)} requests already wait for it "
+                    f"(queue: {self.settings.queue}); try again later",
+                    self._retry_after(m, now),
+                )
+            )
         else:
             m.queue.append(w)
             self._schedule(now)
@@ -161,8 +168,11 @@ class Policy:
         m.last_error = error
         while m.queue:
             w = m.queue.popleft()  # one that waited load_timeout already (the load's own timeout): 503, as at a tick
-            self._emit(self._timed_out(m, w, now, error) if now - w.since >= self.settings.load_timeout
-                       else Refuse(w, 502, f"model {name} failed to load: {error}", None))
+            self._emit(
+                self._timed_out(m, w, now, error)
+                if now - w.since >= self.settings.load_timeout
+                else Refuse(w, 502, f"model {name} failed to load: {error}", None)
+            )
         self._schedule(now)
 
     def unloaded(self, name: str, now: float, error: str | None = None) -> None:
@@ -207,13 +217,23 @@ class Policy:
     # --- views -----------------------------------------------------------------------------------
     def status(self, now: float, wall_offset: float = 0.0) -> dict[str, dict]:
         """Per model; last_used is on the wall clock when wall_offset = time.time() - the policy clock."""
-        return {n: {"state": m.state.value, "group": m.spec.group, "in_flight": m.in_flight, "queued": len(m.queue),
-                    "last_used": None if m.last_used is None else round(m.last_used + wall_offset, 3),
-                    "idle_seconds": None if m.last_used is None or m.state is not State.LOADED
-                    else round(now - m.last_used, 1),
-                    "state_seconds": round(now - m.since, 1), "last_error": m.last_error,
-                    "load_seconds": _round(m.load_seconds), "unload_seconds": _round(m.unload_seconds)}
-                for n, m in self.models.items()}
+        return {
+            n: {
+                "state": m.state.value,
+                "group": m.spec.group,
+                "in_flight": m.in_flight,
+                "queued": len(m.queue),
+                "last_used": None if m.last_used is None else round(m.last_used + wall_offset, 3),
+                "idle_seconds": None
+                if m.last_used is None or m.state is not State.LOADED
+                else round(now - m.last_used, 1),
+                "state_seconds": round(now - m.since, 1),
+                "last_error": m.last_error,
+                "load_seconds": _round(m.load_seconds),
+                "unload_seconds": _round(m.unload_seconds),
+            }
+            for n, m in self.models.items()
+        }
 
     # --- internals -------------------------------------------------------------------------------
     def _emit(self, action: Action) -> None:
@@ -230,8 +250,13 @@ class Policy:
 
     def _timed_out(self, m: ModelState, w: Waiter, now: float, cause: str | None = None) -> Refuse:
         why = f"its load failed: {cause}" if cause else f"it is {m.state.value}"
-        return Refuse(w, 503, f"model {m.spec.name} did not become ready within the load timeout "
-                              f"({self.settings.load_timeout:g}s; {why}); try again later", self._retry_after(m, now))
+        return Refuse(
+            w,
+            503,
+            f"model {m.spec.name} did not become ready within the load timeout "
+            f"({self.settings.load_timeout:g}s; {why}); try again later",
+            self._retry_after(m, now),
+        )
 
     def _retry_after(self, m: ModelState, now: float) -> int:
         """About when the model could be ready: the rest of its load, else its last load time, else 30 s."""
@@ -267,12 +292,20 @@ class Policy:
             if crowded is not None:
                 self._start_unload(crowded, now, f"group {crowded.spec.group}: more than one member loaded")
                 continue
-            wanted = sorted((self.models[n] for n in lane if self.models[n].queue and not self.models[n].holds_room),
-                            key=lambda m: m.queue[0].since)
+            wanted = sorted(
+                (self.models[n] for n in lane if self.models[n].queue and not self.models[n].holds_room),
+                key=lambda m: m.queue[0].since,
+            )
             if wanted:
                 target = wanted[0]
-                holders = sorted((o for o in self.models.values() if o.spec.group == target.spec.group
-                                  and o is not target and o.holds_room), key=lambda o: o.last_used or 0.0)
+                holders = sorted(
+                    (
+                        o
+                        for o in self.models.values()
+                        if o.spec.group == target.spec.group and o is not target and o.holds_room
+                    ),
+                    key=lambda o: o.last_used or 0.0,
+                )
                 if holders:  # least recently used first (a group holds one, but be safe)
                     self._start_unload(holders[0], now, f"group {target.spec.group}: {target.spec.name} needs it")
                 else:
@@ -280,8 +313,9 @@ class Policy:
                     self._set(target, State.LOADING, now)
                     self._emit(Load(target.spec.name, wake))
                 continue
-            idle = sorted((self.models[n] for n in lane if self._idle(self.models[n], now)),
-                          key=lambda m: m.last_used or 0.0)
+            idle = sorted(
+                (self.models[n] for n in lane if self._idle(self.models[n], now)), key=lambda m: m.last_used or 0.0
+            )
             if idle:
                 self._start_unload(idle[0], now, f"idle {idle[0].spec.idle_timeout:g}s")
 
@@ -291,13 +325,23 @@ class Policy:
         for n in sorted(lane):
             if self.models[n].state is State.LOADED:
                 groups.setdefault(self.models[n].spec.group, []).append(self.models[n])
-        extra = [m for members in groups.values() if len(members) > 1
-                 for m in sorted(members, key=lambda m: m.last_used or 0.0)[:-1]]
+        extra = [
+            m
+            for members in groups.values()
+            if len(members) > 1
+            for m in sorted(members, key=lambda m: m.last_used or 0.0)[:-1]
+        ]
         return extra[0] if extra else None
 
     def _idle(self, m: ModelState, now: float) -> bool:
-        return (m.state is State.LOADED and m.in_flight == 0 and not m.queue and m.spec.idle_timeout > 0
-                and m.last_used is not None and now - m.last_used >= m.spec.idle_timeout)
+        return (
+            m.state is State.LOADED
+            and m.in_flight == 0
+            and not m.queue
+            and m.spec.idle_timeout > 0
+            and m.last_used is not None
+            and now - m.last_used >= m.spec.idle_timeout
+        )
 
 
 def _lanes(models: list[ModelSpec]) -> list[frozenset[str]]:

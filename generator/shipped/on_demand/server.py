@@ -32,8 +32,19 @@ from .policy import Admit, Load, Policy, Refuse, State, Unload, Waiter
 log = logging.getLogger("on_demand")
 TICK = 0.5  # seconds between timeout / idle checks
 STATE_HEADER = "x-on-demand-state"  # on every /m/<model>/ answer: the model's state (gateway_status.py reads it)
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
-              "transfer-encoding", "upgrade", "host", "content-length"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+}
 
 
 def drivers_for(config: ControllerConfig) -> dict[str, Driver]:
@@ -47,8 +58,10 @@ def drivers_for(config: ControllerConfig) -> dict[str, Driver]:
             base: Driver = local
         elif config.docker_socket is None:  # models.yml did not give the controller the Docker socket
             if m.unload != "sleep":
-                raise ConfigProblem(f"models.{name}: unload: stop of a container needs the Docker socket "
-                                    f"(on_demand.docker_socket: true in models.yml)")
+                raise ConfigProblem(
+                    f"models.{name}: unload: stop of a container needs the Docker socket "
+                    f"(on_demand.docker_socket: true in models.yml)"
+                )
             base = NoStarter()
         else:
             docker = docker or Docker(config.docker_socket, config.compose_project)
@@ -58,8 +71,12 @@ def drivers_for(config: ControllerConfig) -> dict[str, Driver]:
 
 
 class Controller:
-    def __init__(self, config: ControllerConfig, drivers: dict[str, Driver] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: ControllerConfig,
+        drivers: dict[str, Driver] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.config = config
         self.clock = clock
         self.policy = Policy([m.spec for m in config.models.values()], config.settings)
@@ -75,8 +92,13 @@ class Controller:
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10), follow_redirects=False)
         await self._adopt()
         self._ticker = asyncio.create_task(self._tick_loop())
-        log.info("controller ready: %s", ", ".join(f"{n} (group {m.group}, idle {m.idle_timeout:g}s, unload {m.unload})"
-                                                   for n, m in self.config.models.items()))
+        log.info(
+            "controller ready: %s",
+            ", ".join(
+                f"{n} (group {m.group}, idle {m.idle_timeout:g}s, unload {m.unload})"
+                for n, m in self.config.models.items()
+            ),
+        )
 
     async def _adopt(self) -> None:
         """Backends already running (compose `up` started their containers, a controller restart) are taken
@@ -162,7 +184,13 @@ class Controller:
     async def _unload(self, a: Unload) -> None:
         m = self.config.models[a.model]
         start = time.monotonic()
-        log.info("%s: unloading (%s, %s)%s", a.model, a.how, a.reason, f", cutting {a.cut} request(s) in flight" if a.cut else "")
+        log.info(
+            "%s: unloading (%s, %s)%s",
+            a.model,
+            a.how,
+            a.reason,
+            f", cutting {a.cut} request(s) in flight" if a.cut else "",
+        )
         error = None
         try:
             await self.drivers[a.model].unload(m, cut=a.cut)
@@ -201,8 +229,10 @@ class Controller:
 
     def status(self) -> dict:
         now = self.clock()
-        return {"models": self.policy.status(now, time.time() - now),
-                "lanes": [sorted(lane) for lane in self.policy.lanes]}
+        return {
+            "models": self.policy.status(now, time.time() - now),
+            "lanes": [sorted(lane) for lane in self.policy.lanes],
+        }
 
     # --- ASGI -----------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -218,14 +248,22 @@ class Controller:
             await _json(send, 200, self.status())
         elif path == "/metrics":
             body = metrics_text({n: m.state for n, m in self.policy.models.items()})
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
         elif path.startswith("/m/"):
             name, _, rest = path[3:].partition("/")
             if name not in self.config.models:
-                await _json(send, 404, _error(f"no on-demand model {name!r} here (known: "
-                                              f"{', '.join(sorted(self.config.models))})", 404))
+                await _json(
+                    send,
+                    404,
+                    _error(f"no on-demand model {name!r} here (known: {', '.join(sorted(self.config.models))})", 404),
+                )
             else:
                 await self._proxy(scope, receive, send, self.config.models[name], rest)
         else:
@@ -248,10 +286,21 @@ class Controller:
         if method in ("GET", "HEAD"):
             if state.state is not State.LOADED:
                 log.info("%s: %s /%s while %s: 503, not loading it", m.name, method, rest, state.state.value)
-                await _json(send, 503, {**_error(f"model {m.name} is {state.state.value} (on demand: a request "
-                                                 f"loads it; this {method} does not)", 503),
-                                        "model": m.name, "state": state.state.value, "last_error": state.last_error},
-                            {STATE_HEADER: state.state.value})
+                await _json(
+                    send,
+                    503,
+                    {
+                        **_error(
+                            f"model {m.name} is {state.state.value} (on demand: a request "
+                            f"loads it; this {method} does not)",
+                            503,
+                        ),
+                        "model": m.name,
+                        "state": state.state.value,
+                        "last_error": state.last_error,
+                    },
+                    {STATE_HEADER: state.state.value},
+                )
                 return
             await self._forward(scope, receive, send, m, rest, b"", counted=False)
             return
@@ -280,8 +329,11 @@ class Controller:
         url = f"{m.url}/{rest}"
         if scope.get("query_string"):
             url += "?" + scope["query_string"].decode("latin-1")
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
-                   if k.decode("latin-1").lower() not in HOP_BY_HOP]
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k.decode("latin-1").lower() not in HOP_BY_HOP
+        ]
         assert self.client is not None
         request = self.client.build_request(scope["method"], url, headers=headers, content=body)
         try:
@@ -291,12 +343,18 @@ class Controller:
             if counted and not await self.drivers[m.name].alive(m):
                 self.policy.lost(m.name, f"backend gone: {cause}", self.clock())
                 self._act()
-            await _json(send, 502, {**_error(f"model {m.name}: its backend at {m.url} did not answer ({cause})", 502),
-                                    "model": m.name})
+            await _json(
+                send,
+                502,
+                {**_error(f"model {m.name}: its backend at {m.url} did not answer ({cause})", 502), "model": m.name},
+            )
             return
         try:
-            out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in upstream.headers.multi_items()
-                           if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"]
+            out_headers = [
+                (k.encode("latin-1"), v.encode("latin-1"))
+                for k, v in upstream.headers.multi_items()
+                if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"
+            ]
             out_headers.append((STATE_HEADER.encode(), State.LOADED.value.encode()))  # the status reader tells
             # an on-demand model's /health from an always-on backend's by it
 

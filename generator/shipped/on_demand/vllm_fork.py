@@ -62,6 +62,7 @@ def import_env(env: dict[str, str]) -> dict[str, str]:
 
 # --- the client --------------------------------------------------------------------------------------------------
 
+
 class ForkedProcess:
     """A backend forked by the server, seen as a subprocess.Popen: pid, poll(), wait(timeout), returncode."""
 
@@ -124,8 +125,17 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def fork(socket_path: str, args: list[str], env: dict[str, str], cwd: str, log: str, session: bool = True,
-         alive=None, server_wait: float = SERVER_START_WAIT, answer_wait: float = 600) -> ForkedProcess:
+def fork(
+    socket_path: str,
+    args: list[str],
+    env: dict[str, str],
+    cwd: str,
+    log: str,
+    session: bool = True,
+    alive=None,
+    server_wait: float = SERVER_START_WAIT,
+    answer_wait: float = 600,
+) -> ForkedProcess:
     """Ask the server on `socket_path` for a backend running `vllm serve *args` with exactly `env`, in `cwd`, its
     output appended to `log`. Waits up to `server_wait` s for the socket to accept (a server just started binds it
     first; `alive()`, when given, says whether it still can) and up to `answer_wait` s for the child (a new server
@@ -169,6 +179,7 @@ def fork(socket_path: str, args: list[str], env: dict[str, str], cwd: str, log: 
 
 
 # --- the server --------------------------------------------------------------------------------------------------
+
 
 def fork_engines() -> None:
     """vLLM's engine process forked from its API server, not spawned (see the module's docstring)."""
@@ -264,8 +275,10 @@ def serve(socket_path: str, module: str = SERVE_MODULE) -> None:
         sys.exit(f"vllm_fork: {threads} threads after importing {module}; a fork server must have one")
     gc.collect()
     gc.freeze()  # the imported objects stay out of the children's collections: their pages stay shared
-    print(f"vllm_fork: {module} imported in {time.monotonic() - started:.1f}s; forking backends on {socket_path}",
-          flush=True)
+    print(
+        f"vllm_fork: {module} imported in {time.monotonic() - started:.1f}s; forking backends on {socket_path}",
+        flush=True,
+    )
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -288,8 +301,18 @@ def serve(socket_path: str, module: str = SERVE_MODULE) -> None:
                 sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
-                    _child(request, [listener.fileno(), wake_r, wake_w, sel.fileno(), conn.fileno(),
-                                     *(c.fileno() for c in children.values())], module)
+                    _child(
+                        request,
+                        [
+                            listener.fileno(),
+                            wake_r,
+                            wake_w,
+                            sel.fileno(),
+                            conn.fileno(),
+                            *(c.fileno() for c in children.values()),
+                        ],
+                        module,
+                    )
                 children[pid] = conn
                 _send(conn, {"pid": pid})
                 print(f"vllm_fork: pid {pid}: vllm serve {' '.join(request['args'])[:200]}", flush=True)

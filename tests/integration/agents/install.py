@@ -42,8 +42,12 @@ def ensure() -> Path:
             raise NpmUnreachable(f"npm registry unreachable: {(ping.stderr or ping.stdout).strip().splitlines()[-1:]}")
         AGENTS_DIR.mkdir(parents=True, exist_ok=True)
         (AGENTS_DIR / "package.json").write_text('{"private": true}\n')
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error",
-                        *(f"{p}@{v}" for p, v in PINS.items())], cwd=AGENTS_DIR, check=True, timeout=900)
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", *(f"{p}@{v}" for p, v in PINS.items())],
+            cwd=AGENTS_DIR,
+            check=True,
+            timeout=900,
+        )
         if not installed():
             raise RuntimeError(f"npm install finished but the pinned agents are not in {AGENTS_DIR}")
     return AGENTS_DIR / "node_modules/.bin"

@@ -34,30 +34,53 @@ class Run:
 
     def explain(self) -> str:
         tail = "\n".join(json.dumps(e)[:400] for e in self.events[-6:])
-        return (f"{len(self.events)} events after {self.seconds:.1f}s, exit {self.returncode}\n{tail}\n"
-                f"stderr: {self.stderr[-1500:]}")
+        return (
+            f"{len(self.events)} events after {self.seconds:.1f}s, exit {self.returncode}\n{tail}\n"
+            f"stderr: {self.stderr[-1500:]}"
+        )
 
 
 def base_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-           "TERM": "dumb", "NO_COLOR": "1", "CI": "1",
-           "HTTP_PROXY": DEAD_PROXY, "HTTPS_PROXY": DEAD_PROXY, "ALL_PROXY": DEAD_PROXY,
-           "http_proxy": DEAD_PROXY, "https_proxy": DEAD_PROXY, "all_proxy": DEAD_PROXY,
-           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-           "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "1",
+        "HTTP_PROXY": DEAD_PROXY,
+        "HTTPS_PROXY": DEAD_PROXY,
+        "ALL_PROXY": DEAD_PROXY,
+        "http_proxy": DEAD_PROXY,
+        "https_proxy": DEAD_PROXY,
+        "all_proxy": DEAD_PROXY,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+    }
     for k in ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"):
         if k in os.environ:
             env[k] = os.environ[k]
     return {**env, **extra}
 
 
-def run_agent(cmd: list[str], env: dict[str, str], cwd: Path, done: Callable[[dict], bool],
-              timeout: float = 120) -> Run:
+def run_agent(
+    cmd: list[str], env: dict[str, str], cwd: Path, done: Callable[[dict], bool], timeout: float = 120
+) -> Run:
     run = Run()
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     sel.register(proc.stderr, selectors.EVENT_READ)

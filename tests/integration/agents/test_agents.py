@@ -58,42 +58,85 @@ def glm47(family_stacks, tmp_path_factory):
 
 def _claude_env(clients: Path, key: str) -> dict[str, str]:
     """clients/claude-code.env exactly as a user's shell sources it."""
-    out = subprocess.run(["sh", "-c", f"set -a; . '{clients / 'claude-code.env'}'; set +a; env -0"],
-                         env={"PATH": "/usr/bin:/bin", "LITELLM_MASTER_KEY": key}, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        ["sh", "-c", f"set -a; . '{clients / 'claude-code.env'}'; set +a; env -0"],
+        env={"PATH": "/usr/bin:/bin", "LITELLM_MASTER_KEY": key},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     env = dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
     return {k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_", "DISABLE_"))}
 
 
-def run(agent: str, model, gateway, clients: Path, agent_bin: Path, home: Path,
-        prompt: str = PROMPT, whole_session: bool = False) -> tuple[Run, Path]:
+def run(
+    agent: str,
+    model,
+    gateway,
+    clients: Path,
+    agent_bin: Path,
+    home: Path,
+    prompt: str = PROMPT,
+    whole_session: bool = False,
+) -> tuple[Run, Path]:
     """One agent run; it stops after its first round unless `whole_session` (then at the agent's own end)."""
     home, work = fresh_home(home)
     key = {gateway.plan.gateway.master_key_env: gateway.key}
     if agent == "opencode":
-        env = base_env(home, {**key, "OPENCODE_CONFIG": str(clients / "opencode.json"),
-                              "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"})
-        cmd = [str(agent_bin / "opencode"), "run", "--format", "json", "--thinking",
-               "-m", f"{PROVIDER_ID}/{model.served_name}", prompt]
+        env = base_env(
+            home,
+            {
+                **key,
+                "OPENCODE_CONFIG": str(clients / "opencode.json"),
+                "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            },
+        )
+        cmd = [
+            str(agent_bin / "opencode"),
+            "run",
+            "--format",
+            "json",
+            "--thinking",
+            "-m",
+            f"{PROVIDER_ID}/{model.served_name}",
+            prompt,
+        ]
+
         def done(e):
             return e.get("type") == "error" or (
-                e.get("type") == "step_finish" and (not whole_session or e["part"].get("reason") == "stop"))
+                e.get("type") == "step_finish" and (not whole_session or e["part"].get("reason") == "stop")
+            )
     elif agent == "claude-code":
         env = base_env(home, _claude_env(clients, gateway.key))
-        cmd = [str(agent_bin / "claude"), "-p", "--output-format", "stream-json", "--verbose",
-               "--model", model.served_name, prompt]
+        cmd = [
+            str(agent_bin / "claude"),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            model.served_name,
+            prompt,
+        ]
+
         def done(e):
             return e.get("type") in (("result",) if whole_session else ("user", "result"))
     else:
         shutil.copytree(clients / "codex", home / ".codex")  # Codex writes sessions into CODEX_HOME
         env = base_env(home, {**key, "CODEX_HOME": str(home / ".codex")})
         cmd = [str(agent_bin / "codex"), "exec", "--json", "--skip-git-repo-check", "--profile", model.name, prompt]
+
         def done(e):
             return e.get("type") in ("turn.completed", "turn.failed", "error") or (
-                "unsupported call: get_weather" in e.get("stderr", ""))
+                "unsupported call: get_weather" in e.get("stderr", "")
+            )
+
     result = run_agent(cmd, env, work, done, timeout=TIMEOUT)
-    TIMINGS.append(f"{agent:12} {model.served_name:12} {result.seconds:6.1f} s  "
-                   f"{'stopped after its first round' if result.finished else 'NOT finished'}")
+    TIMINGS.append(
+        f"{agent:12} {model.served_name:12} {result.seconds:6.1f} s  "
+        f"{'stopped after its first round' if result.finished else 'NOT finished'}"
+    )
     return result, home
 
 
@@ -149,8 +192,12 @@ def reasoning_and_text(agent: str, result: Run, home: Path) -> tuple[list[str], 
     else:
         items = codex_items(home)
         reasoning = [c["text"] for i in items if i.get("type") == "reasoning" for c in i.get("content") or []]
-        text = "".join(c.get("text", "") for i in items if i.get("type") == "message" and i.get("role") == "assistant"
-                       for c in i["content"])
+        text = "".join(
+            c.get("text", "")
+            for i in items
+            if i.get("type") == "message" and i.get("role") == "assistant"
+            for c in i["content"]
+        )
         assert result.events[-1]["type"] == "turn.completed", result.explain()
     return reasoning, text
 
@@ -174,8 +221,16 @@ def test_glm47_reasoning_a_call_of_its_own_tool_and_the_answer(agent, glm47, age
     its arguments, the answer as text, no GLM markup anywhere."""
     gateway, model, clients = glm47
     call = AGENT_CALLS[agent]
-    result, home = run(agent, model, gateway, clients, agent_bin, tmp_path / "home",
-                       prompt=f"List the markdown files here. {selector(f'agent-{agent}')}", whole_session=True)
+    result, home = run(
+        agent,
+        model,
+        gateway,
+        clients,
+        agent_bin,
+        tmp_path / "home",
+        prompt=f"List the markdown files here. {selector(f'agent-{agent}')}",
+        whole_session=True,
+    )
     assert result.finished, result.explain()
     if agent == "opencode":
         uses = [e["part"] for e in result.events if e.get("type") == "tool_use"]
@@ -189,14 +244,20 @@ def test_glm47_reasoning_a_call_of_its_own_tool_and_the_answer(agent, glm47, age
         reasoning = [b["thinking"] for b in blocks if b["type"] == "thinking"]
         text = "".join(b["text"] for b in blocks if b["type"] == "text")
         results = [b for e in result.events if e.get("type") == "user" for b in e["message"]["content"]]
-        ran = [r["type"] for r in results] == ["tool_result"]  # Read outside the work dir may be refused: still a result
+        ran = [r["type"] for r in results] == [
+            "tool_result"
+        ]  # Read outside the work dir may be refused: still a result
         assert not result.events[-1]["is_error"], result.explain()
     else:
         items = codex_items(home)
         calls = [(i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
         reasoning = [c["text"] for i in items if i.get("type") == "reasoning" for c in i.get("content") or []]
-        text = "".join(c.get("text", "") for i in items if i.get("type") == "message" and i.get("role") == "assistant"
-                       for c in i["content"])
+        text = "".join(
+            c.get("text", "")
+            for i in items
+            if i.get("type") == "message" and i.get("role") == "assistant"
+            for c in i["content"]
+        )
         ran = [i.get("type") for i in items].count("function_call_output") == 1
         assert result.events[-1]["type"] == "turn.completed", result.explain()
     assert calls == [(call.name, call.arguments)], result.explain()

@@ -44,6 +44,7 @@ RESULTS = ('{"temperature": 21, "sky": "sunny"}', '{"temperature": 12, "sky": "r
 
 # --- chat completions --------------------------------------------------------------------------------------------
 
+
 def chat_tools():
     return [{"type": "function", "function": {"name": n, **t}} for n, t in TOOLS.items()]
 
@@ -52,9 +53,14 @@ def chat_messages(words: str, earlier: Turn | None, has_reasoning: bool) -> list
     messages = [{"role": "user", "content": words}]
     if earlier:
         ids = [f"call_{i}" for i in range(len(earlier.calls))]
-        assistant = {"role": "assistant", "content": None, "tool_calls": [
-            {"id": i, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-            for i, c in zip(ids, earlier.calls)]}
+        assistant = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for i, c in zip(ids, earlier.calls)
+            ],
+        }
         if has_reasoning:
             assistant["reasoning_content"] = REASONING
         messages.append(assistant)
@@ -63,17 +69,24 @@ def chat_messages(words: str, earlier: Turn | None, has_reasoning: bool) -> list
 
 
 def chat(gateway, model: str, words, earlier, has_reasoning, choice, stream) -> Seen:
-    tool_choice = {"auto": "auto", "required": "required",
-                   "named": {"type": "function", "function": {"name": NAMED}}}[choice]
-    kw = dict(model=model, messages=chat_messages(words, earlier, has_reasoning), tools=chat_tools(),
-              tool_choice=tool_choice)
+    tool_choice = {"auto": "auto", "required": "required", "named": {"type": "function", "function": {"name": NAMED}}}[
+        choice
+    ]
+    kw = dict(
+        model=model, messages=chat_messages(words, earlier, has_reasoning), tools=chat_tools(), tool_choice=tool_choice
+    )
     client = gateway.client()
     if not stream:
         choice_ = client.chat.completions.create(**kw).choices[0]
         m = choice_.message
-        return Seen(reasoning=reasoning_of(m) or "", text=m.content or "", finish=choice_.finish_reason,
-                    calls=[{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-                           for c in m.tool_calls or []])
+        return Seen(
+            reasoning=reasoning_of(m) or "",
+            text=m.content or "",
+            finish=choice_.finish_reason,
+            calls=[
+                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in m.tool_calls or []
+            ],
+        )
     seen, slots = Seen(), {}
     for chunk in client.chat.completions.create(**kw, stream=True):
         if not chunk.choices:
@@ -99,16 +112,25 @@ def chat(gateway, model: str, words, earlier, has_reasoning, choice, stream) -> 
 
 # --- responses ---------------------------------------------------------------------------------------------------
 
+
 def responses_input(words: str, earlier: Turn | None, has_reasoning: bool):
     if not earlier:
         return words
     items: list[dict] = [{"role": "user", "content": words}]
     if has_reasoning:
-        items.append({"type": "reasoning", "id": "rs_0", "summary": [],
-                      "content": [{"type": "reasoning_text", "text": REASONING}]})
+        items.append(
+            {
+                "type": "reasoning",
+                "id": "rs_0",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": REASONING}],
+            }
+        )
     ids = [f"call_{i}" for i in range(len(earlier.calls))]
-    items += [{"type": "function_call", "call_id": i, "name": c.name, "arguments": json.dumps(c.arguments)}
-              for i, c in zip(ids, earlier.calls)]
+    items += [
+        {"type": "function_call", "call_id": i, "name": c.name, "arguments": json.dumps(c.arguments)}
+        for i, c in zip(ids, earlier.calls)
+    ]
     items += [{"type": "function_call_output", "call_id": i, "output": r} for i, r in zip(ids, RESULTS)]
     return items
 
@@ -129,8 +151,12 @@ def _responses_seen(output, status) -> Seen:
 
 def responses(gateway, model: str, words, earlier, has_reasoning, choice, stream) -> Seen:
     tool_choice = {"auto": "auto", "required": "required", "named": {"type": "function", "name": NAMED}}[choice]
-    kw = dict(model=model, input=responses_input(words, earlier, has_reasoning), tool_choice=tool_choice,
-              tools=[{"type": "function", "name": n, **t} for n, t in TOOLS.items()])
+    kw = dict(
+        model=model,
+        input=responses_input(words, earlier, has_reasoning),
+        tool_choice=tool_choice,
+        tools=[{"type": "function", "name": n, **t} for n, t in TOOLS.items()],
+    )
     client = gateway.client()
     if not stream:
         reply = client.responses.create(**kw)
@@ -155,16 +181,22 @@ def responses(gateway, model: str, words, earlier, has_reasoning, choice, stream
 
 # --- messages (Anthropic) ----------------------------------------------------------------------------------------
 
+
 def messages_history(words: str, earlier: Turn | None, has_reasoning: bool) -> list[dict]:
     messages: list[dict] = [{"role": "user", "content": words}]
     if earlier:
         ids = [f"toolu_{i}" for i in range(len(earlier.calls))]
         blocks: list[dict] = [{"type": "thinking", "thinking": REASONING, "signature": ""}] if has_reasoning else []
-        blocks += [{"type": "tool_use", "id": i, "name": c.name, "input": c.arguments}
-                   for i, c in zip(ids, earlier.calls)]
+        blocks += [
+            {"type": "tool_use", "id": i, "name": c.name, "input": c.arguments} for i, c in zip(ids, earlier.calls)
+        ]
         messages.append({"role": "assistant", "content": blocks})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": r}
-                                                     for i, r in zip(ids, RESULTS)]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": i, "content": r} for i, r in zip(ids, RESULTS)],
+            }
+        )
     return messages
 
 
@@ -185,10 +217,13 @@ def _message_seen(message) -> Seen:
 
 def messages(gateway, model: str, words, earlier, has_reasoning, choice, stream) -> Seen:
     tool_choice = {"auto": {"type": "auto"}, "required": {"type": "any"}, "named": {"type": "tool", "name": NAMED}}
-    kw = dict(model=model, max_tokens=512, messages=messages_history(words, earlier, has_reasoning),
-              tool_choice=tool_choice[choice],
-              tools=[{"name": n, "description": t["description"], "input_schema": t["parameters"]}
-                     for n, t in TOOLS.items()])
+    kw = dict(
+        model=model,
+        max_tokens=512,
+        messages=messages_history(words, earlier, has_reasoning),
+        tool_choice=tool_choice[choice],
+        tools=[{"name": n, "description": t["description"], "input_schema": t["parameters"]} for n, t in TOOLS.items()],
+    )
     client = gateway.anthropic()
     if not stream:
         return _message_seen(client.messages.create(**kw))
@@ -216,8 +251,17 @@ def _same_json(a: str, b: str) -> bool:
         return False
 
 
-def ask(api: str, gateway, model: str, script: str, has_reasoning: bool, choice: str, stream: bool,
-        parallel_calls: bool = True) -> Seen:
+def ask(
+    api: str,
+    gateway,
+    model: str,
+    script: str,
+    has_reasoning: bool,
+    choice: str,
+    stream: bool,
+    parallel_calls: bool = True,
+) -> Seen:
     words, earlier = history(script, parallel_calls)
     return {"chat": chat, "responses": responses, "messages": messages}[api](
-        gateway, model, words, earlier, has_reasoning, choice, stream)
+        gateway, model, words, earlier, has_reasoning, choice, stream
+    )

@@ -38,8 +38,13 @@ def cases(fam: Family) -> list[tuple[str, str]]:
     return auto + forced + [("one-call", "named")]
 
 
-CELLS = [pytest.param(fam, api, mode, script, choice, id=f"{fam.name}-{api}-{mode}-{script}-{choice}")
-         for fam in FAMILIES for api in APIS for mode in MODES for script, choice in cases(fam)]
+CELLS = [
+    pytest.param(fam, api, mode, script, choice, id=f"{fam.name}-{api}-{mode}-{script}-{choice}")
+    for fam in FAMILIES
+    for api in APIS
+    for mode in MODES
+    for script, choice in cases(fam)
+]
 
 
 def asked(parsers, fam: Family) -> dict[tuple[str, str, str, str], Seen | Exception]:
@@ -51,8 +56,9 @@ def asked(parsers, fam: Family) -> dict[tuple[str, str, str, str], Seen | Except
         def one(cell):
             api, mode, script, choice = cell
             try:
-                return ask(api, gateway, model, script, fam.has_reasoning, choice, mode == "streamed",
-                           fam.parallel_calls)
+                return ask(
+                    api, gateway, model, script, fam.has_reasoning, choice, mode == "streamed", fam.parallel_calls
+                )
             except Exception as exc:  # noqa: BLE001 -- raised again by the cell's own test
                 return exc
 
@@ -84,8 +90,11 @@ def check(fam: Family, seen: Seen, api: str, script: str, choice: str, stream: b
         ids = [c["id"] for c in seen.calls]
         assert all(ids) and len(set(ids)) == len(ids), f"call ids: {ids}"
         # OpenAI's own chat API ends a named tool_choice's answer with "stop"; every other API and choice names it
-        finishes = {"tool_calls", "stop"} if calls and choice == "named" and api == "chat" else \
-            {"tool_calls" if calls else "stop"}
+        finishes = (
+            {"tool_calls", "stop"}
+            if calls and choice == "named" and api == "chat"
+            else {"tool_calls" if calls else "stop"}
+        )
         assert seen.finish in finishes, seen.finish
         if stream:
             assert seen.names_announced == [1] * len(calls), f"name announced {seen.names_announced} times"
@@ -103,8 +112,9 @@ def test_cell(parsers, fam, api, mode, script, choice, request):
     known = finding(fam.tool_parser, fam.reasoning_parser, api, mode, script, choice)
     if known and known.status == "broken":
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"{known.what} ({known.report or 'no report'})"))
-    load = tuple(f for f in findings(fam.tool_parser, fam.reasoning_parser, api, mode, script, choice)
-                 if f.status == "load")
+    load = tuple(
+        f for f in findings(fam.tool_parser, fam.reasoning_parser, api, mode, script, choice) if f.status == "load"
+    )
     seen = asked(parsers, fam)[(api, mode, script, choice)]
     if isinstance(seen, ValueError) and any(f.kind == "tool-call" for f in load):
         return  # the SDK could not read the cut arguments back as JSON: the fault the record names

@@ -32,8 +32,10 @@ from .redis import REDIS_FILE, redis_objects
 K8S_DIR = "k8s"
 SECRETS_FILE = "secrets.env"  # read by kustomize's secretGenerator, relative to k8s/
 ENV_FILE = f"{K8S_DIR}/{SECRETS_FILE}"
-ENV_HEADER = ("# Keys for the Kubernetes gateway and backends, made by `make k8s`; kustomize turns them into "
-              f"the Secret {KEYS_SECRET}. Git-ignored: never commit.")
+ENV_HEADER = (
+    "# Keys for the Kubernetes gateway and backends, made by `make k8s`; kustomize turns them into "
+    f"the Secret {KEYS_SECRET}. Git-ignored: never commit."
+)
 CUDA_IMAGE = VLLM_IMAGE.rpartition(":")[0]  # vllm/vllm-openai: the CUDA build, whatever the tag
 REGENERATE = "make k8s"  # named in every header
 
@@ -47,8 +49,11 @@ def documents(plan: Plan, objects: list[dict]) -> str:
 
 
 def namespace(plan: Plan) -> dict:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": plan.gateway.k8s.namespace, "labels": {"app.kubernetes.io/part-of": PART_OF}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": plan.gateway.k8s.namespace, "labels": {"app.kubernetes.io/part-of": PART_OF}},
+    }
 
 
 def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -> dict:
@@ -59,25 +64,35 @@ def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -
         "resources": ["namespace.yaml", "gateway.yaml", *model_files],
         # generated names get a hash of their content: a new key or config rolls the pods that use it
         "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}],
-        "secretGenerator": [{"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"},
-                            # hashes of people's keys (make key K8S=1 / make k8s write it): a new one rolls the gateway
-                            *([{"name": PEOPLE_SECRET, "files": [KEYS_FILE], "type": "Opaque"}] if plan.people else [])],
+        "secretGenerator": [
+            {"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"},
+            # hashes of people's keys (make key K8S=1 / make k8s write it): a new one rolls the gateway
+            *([{"name": PEOPLE_SECRET, "files": [KEYS_FILE], "type": "Opaque"}] if plan.people else []),
+        ],
     }
 
 
 def gateway_config(plan: Plan) -> dict[str, str]:
     """k8s/gateway/: the LiteLLM config with Service DNS names, and the hook modules it imports."""
-    return {f"{K8S_DIR}/gateway/config.yaml": _header(plan) + dump_yaml(render_litellm(plan, service_api_base)),
-            **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE), **people_file(plan, f"{K8S_DIR}/gateway", REGENERATE)}
+    return {
+        f"{K8S_DIR}/gateway/config.yaml": _header(plan) + dump_yaml(render_litellm(plan, service_api_base)),
+        **gateway_modules(plan, f"{K8S_DIR}/gateway", REGENERATE),
+        **people_file(plan, f"{K8S_DIR}/gateway", REGENERATE),
+    }
 
 
 def on_demand_problems(plan: Plan) -> list[Problem]:
     """Loading on demand is a controller of compose and the local runtime; nothing here maps it."""
-    return [Problem(plan.source, f"{m.name}.on_demand",
-                    "the Kubernetes target cannot load models on demand (scale-to-zero needs e.g. KEDA's HTTP "
-                    "add-on, which is not generated); remove on_demand for `make k8s` (compose, litellm and clients "
-                    "still support it)")
-            for m in plan.on_demand]
+    return [
+        Problem(
+            plan.source,
+            f"{m.name}.on_demand",
+            "the Kubernetes target cannot load models on demand (scale-to-zero needs e.g. KEDA's HTTP "
+            "add-on, which is not generated); remove on_demand for `make k8s` (compose, litellm and clients "
+            "still support it)",
+        )
+        for m in plan.on_demand
+    ]
 
 
 def k8s_files(plan: Plan) -> dict[str, str]:
@@ -92,8 +107,8 @@ def k8s_files(plan: Plan) -> dict[str, str]:
         models[f"{K8S_DIR}/{REDIS_FILE}"] = documents(plan, redis_objects(plan))
     root = len(K8S_DIR) + 1
     return {
-        f"{K8S_DIR}/kustomization.yaml": _header(plan) + dump_yaml(
-            kustomization(plan, [rel[root:] for rel in models], [rel[root:] for rel in config])),
+        f"{K8S_DIR}/kustomization.yaml": _header(plan)
+        + dump_yaml(kustomization(plan, [rel[root:] for rel in models], [rel[root:] for rel in config])),
         f"{K8S_DIR}/namespace.yaml": documents(plan, [namespace(plan)]),
         f"{K8S_DIR}/gateway.yaml": documents(plan, gateway_objects(plan)),
         **config,
@@ -111,29 +126,48 @@ def k8s_warnings(plan: Plan) -> list[str]:
     warnings = gpu_warnings(plan)
     for m in plan.models:
         if weights := local_weights(m):
-            warnings.append(f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
-                            f"until the files are copied to {weights} on its volume (docs/kubernetes.md, local weights)")
+            warnings.append(
+                f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
+                f"until the files are copied to {weights} on its volume (docs/kubernetes.md, local weights)"
+            )
         if adapters := local_adapters(m):
-            warnings.append(f"{m.name}: serves the local LoRA adapter(s) {', '.join(adapters)}, which pods do not have; "
-                            f"its pod waits until they are copied to {', '.join(adapters.values())} on its volume "
-                            "(docs/kubernetes.md, local weights)")
+            warnings.append(
+                f"{m.name}: serves the local LoRA adapter(s) {', '.join(adapters)}, which pods do not have; "
+                f"its pod waits until they are copied to {', '.join(adapters.values())} on its volume "
+                "(docs/kubernetes.md, local weights)"
+            )
         if m.volumes:
-            warnings.append(f"{m.name}: volumes: ({', '.join(map(str, m.volumes))}) are compose mounts and are not "
-                            "rendered here; in Kubernetes the weights live on the model's PVC (docs/kubernetes.md, local weights)")
+            warnings.append(
+                f"{m.name}: volumes: ({', '.join(map(str, m.volumes))}) are compose mounts and are not "
+                "rendered here; in Kubernetes the weights live on the model's PVC (docs/kubernetes.md, local weights)"
+            )
         if not m.gpus and m.image.startswith(CUDA_IMAGE + ":"):
-            warnings.append(f"{m.name}: no GPU, but {m.image} is vLLM's CUDA build; set `image:` to a CPU build "
-                            "of vLLM that your nodes can pull")
+            warnings.append(
+                f"{m.name}: no GPU, but {m.image} is vLLM's CUDA build; set `image:` to a CPU build "
+                "of vLLM that your nodes can pull"
+            )
     if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
-        warnings.append("metrics.k8s.service_monitor: k8s/monitoring.yaml holds ServiceMonitors, which need the "
-                        "Prometheus Operator's CRDs (kube-prometheus-stack); its Prometheus selects them by label "
-                        "(metrics.k8s.service_monitor_labels, e.g. {release: kube-prometheus-stack})")
+        warnings.append(
+            "metrics.k8s.service_monitor: k8s/monitoring.yaml holds ServiceMonitors, which need the "
+            "Prometheus Operator's CRDs (kube-prometheus-stack); its Prometheus selects them by label "
+            "(metrics.k8s.service_monitor_labels, e.g. {release: kube-prometheus-stack})"
+        )
     if plan.gateway.k8s.expose != "none":
-        warnings.append(f"gateway.k8s.expose: {plan.gateway.k8s.expose}: the gateway is reachable from outside the "
-                        "cluster (its master key still guards every request); use TLS in front of it")
+        warnings.append(
+            f"gateway.k8s.expose: {plan.gateway.k8s.expose}: the gateway is reachable from outside the "
+            "cluster (its master key still guards every request); use TLS in front of it"
+        )
     return warnings
 
 
-TARGET = Target("k8s", k8s_files, regenerate=REGENERATE, keys_file=(ENV_FILE, ENV_HEADER),
-                marker=f"{K8S_DIR}/kustomization.yaml", warnings=k8s_warnings, gateway_url=gateway_url)
+TARGET = Target(
+    "k8s",
+    k8s_files,
+    regenerate=REGENERATE,
+    keys_file=(ENV_FILE, ENV_HEADER),
+    marker=f"{K8S_DIR}/kustomization.yaml",
+    warnings=k8s_warnings,
+    gateway_url=gateway_url,
+)
 
 __all__ = ["ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "TARGET", "gateway_url", "k8s_files", "k8s_warnings"]

@@ -49,27 +49,46 @@ def backend_problems(plan: Plan) -> list[Problem]:
     problems = []
     for m in plan.models:
         if not m.name[0].isalpha():
-            problems.append(Problem(plan.source, m.name, "Kubernetes Service names must start with a letter; "
-                                    f"rename the model (e.g. m-{m.name})"))
+            problems.append(
+                Problem(
+                    plan.source,
+                    m.name,
+                    f"Kubernetes Service names must start with a letter; rename the model (e.g. m-{m.name})",
+                )
+            )
         if m.model.startswith("~"):
-            problems.append(Problem(plan.source, f"{m.name}.command",
-                                    f"{m.model}: `~` means a different home in a pod; use an absolute path"))
+            problems.append(
+                Problem(
+                    plan.source,
+                    f"{m.name}.command",
+                    f"{m.model}: `~` means a different home in a pod; use an absolute path",
+                )
+            )
         for a in m.adapters:
             if a.source.startswith("~"):
-                problems.append(Problem(plan.source, f"{m.entry}.adapters.{a.name}.path",
-                                        f"{a.source}: `~` means a different home in a pod; use an absolute path"))
+                problems.append(
+                    Problem(
+                        plan.source,
+                        f"{m.entry}.adapters.{a.name}.path",
+                        f"{a.source}: `~` means a different home in a pod; use an absolute path",
+                    )
+                )
     return problems
 
 
 def _env(m: ModelPlan, plan: Plan) -> list[dict]:
     env: dict[str, dict] = {
         "VLLM_API_KEY": key_ref("VLLM_API_KEY", m.api_key_env),
-        "HF_TOKEN": {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
-            "name": HF_TOKEN_SECRET, "key": "HF_TOKEN", "optional": True}}},
+        "HF_TOKEN": {
+            "name": "HF_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "HF_TOKEN", "optional": True}},
+        },
     }
     if not plan.gateway.backend_internet:
         env["HF_HUB_OFFLINE"] = {"name": "HF_HUB_OFFLINE", "value": "1"}
-    env.update({k: {"name": k, "value": v} for k, v in {**BACKEND_ENV, **m.env}.items()})  # models.yml wins, as in compose
+    env.update(
+        {k: {"name": k, "value": v} for k, v in {**BACKEND_ENV, **m.env}.items()}
+    )  # models.yml wins, as in compose
     return list(env.values())
 
 
@@ -93,12 +112,16 @@ def _volumes(m: ModelPlan) -> tuple[list[dict], list[dict]]:
 def _wait_for_weights(m: ModelPlan, weights: str | None) -> dict:
     """Init container that holds the pod until the weights (config.json) and the local LoRA adapters
     (adapter_config.json) are copied in (docs/kubernetes.md, local weights)."""
-    wanted = ([f"{weights}/config.json"] if weights else []) + [f"{p}/adapter_config.json"
-                                                                  for p in local_adapters(m).values()]
-    script = ('for f in "$@"; do until [ -f "$f" ]; do echo "waiting for $f '
-              '(copy the files in: docs/kubernetes.md, local weights)"; sleep 10; done; done')
+    wanted = ([f"{weights}/config.json"] if weights else []) + [
+        f"{p}/adapter_config.json" for p in local_adapters(m).values()
+    ]
+    script = (
+        'for f in "$@"; do until [ -f "$f" ]; do echo "waiting for $f '
+        '(copy the files in: docs/kubernetes.md, local weights)"; sleep 10; done; done'
+    )
     mounts = ([{"name": "cache", "mountPath": weights, "subPath": "weights"}] if weights else []) + [
-        {"name": "cache", "mountPath": path, "subPath": f"adapters/{name}"} for name, path in local_adapters(m).items()]
+        {"name": "cache", "mountPath": path, "subPath": f"adapters/{name}"} for name, path in local_adapters(m).items()
+    ]
     return {
         "name": "wait-for-weights",
         "image": m.image,
@@ -117,8 +140,12 @@ def claim(m: ModelPlan) -> dict:
     }
     if m.k8s.storage_class:
         spec["storageClassName"] = m.k8s.storage_class
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": cache_claim(m), "labels": labels("backend", m.name)}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": cache_claim(m), "labels": labels("backend", m.name)},
+        "spec": spec,
+    }
 
 
 def deployment(m: ModelPlan, plan: Plan) -> dict:
@@ -178,8 +205,13 @@ def _pod_metadata(m: ModelPlan, plan: Plan) -> dict:
 
 
 def _toleration(t: K8sToleration) -> dict:
-    out = {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect,
-           "tolerationSeconds": t.toleration_seconds}
+    out = {
+        "key": t.key,
+        "operator": t.operator,
+        "value": t.value,
+        "effect": t.effect,
+        "tolerationSeconds": t.toleration_seconds,
+    }
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -189,8 +221,11 @@ def service(m: ModelPlan) -> dict:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": m.name, "labels": labels("backend", m.name)},
-        "spec": {"type": "ClusterIP", "selector": selector("backend", m.name),
-                 "ports": [{"name": "http", "port": m.port, "targetPort": "http", "protocol": "TCP"}]},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector("backend", m.name),
+            "ports": [{"name": "http", "port": m.port, "targetPort": "http", "protocol": "TCP"}],
+        },
     }
 
 
@@ -202,9 +237,17 @@ def network_policy(m: ModelPlan, plan: Plan) -> dict:
     ingress = [{"from": [{"podSelector": {"matchLabels": selector("gateway", GATEWAY)}}], "ports": port}]
     if plan.metrics.enabled:
         k = plan.metrics.k8s
-        ingress.append({"from": [{
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": k.prometheus_namespace}},
-            "podSelector": {"matchLabels": dict(k.prometheus_pod_labels)}}], "ports": port})
+        ingress.append(
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": k.prometheus_namespace}},
+                        "podSelector": {"matchLabels": dict(k.prometheus_pod_labels)},
+                    }
+                ],
+                "ports": port,
+            }
+        )
     spec: dict = {
         "podSelector": {"matchLabels": selector("backend", m.name)},
         "policyTypes": ["Ingress"],
@@ -213,8 +256,12 @@ def network_policy(m: ModelPlan, plan: Plan) -> dict:
     if not plan.gateway.backend_internet:
         spec["policyTypes"].append("Egress")
         spec["egress"] = []  # gateway.backend_internet: false: no connection out at all
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": f"{m.name}-from-gateway-only", "labels": labels("backend", m.name)}, "spec": spec}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{m.name}-from-gateway-only", "labels": labels("backend", m.name)},
+        "spec": spec,
+    }
 
 
 def backend_objects(m: ModelPlan, plan: Plan) -> list[dict]:

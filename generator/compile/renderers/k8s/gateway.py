@@ -38,10 +38,14 @@ AUTO_MEMORY_LIMIT_MI = 4096
 
 def resources(workers: int | str) -> dict:
     if workers == "auto":
-        return {"requests": {"cpu": "1", "memory": f"{MEMORY_REQUEST_MI}Mi"},
-                "limits": {"memory": f"{AUTO_MEMORY_LIMIT_MI}Mi"}}
-    return {"requests": {"cpu": str(workers), "memory": f"{MEMORY_REQUEST_MI * workers}Mi"},
-            "limits": {"memory": f"{MEMORY_LIMIT_MI * workers}Mi"}}
+        return {
+            "requests": {"cpu": "1", "memory": f"{MEMORY_REQUEST_MI}Mi"},
+            "limits": {"memory": f"{AUTO_MEMORY_LIMIT_MI}Mi"},
+        }
+    return {
+        "requests": {"cpu": str(workers), "memory": f"{MEMORY_REQUEST_MI * workers}Mi"},
+        "limits": {"memory": f"{MEMORY_LIMIT_MI * workers}Mi"},
+    }
 
 
 # The model's Service by its short DNS name (resolves in whatever namespace the stack is applied to):
@@ -73,8 +77,10 @@ def deployment(plan: Plan) -> dict:
         "args": gateway_args(g, f"{CONFIG_DIR}/config.yaml"),
         # metrics: LiteLLM's metrics process (no key check): declared for scrapers, deliberately not in the
         # Service (with expose: loadbalancer every Service port would face the outside)
-        "ports": [{"name": "http", "containerPort": g.port, "protocol": "TCP"},
-                  {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": "http", "containerPort": g.port, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": GATEWAY_METRICS_PORT, "protocol": "TCP"},
+        ],
         "env": env,
         "volumeMounts": mounts,
         "resources": resources(g.workers),
@@ -92,8 +98,10 @@ def deployment(plan: Plan) -> dict:
             "replicas": g.k8s.replicas,  # the config is stateless (no database, no cache): any number works
             "selector": {"matchLabels": selector("gateway", GATEWAY)},
             "template": {
-                "metadata": {"labels": labels("gateway", GATEWAY),
-                             **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled))},
+                "metadata": {
+                    "labels": labels("gateway", GATEWAY),
+                    **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled)),
+                },
                 "spec": {**pod_defaults(), "containers": [container], "volumes": volumes},
             },
         },
@@ -110,8 +118,11 @@ def service(plan: Plan) -> dict:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": GATEWAY, "labels": labels("gateway", GATEWAY)},
-        "spec": {"type": SERVICE_TYPES[g.k8s.expose], "selector": selector("gateway", GATEWAY),
-                 "ports": [{"name": "http", "port": g.port, "targetPort": "http", "protocol": "TCP"}]},
+        "spec": {
+            "type": SERVICE_TYPES[g.k8s.expose],
+            "selector": selector("gateway", GATEWAY),
+            "ports": [{"name": "http", "port": g.port, "targetPort": "http", "protocol": "TCP"}],
+        },
     }
 
 

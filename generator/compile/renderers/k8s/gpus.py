@@ -45,11 +45,16 @@ def gpu_problems(plan: Plan) -> list[Problem]:
     problems = []
     for m in plan.models:
         if len(m.gpus) > 1 and shares_a_gpu(m, plan) and gpu_resource(m, plan) == SHARED_GPU:
-            problems.append(Problem(plan.source, f"{m.name}.gpus",
-                                    f"{m.name} needs {len(m.gpus)} GPUs (tensor/pipeline/data parallel) and shares "
-                                    "one of them with another model: Kubernetes time-slices of one pod may all be "
-                                    "the same GPU, so this cannot be expressed; give it GPUs of its own in models.yml, "
-                                    f"or set `k8s: {{gpu_resource: {WHOLE_GPU}}}` to claim whole GPUs for it"))
+            problems.append(
+                Problem(
+                    plan.source,
+                    f"{m.name}.gpus",
+                    f"{m.name} needs {len(m.gpus)} GPUs (tensor/pipeline/data parallel) and shares "
+                    "one of them with another model: Kubernetes time-slices of one pod may all be "
+                    "the same GPU, so this cannot be expressed; give it GPUs of its own in models.yml, "
+                    f"or set `k8s: {{gpu_resource: {WHOLE_GPU}}}` to claim whole GPUs for it",
+                )
+            )
     return problems
 
 
@@ -63,10 +68,13 @@ def gpu_warnings(plan: Plan) -> list[str]:
                 f"GPU {gpu} is shared by {', '.join(names)} in models.yml; Kubernetes hands out whole GPUs, so "
                 f"{', '.join(slices)} request {SHARED_GPU} (a time-slice) instead of {WHOLE_GPU}. The cluster needs "
                 "the NVIDIA device plugin (or GPU Operator) with time-slicing, renameByDefault: true and "
-                f"{len(names)} replicas of that GPU, or these pods stay Pending (docs/kubernetes.md, GPU sharing)")
+                f"{len(names)} replicas of that GPU, or these pods stay Pending (docs/kubernetes.md, GPU sharing)"
+            )
         if whole:
             resources = sorted({gpu_resource(m, plan) for m in plan.models if m.name in whole})
-            warnings.append(f"GPU {gpu}: {', '.join(whole)} request {', '.join(resources)} (k8s.gpu_resource) "
-                            f"although models.yml shares GPU {gpu} among {', '.join(names)}: each gets a device "
-                            "of its own, more GPUs than the file meant")
+            warnings.append(
+                f"GPU {gpu}: {', '.join(whole)} request {', '.join(resources)} (k8s.gpu_resource) "
+                f"although models.yml shares GPU {gpu} among {', '.join(names)}: each gets a device "
+                "of its own, more GPUs than the file meant"
+            )
     return warnings

@@ -24,9 +24,13 @@ def metrics_service() -> dict:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": METRICS_SERVICE, "labels": labels("gateway", METRICS_SERVICE)},
-        "spec": {"type": "ClusterIP", "selector": selector("gateway", GATEWAY),
-                 "ports": [{"name": "metrics", "port": GATEWAY_METRICS_PORT, "targetPort": GATEWAY_METRICS_PORT,
-                            "protocol": "TCP"}]},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector("gateway", GATEWAY),
+            "ports": [
+                {"name": "metrics", "port": GATEWAY_METRICS_PORT, "targetPort": GATEWAY_METRICS_PORT, "protocol": "TCP"}
+            ],
+        },
     }
 
 
@@ -39,7 +43,9 @@ def _monitor(plan: Plan, name: str, component: str, port: str, interval: str, re
         "kind": "ServiceMonitor",
         "metadata": {"name": name, "labels": {**labels(component, name), **plan.metrics.k8s.service_monitor_labels}},
         "spec": {
-            "selector": {"matchLabels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/component": component}},
+            "selector": {
+                "matchLabels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/component": component}
+            },
             "endpoints": [endpoint],
         },
     }

@@ -22,8 +22,11 @@ def labels(component: str, instance: str) -> dict[str, str]:
 
 def selector(component: str, instance: str) -> dict[str, str]:
     """The immutable subset Deployments, Services and NetworkPolicies select on."""
-    return {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/component": component,
-            "app.kubernetes.io/instance": instance}
+    return {
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/instance": instance,
+    }
 
 
 def key_ref(env: str, secret_key: str) -> dict:
@@ -32,8 +35,12 @@ def key_ref(env: str, secret_key: str) -> dict:
 
 
 def http_probe(path: str, period: int, timeout: int, failures: int) -> dict:
-    return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period, "timeoutSeconds": timeout,
-            "failureThreshold": failures}
+    return {
+        "httpGet": {"path": path, "port": "http"},
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+        "failureThreshold": failures,
+    }
 
 
 def pod_defaults() -> dict:

@@ -14,8 +14,14 @@ REDIS_FILE = "redis.yaml"  # under k8s/
 
 def deployment(plan: Plan) -> dict:
     r = plan.required_redis()
-    probe = {"exec": {"command": ["sh", "-c", f'REDISCLI_AUTH="${r.password_env}" redis-cli -p {r.port} ping | grep -q PONG']},
-             "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
+    probe = {
+        "exec": {
+            "command": ["sh", "-c", f'REDISCLI_AUTH="${r.password_env}" redis-cli -p {r.port} ping | grep -q PONG']
+        },
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 3,
+    }
     container = {
         "name": "redis",
         "image": r.image,
@@ -29,30 +35,52 @@ def deployment(plan: Plan) -> dict:
         "securityContext": container_security(),
     }
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": r.service, "labels": labels("redis", r.service)},
-        "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
-                 "selector": {"matchLabels": selector("redis", r.service)},
-                 "template": {"metadata": {"labels": labels("redis", r.service)},
-                              "spec": {**pod_defaults(), "containers": [container],
-                                       "volumes": [{"name": "data", "emptyDir": {}}]}}},
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": selector("redis", r.service)},
+            "template": {
+                "metadata": {"labels": labels("redis", r.service)},
+                "spec": {**pod_defaults(), "containers": [container], "volumes": [{"name": "data", "emptyDir": {}}]},
+            },
+        },
     }
 
 
 def service(plan: Plan) -> dict:
     r = plan.required_redis()
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": r.service, "labels": labels("redis", r.service)},
-            "spec": {"type": "ClusterIP", "selector": selector("redis", r.service),
-                     "ports": [{"name": "redis", "port": r.port, "targetPort": "redis", "protocol": "TCP"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": r.service, "labels": labels("redis", r.service)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector("redis", r.service),
+            "ports": [{"name": "redis", "port": r.port, "targetPort": "redis", "protocol": "TCP"}],
+        },
+    }
 
 
 def network_policy(plan: Plan) -> dict:
     r = plan.required_redis()
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": f"{r.service}-from-gateway-only", "labels": labels("redis", r.service)},
-            "spec": {"podSelector": {"matchLabels": selector("redis", r.service)}, "policyTypes": ["Ingress"],
-                     "ingress": [{"from": [{"podSelector": {"matchLabels": selector("gateway", GATEWAY)}}],
-                                  "ports": [{"protocol": "TCP", "port": r.port}]}]}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{r.service}-from-gateway-only", "labels": labels("redis", r.service)},
+        "spec": {
+            "podSelector": {"matchLabels": selector("redis", r.service)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"podSelector": {"matchLabels": selector("gateway", GATEWAY)}}],
+                    "ports": [{"protocol": "TCP", "port": r.port}],
+                }
+            ],
+        },
+    }
 
 
 def redis_objects(plan: Plan) -> list[dict]:
