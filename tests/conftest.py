@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -71,6 +73,18 @@ def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:  # set before any test picks a port; the processes the tests start inherit it
         os.environ[RANGE_ENV] = worker_port_range(worker, int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+
+
+@contextlib.contextmanager
+def host_ports_lock():
+    """Held by a test that counts the local demo's backend requests (test_people.py's route walk) and by one that asks
+    127.0.0.1:8001 for a compose backend (test_compose.py: the local demo serves there too, and a refused request is a
+    request it counts): in CI the two run side by side, in processes of their own."""
+    path = Path(__file__).resolve().parents[1] / ".cache" / "host-ports.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 FUZZ_COUNT = "fuzz count"  # tests/integration/test_fuzz_apis.py's line per API, a property of its report

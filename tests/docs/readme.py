@@ -67,7 +67,7 @@ WHERE: list[tuple[str, str]] = [
     ),
     (r"^make status K8S=1$", NOT_HERE + "a Kubernetes cluster (a port-forward to its gateway)"),
     (r"^make unit$", CI + "inside make test (make test = the unit tests + the rest)"),
-    (r"^make lint$", CI + "its own phase, right after the installs (.ci/run); make check runs it too"),
+    (r"^make lint$", CI + "beside the quick start (.ci/run), its exit checked after it; make check runs it too"),
     (
         r"^GATEWAY_URL=http://127\.0\.0\.1:4000 "
         r"GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' \.cache/local-stack/\.env\)",

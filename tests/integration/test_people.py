@@ -15,6 +15,7 @@ import pytest
 
 from generator.operate.keys import LOCAL_HEADER, drop_key, person_key, write_hashes
 from generator.shipped.gateway_hooks.people import API_KEY_PREFIX, key_hash
+from tests.conftest import host_ports_lock
 
 RELOAD = 5.0  # seconds the issue allows for a key change to reach the running gateway
 
@@ -206,10 +207,11 @@ def test_no_route_reaches_a_backend_outside_a_persons_limits(gateway, people):
         except httpx.HTTPError:
             return path, method, 0
 
-    before = backend_requests(gateway)
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda pm: ask(*pm), asked))
-    after = backend_requests(gateway)
+    with host_ports_lock():  # the compose test asks these backends' ports too, with a key of its own
+        before = backend_requests(gateway)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda pm: ask(*pm), asked))
+        after = backend_requests(gateway)
     reached = {h: after[h] - before.get(h, 0.0) for h in after if after[h] > before.get(h, 0.0)}
     answered = sorted({path for path, _, code in answers if code < 400})
     print(f"\n{len(answers)} route x method asked (the inference APIs aside); answered < 400: {answered}")
