@@ -128,3 +128,37 @@ def test_a_bad_request_is_refused_and_the_server_serves_on(server, tmp_path):
 def test_the_socket_is_the_owners_only(server):
     sock, _ = server
     assert (sock.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_process_group_is_running_until_its_last_member_is_gone_or_a_zombie():
+    """process_group.running_group / group_members: what the controller's unload waits on (an engine that outlives
+    its API server holds the listening socket) and what a ForkedProcess asks once its server is gone."""
+    from generator.shipped.on_demand.process_group import group_members, running_group
+
+    leader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)",
+        ],
+        process_group=0,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while len(group_members(leader.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (child,) = set(group_members(leader.pid)) - {leader.pid}
+        assert running_group(leader.pid) == running_group(child) == leader.pid
+        leader.kill()  # a zombie until reaped: not running, while its child runs on in the group
+        deadline = time.monotonic() + 20
+        while running_group(leader.pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert running_group(leader.pid) is None and group_members(leader.pid) == [child]
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(10)
+    deadline = time.monotonic() + 20
+    while group_members(leader.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_members(leader.pid) == [] and group_members(None) == []

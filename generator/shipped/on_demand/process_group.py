@@ -25,17 +25,18 @@ def signal_group(pid: int | None, sig: int) -> None:
         pass
 
 
+def running_group(pid: int | str) -> int | None:
+    """The process group of `pid` while it runs; None when it is gone or a zombie (it holds no port or memory)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state, _ppid, group = fh.read().rsplit(")", 1)[1].split()[:3]
+    except (OSError, ValueError):
+        return None
+    return None if state == "Z" else int(group)
+
+
 def group_members(pgid: int | None) -> list[int]:
-    """The processes of group `pgid` that still run (zombies left out: they hold no port or memory)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                state, _ppid, group = fh.read().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue
-        if state != "Z" and int(group) == pgid:
-            found.append(int(entry))
-    return found
+    """The processes of group `pgid` that still run."""
+    if pgid is None:
+        return []
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and running_group(entry) == pgid]

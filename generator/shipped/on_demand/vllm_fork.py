@@ -41,6 +41,8 @@ import sys
 import time
 import traceback
 
+from .process_group import running_group
+
 ENGINE_FORK_ENV = "LOCAL_ENGINE_FORK"  # in a model's env: "1" = forked from the stack's fork server (local runtime)
 PER_BACKEND_ENV = ("VLLM_API_KEY", "CUDA_VISIBLE_DEVICES")  # set per backend at its fork; the rest is the server's
 SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"  # its main() is `vllm serve` (as api_server's __main__)
@@ -88,7 +90,7 @@ class ForkedProcess:
 
     def _read(self, timeout: float) -> None:
         if self._conn is None:  # the server ended first: the OS says whether the child still runs
-            if not _alive(self.pid):
+            if running_group(self.pid) is None:
                 self.returncode = UNKNOWN_EXIT
             elif timeout:
                 time.sleep(timeout)
@@ -115,14 +117,6 @@ class ForkedProcess:
 
     def __del__(self) -> None:
         self._close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def fork(
