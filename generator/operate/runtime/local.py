@@ -71,6 +71,7 @@ VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` w
 # the same, its engine forked: the spawned fallback of a LOCAL_ENGINE_FORK backend that no fork server took
 ENGINE_FORK_ENTRYPOINT = ["-m", "generator.shipped.on_demand.vllm_fork"]
 FORK_SERVER = "vllm-fork"  # a fork server's process name: vllm-fork-<its environment's digest> (state.json, logs/)
+FORK_TMP_PREFIX = "llm-gateway-fork-"  # a deep state dir's fork sockets: a private folder in /tmp, named so
 CONTROLLER = "on-demand"  # the controller's process name (state.json, logs/on-demand.log)
 CONTROLLER_FILE = "on-demand.json"
 REDIS = "redis"  # the stack's Redis process (state.json, logs/redis.log), when plan.redis
@@ -309,7 +310,7 @@ class LocalStack:
         path = self.state_dir / "fork" / f"{digest}.sock"
         if len(str(path).encode()) > vllm_fork.MAX_SOCKET_PATH:  # a deep state dir: a private folder in /tmp instead
             where = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:16]
-            path = Path(tempfile.gettempdir()) / f"llm-gateway-fork-{where}" / f"{digest}.sock"
+            path = Path(tempfile.gettempdir()) / f"{FORK_TMP_PREFIX}{where}" / f"{digest}.sock"
         return str(path) if len(str(path).encode()) <= vllm_fork.MAX_SOCKET_PATH else None
 
     def _fork_server(self, proc: Proc) -> Proc | None:
@@ -614,7 +615,7 @@ class LocalStack:
             end_session(sid, started)
         for socket_path in sockets:  # a dead server's socket; its folder too when it is the one in /tmp
             socket_path.unlink(missing_ok=True)
-            if socket_path.parent.name.startswith("llm-gateway-fork-"):
+            if socket_path.parent.name.startswith(FORK_TMP_PREFIX):
                 shutil.rmtree(socket_path.parent, ignore_errors=True)
         self.procs.clear()
         if ours:
