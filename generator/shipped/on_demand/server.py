@@ -211,7 +211,8 @@ class Controller:
             return await fut
         except asyncio.CancelledError:
             self.waiting.pop(w.id, None)
-            if fut.done() and isinstance(fut.result(), Admit):  # admitted just as its client left
+            # admitted just as its client left; a cancelled wait cancelled `fut` too (no result: it still queues)
+            if fut.done() and not fut.cancelled() and isinstance(fut.result(), Admit):
                 self.release(name)
             else:
                 self._withdraw(w)
