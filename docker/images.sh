@@ -63,9 +63,18 @@ venv_holds_lock() {  # venv_holds_lock LOCK: .venv-vllm is installed, on Python 
     diff -q <(grep -v "^#" "$1") - >/dev/null
 }
 
+# files from outside its folder an image's build context also holds (at its root): the vllm-cpu image's .pth runs the
+# CPU examples' patches for tiny backends (generator/shipped/on_demand/cpu_backend_patches.py, docs/testing.md)
+extra_context() { [ "$1" != vllm-cpu ] || echo generator/shipped/on_demand/cpu_backend_patches.py; }
+context() {  # context NAME: the build context as a tar stream (docker build ... -): its folder plus extra_context
+  local f args=(-C "docker/$1" .)
+  for f in $(extra_context "$1"); do args+=(-C "$PWD/$(dirname "$f")" "$(basename "$f")"); done
+  tar -c "${args[@]}"
+}
+
 build() {  # build NAME TAG
   local name=$1 tag=$2 dir=docker/$1 t0=$SECONDS
-  local hash; hash=$( { echo "$base_id"; find "$dir" -type f | sort | xargs cat; } | sha256sum | cut -c1-16)
+  local hash; hash=$( { echo "$base_id"; { find "$dir" -type f | sort; extra_context "$name"; } | xargs cat; } | sha256sum | cut -c1-16)
   if [ -n "$(docker images -q --filter "label=org.llm-gateway.inputs=$hash" "$tag")" ]; then
     echo "images: $tag is up to date (inputs $hash)"; return
   fi
@@ -77,8 +86,8 @@ build() {  # build NAME TAG
   if [ "$name" = vllm-cpu ] && venv_holds_lock "$dir/requirements.txt"; then
     echo "images: packages from $VLLM_VENV (it holds the lock); docker build"
     serve "$name" "$VLLM_VENV/lib/python3.11/site-packages"
-    docker build -q --build-arg "BASE=$BASE" --build-arg "SITE_PACKAGES_URL=${SERVE_URL}site-packages.tar" \
-      --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
+    context "$name" | docker build -q --build-arg "BASE=$BASE" --build-arg "SITE_PACKAGES_URL=${SERVE_URL}site-packages.tar" \
+      --label "org.llm-gateway.inputs=$hash" -t "$tag" - >/dev/null
     kill "$SERVER"; SERVER=
     echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
     return
@@ -92,8 +101,8 @@ build() {  # build NAME TAG
   fi
   echo "images: wheelhouse $(du -sh "$wheels" | cut -f1) ready after $((SECONDS - t0))s; docker build"
   serve "$name" "$wheels"
-  docker build -q --build-arg "BASE=$BASE" --build-arg "WHEELS_URL=$SERVE_URL" \
-    --label "org.llm-gateway.inputs=$hash" -t "$tag" "$dir" >/dev/null
+  context "$name" | docker build -q --build-arg "BASE=$BASE" --build-arg "WHEELS_URL=$SERVE_URL" \
+    --label "org.llm-gateway.inputs=$hash" -t "$tag" - >/dev/null
   kill "$SERVER"; SERVER=
   echo "images: built $tag in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | numfmt --to=si)B)"
 }

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import openai
@@ -17,6 +18,7 @@ import yaml
 from generator.compile.load.loader import load_plan
 from generator.compile.renderers.dashboard import BACKEND_ERRORS_PANEL, RATE, dashboard, queries
 from generator.shipped.gateway_hooks.gateway_supervisor import FORK_SERVER
+from tests import proc_probe
 from tests.conftest import host_ports_lock
 
 from .prometheus import GATEWAY_JOB, VLLM_JOB, prometheus_of
@@ -136,6 +138,17 @@ def test_weights_are_bind_mounted_read_only_into_the_backends(deployed):
     for service in deployed.backends:
         mounts = {m["Destination"]: m for m in inspect(container_of(service))["Mounts"]}
         assert mounts["/models"]["Type"] == "bind" and mounts["/models"]["RW"] is False
+
+
+def test_each_backend_forks_its_engine_and_runs_one_gloo_thread(deployed):
+    """The compose example sets CPU_BACKEND_FORK: the vllm-cpu image's .pth applies cpu_backend_patches.py, so no
+    process in a backend's container shows multiprocessing's spawn (vLLM's CPU default; tests/proc_probe.py) and
+    its engine's 13 gloo groups share one polling thread."""
+    probe = Path(proc_probe.__file__).read_text()
+    for service in deployed.backends:
+        seen = json.loads(docker("exec", container_of(service), "python3", "-c", probe))
+        assert not proc_probe.spawned(seen), (service, seen)
+        assert sum(p["gloo"] for p in seen) == 1, (service, seen)
 
 
 def test_no_key_appears_in_any_generated_file(deployed):

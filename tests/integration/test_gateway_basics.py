@@ -16,6 +16,7 @@ from generator.shipped.gateway_hooks.gateway_supervisor import (
     supervised_workers,
 )
 from generator.shipped.on_demand.vllm_fork import ENGINE_FORK_ENV
+from tests import proc_probe
 
 from .helpers import collect_stream, fork_server_of
 
@@ -187,18 +188,26 @@ def test_the_gateway_runs_the_worker_count_it_resolved_at_start(gateway):
 
 
 def test_each_cpu_backend_is_a_fork_of_one_vllm_fork_server_that_imported_vllm(gateway):
-    """LOCAL_ENGINE_FORK backends (the CPU examples) are forked from the stack's vLLM fork server
-    (generator/shipped/on_demand/vllm_fork.py), which imported vLLM once for all of them: none was spawned."""
+    """CPU_BACKEND_FORK backends (the CPU examples) are forked from the stack's vLLM fork server
+    (generator/shipped/on_demand/vllm_fork.py), which imported vLLM once for all of them: none was spawned. Each
+    backend's engine is forked and runs one gloo polling thread, not 13 (cpu_backend_patches.py)."""
+    import psutil
+
     if gateway.stack is None:
         pytest.skip("a gateway this session did not start (GATEWAY_URL): compose runs one container per backend")
     backends = [p for p in gateway.stack.procs if p.name in {m.name for m in gateway.plan.models}]
     forked = [m.name for m in gateway.plan.models if m.env.get(ENGINE_FORK_ENV) == "1"]
-    assert forked, "the CPU demo's models set LOCAL_ENGINE_FORK: nothing here would be checked"
+    assert forked, "the CPU demo's models set CPU_BACKEND_FORK: nothing here would be checked"
     servers = {p.name: fork_server_of(p.pid) for p in backends if p.name in forked}
     assert None not in servers.values() and len(servers) == len(forked), servers
     (server,) = {s.pid for s in servers.values()}  # one environment, one server
     assert any(p.pid == server and p.name.startswith(VLLM_FORK_SERVER) for p in gateway.stack.procs)
     assert "libtorch" in Path(f"/proc/{server}/maps").read_text(), "the fork server did not import vLLM"
+    for p in backends:
+        if p.name in forked:
+            family = proc_probe.processes([p.pid, *(c.pid for c in psutil.Process(p.pid).children(recursive=True))])
+            assert not proc_probe.spawned(family), family
+            assert sum(f["gloo"] for f in family) == 1, (p.name, family)
 
 
 def test_a_connection_idle_past_an_sdks_keep_alive_still_takes_a_request(gateway):

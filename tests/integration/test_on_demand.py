@@ -57,7 +57,7 @@ class Stack(LocalStack):
         config = super().controller_config()
         broken = config["models"][BROKEN]
         broken["argv"].append("--no-such-flag")
-        broken["fork"]["args"].append("--no-such-flag")  # forked from the stack's fork server (LOCAL_ENGINE_FORK)
+        broken["fork"]["args"].append("--no-such-flag")  # forked from the stack's fork server (CPU_BACKEND_FORK)
         return config
 
 

@@ -417,7 +417,7 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
     fake = tmp_path / "vllm-python"
     fake.write_text(FORK_PYTHON.format(python=sys.executable))
     fake.chmod(0o755)
-    env = '  env: {LOCAL_ENGINE_FORK: "1"}\n'
+    env = '  env: {CPU_BACKEND_FORK: "1"}\n'
     p = plan(
         f"a:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/a --max-model-len 8K\n{env}"
         f"b:\n  gpus: []\n  port: {free_port()}\n  command: vllm serve o/b --max-model-len 8K\n{env}"

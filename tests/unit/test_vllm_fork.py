@@ -43,6 +43,10 @@ def start_server(sock: Path) -> subprocess.Popen:
 def server(tmp_path_factory):
     sock = tmp_path_factory.mktemp("fork") / "s.sock"
     proc = start_server(sock)
+    deadline = time.monotonic() + 30  # the tests that connect by hand (not through fork(), which waits) need it bound
+    while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sock.exists(), f"the fork server bound no socket (exit {proc.poll()})"
     yield sock, proc
     proc.kill()
     proc.wait(10)

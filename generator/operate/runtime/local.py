@@ -68,7 +68,7 @@ from .ports import free_port
 from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
-# the same, its engine forked: the spawned fallback of a LOCAL_ENGINE_FORK backend that no fork server took
+# the same, its engine forked: the spawned fallback of a CPU_BACKEND_FORK backend that no fork server took
 ENGINE_FORK_ENTRYPOINT = ["-m", "generator.shipped.on_demand.vllm_fork"]
 FORK_SERVER = "vllm-fork"  # a fork server's process name: vllm-fork-<its environment's digest> (state.json, logs/)
 FORK_TMP_PREFIX = "llm-gateway-fork-"  # a deep state dir's fork sockets: a private folder in /tmp, named so
@@ -302,7 +302,7 @@ class LocalStack:
             fork_args=args,
         )
 
-    # --- the vLLM fork servers (LOCAL_ENGINE_FORK models: generator/shipped/on_demand/vllm_fork.py) ------------------
+    # --- the vLLM fork servers (CPU_BACKEND_FORK models: generator/shipped/on_demand/vllm_fork.py) ------------------
     def _fork_socket(self, env: dict[str, str]) -> str | None:
         """The socket of the fork server for backends of this environment (one server per distinct environment:
         what torch and vLLM read at import is the server's); None when the state dir's path is too long for one."""

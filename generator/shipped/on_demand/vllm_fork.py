@@ -1,5 +1,5 @@
 """vLLM backends forked from one warm interpreter: how the local runtime and the on-demand controller start a model
-whose env sets LOCAL_ENGINE_FORK=1 (the CPU examples' tiny scripted models).
+whose env sets CPU_BACKEND_FORK=1 (the CPU examples' tiny scripted models).
 
 Importing vLLM's API server costs ~13 CPU-s here, a scripted model's whole start ~15 (docs/testing.md). A local
 stack's fork server imports it once; each backend the runtime or the controller starts afterwards is a fork of that
@@ -8,8 +8,8 @@ server running `vllm serve` with its own flags, environment, working directory a
     python -m generator.shipped.on_demand.vllm_fork --fork-server SOCKET   # the server, under vLLM's interpreter
     python -m generator.shipped.on_demand.vllm_fork <vllm serve flags>      # one backend, no server (the fallback)
 
-Both also fork vLLM's engine process from its API server: vLLM 0.32's CPU platform forces
-VLLM_WORKER_MULTIPROC_METHOD=spawn (`platforms/cpu.py`), which imports vLLM and torch again in the engine.
+Both also apply cpu_backend_patches.py: vLLM's engine process forked from its API server, not spawned, and one gloo
+device (one polling thread) for all of a process's torch.distributed groups.
 
 Why this is safe only for the CPU examples: the server is one thread when it forks (checked), and what torch and vLLM
 read from the environment when imported (OMP_NUM_THREADS, TORCH_COMPILE_DISABLE, logging) is the server's. The
@@ -41,9 +41,10 @@ import sys
 import time
 import traceback
 
+from . import cpu_backend_patches
 from .process_group import running_group
 
-ENGINE_FORK_ENV = "LOCAL_ENGINE_FORK"  # in a model's env: "1" = forked from the stack's fork server (local runtime)
+ENGINE_FORK_ENV = cpu_backend_patches.ENV  # in a model's env: "1" = forked from the stack's fork server (local runtime)
 PER_BACKEND_ENV = ("VLLM_API_KEY", "CUDA_VISIBLE_DEVICES")  # set per backend at its fork; the rest is the server's
 SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"  # its main() is `vllm serve` (as api_server's __main__)
 # imported by the server too, so that no child imports them: what main() and the engine's start import (measured)
@@ -175,19 +176,6 @@ def fork(
 # --- the server --------------------------------------------------------------------------------------------------
 
 
-def fork_engines() -> None:
-    """vLLM's engine process forked from its API server, not spawned (see the module's docstring)."""
-    import vllm.platforms.cpu as cpu
-
-    check = cpu.CpuPlatform.check_and_update_config.__func__
-
-    def forking(cls, vllm_config):
-        check(cls, vllm_config)
-        os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
-
-    cpu.CpuPlatform.check_and_update_config = classmethod(forking)
-
-
 def run_serve(args: list[str], module: str = SERVE_MODULE) -> int:
     """`vllm serve *args` in this process (`module`'s main(), as `python -m vllm.entrypoints.openai.api_server` runs
     it); the exit code."""
@@ -254,7 +242,7 @@ def serve(socket_path: str, module: str = SERVE_MODULE) -> None:
     listener.listen(64)
     started = time.monotonic()
     if module == SERVE_MODULE:
-        fork_engines()
+        cpu_backend_patches.apply()
         for warm in WARM_MODULES:
             importlib.import_module(warm)
     importlib.import_module(module)
@@ -364,7 +352,7 @@ def main(argv: list[str]) -> int:
         module = argv[3] if argv[2:3] == ["--module"] else SERVE_MODULE  # --module: the tests' stand-in
         serve(argv[1], module)
         return 0
-    fork_engines()
+    cpu_backend_patches.apply()
     return run_serve(argv)
 
 
