@@ -120,16 +120,28 @@ def skip_log(terminalreporter, config):
 
 
 LIGHT = ("tests/unit/", "tests/docs/")  # no stack of their own, no running stack: a file at a time on any worker
-STACKS = "stacks"  # the shared stack's tests (make demo's or the session's) and the heavy stacks: one unit of work
-# Tests that start a stack of their own, never touch the shared one, and are small enough to run beside it (the
-# on-demand stack mostly waits on loads, idle timeouts and a start that fails on purpose; the bench smoke and the k8s
-# pod start gateways only): one more unit of work, moved to the END of the collection, so the worker that ran the
-# unit and docs files takes it once they are done, beside the STACKS unit instead of after it. The partial stack
-# (tests/integration/test_partial_availability.py) runs in STACKS: with it here, that worker ended a CI run's make
-# test ~2 minutes after the STACKS one, the cores half idle meanwhile (2026-11-26, in a trial whose gateways forked
-# their workers: docs/testing.md); without it the next run's make test ended with both cores still >85% busy.
-OWN_STACKS = "own-stacks"
-OWN = ("tests/integration/test_on_demand.py", "tests/bench/", "tests/k8s/")
+STACKS = "stacks"  # the shared stack's tests (make demo's or the session's) and the agents' and parsers' stacks
+# Tests that start a stack of their own and never touch the shared one: each file (bench/ and k8s/: each folder) is a
+# unit of work of its own, moved to the END of the collection, longest first (LPT): the worker that ran the unit and
+# docs files takes the first once they are done, beside the STACKS unit, and whichever worker is free then takes the
+# next, so the two end close together. With one "own" unit after the unit files and replicas, pooling and the
+# partial stack inside STACKS, the STACKS worker ran alone for the last ~195 s of a CI run's make test, the cores
+# ~50% idle (2026-11-27); two heavy stacks at once had starved each other when every start spawned vLLM and LiteLLM
+# anew (docs/testing.md), before the fork servers.
+OWN_STACKS = "own"
+OWN = (  # longest first: wall seconds of each in that CI run
+    "tests/integration/test_replicas.py",  # 171
+    "tests/integration/test_on_demand.py",  # 161
+    "tests/bench/",  # 140
+    "tests/integration/test_pooling.py",  # 59
+    "tests/integration/test_partial_availability.py",  # 48
+    "tests/k8s/",  # 31
+)
+
+
+def own_rank(path: str) -> int | None:
+    """The place of the OWN unit `path` belongs to, or None."""
+    return next((i for i, prefix in enumerate(OWN) if path.startswith(prefix)), None)
 
 
 def xdist_group_of(nodeid: str) -> str:
@@ -137,21 +149,22 @@ def xdist_group_of(nodeid: str) -> str:
     path = nodeid.split("::")[0]
     if path.startswith(LIGHT):
         return path.removesuffix(".py")
-    return OWN_STACKS if path.startswith(OWN) else STACKS
+    rank = own_rank(path)
+    return STACKS if rank is None else f"{OWN_STACKS}-{rank}-{OWN[rank].removesuffix('.py').rstrip('/')}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads these marks into the test ids
 def pytest_collection_modifyitems(config, items):
     """`make test` runs on two pytest-xdist workers (`-n 2 --dist loadgroup --no-loadscope-reorder`, Makefile), which
-    take units of work in collection order. ONE worker runs every test of the shared stack and of the heavy stacks
-    (pooling, replicas: a dozen vLLM and gateway processes each) in the order one process would (the demo stack's
-    tests count its requests, kill its backends and spend its people's limits); the other runs the unit and docs
-    tests, a file at a time, and then the tests with a small stack of their own (OWN). Two heavy stacks at once starved
-    each other on 2 cores (docs/testing.md). Without -n the marks change nothing but the order."""
-    group = {item.nodeid: xdist_group_of(item.nodeid) for item in items}
-    items.sort(key=lambda item: group[item.nodeid] == OWN_STACKS)  # stable: the OWN tests last, each part in order
+    take units of work in collection order. ONE worker runs every test of the shared stack (and of the agents' and
+    parsers' stacks) in the order one process would (the demo stack's tests count its requests, kill its backends and
+    spend its people's limits); the other runs the unit and docs tests, a file at a time, and then the OWN units,
+    longest first, which the first worker takes too once it is free. Without -n the marks change nothing but the
+    order."""
+    rank = {item.nodeid: own_rank(item.nodeid.split("::")[0]) for item in items}
+    items.sort(key=lambda item: -1 if rank[item.nodeid] is None else rank[item.nodeid])  # stable: OWN last, LPT
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
 
 
 TIMELINE_ENV = "PYTEST_TIMELINE"  # .ci/run: a file each test's file and wall-clock span is appended to (.ci/cpu.py)

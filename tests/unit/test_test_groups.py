@@ -1,6 +1,6 @@
-"""`make test`'s two pytest-xdist workers: every test of the shared stack and of the heavy stacks on ONE worker in
-collection order, the unit and docs tests a file at a time beside them, then the tests whose own stack mostly waits
-(tests/conftest.py: OWN) as one more unit, after the unit and docs files.
+"""`make test`'s two pytest-xdist workers: every test of the shared stack on ONE worker in collection order, the unit
+and docs tests a file at a time beside them, then each file (or folder) with a stack of its own (tests/conftest.py:
+OWN) as a unit of its own, longest first, after the unit and docs files.
 pytest 9.2 silently broke that grouping (pytest-xdist issue #1386): this fails if a pytest or xdist upgrade does it
 again, or if the grouping changes."""
 
@@ -42,6 +42,7 @@ def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_th
         "tests/integration/test_f.py": 3,
         "tests/k8s/test_g.py": 2,
         "tests/integration/test_on_demand.py": 2,
+        "tests/integration/test_replicas.py": 2,
     }
     for name, count in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -76,26 +77,24 @@ def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_th
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     ran = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(ran) == sum(files.values())
-    own = ("tests/bench/", "tests/k8s/", "tests/integration/test_on_demand.py")
+    own = ("tests/integration/test_replicas.py", "tests/integration/test_on_demand.py", "tests/bench/", "tests/k8s/")
+    stacks = ("tests/integration/test_d.py", "tests/integration/test_f.py")
     workers = defaultdict(set)
     for nodeid, worker in ran:
         path = nodeid.split("::")[0]
-        workers[
-            path if path.startswith(("tests/unit/", "tests/docs/")) else "own" if path.startswith(own) else "stacks"
-        ].add(worker)
-    assert len(workers) == 5 and all(len(w) == 1 for w in workers.values()), dict(workers)  # one worker per group
+        workers["stacks" if path in stacks else path].add(worker)
+    assert len(workers) == 8 and all(len(w) == 1 for w in workers.values()), dict(workers)  # one worker per unit
     assert set().union(*workers.values()) == {"gw0", "gw1"}, dict(workers)  # and both workers had work
-    assert workers["own"] != workers["stacks"], dict(workers)  # the own stacks beside the shared one, not after it
-    stack_tests = [
-        nodeid.split("::")[0]
-        for nodeid, _ in ran
-        if nodeid.startswith("tests/integration/test_") and not nodeid.startswith(own)
-    ]
+    stack_tests = [nodeid.split("::")[0] for nodeid, _ in ran if nodeid.startswith(stacks)]
     assert stack_tests == ["tests/integration/test_d.py"] * 3 + ["tests/integration/test_f.py"] * 3, (
         stack_tests
     )  # in collection order
     light_worker = next(worker for nodeid, worker in ran if nodeid.startswith("tests/unit/"))
+    assert light_worker not in workers["stacks"], dict(workers)
     on_it = [nodeid.split("::")[0] for nodeid, worker in ran if worker == light_worker]
-    assert on_it[-7:] == (
-        ["tests/bench/test_e.py"] * 3 + ["tests/integration/test_on_demand.py"] * 2 + ["tests/k8s/test_g.py"] * 2
-    ), on_it  # after the unit and docs files, in collection order
+    assert on_it[-9:] == (
+        ["tests/integration/test_replicas.py"] * 2
+        + ["tests/integration/test_on_demand.py"] * 2
+        + ["tests/bench/test_e.py"] * 3
+        + ["tests/k8s/test_g.py"] * 2
+    ), on_it  # after the unit and docs files, beside the shared stack's tests, longest first (conftest.py's OWN)
