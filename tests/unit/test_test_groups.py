@@ -77,7 +77,6 @@ def test_the_stack_tests_run_on_one_worker_in_order_and_the_unit_files_beside_th
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     ran = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(ran) == sum(files.values())
-    own = ("tests/integration/test_replicas.py", "tests/integration/test_on_demand.py", "tests/bench/", "tests/k8s/")
     stacks = ("tests/integration/test_d.py", "tests/integration/test_f.py")
     workers = defaultdict(set)
     for nodeid, worker in ran:
