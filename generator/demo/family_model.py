@@ -18,6 +18,8 @@ not, as its real tokenizer has them); the chat template is the family's (familie
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -28,6 +30,11 @@ from .conformance import AFTER_TOOL, default_script, scripts_for
 from .families import Family, families, family, names
 
 MARKER = "FAMILY"  # the file naming the family (and the digest of the folder's files), as SCRIPT does for scripts
+# beside it: what the files were built from (this package's sources, the libraries that shape them) and their names,
+# so that `make demo-models` does not build an unchanged family again (gpt-oss's tokenizer conversion alone is ~7 CPU-s,
+# and make demo, make test and the compose test each run demo-models)
+STAMP = "INPUTS"
+SHAPING = ("numpy", "safetensors", "tokenizers", "transformers", "openai-harmony")  # their versions count as inputs
 
 
 def folder_name(fam: Family) -> str:
@@ -137,9 +144,46 @@ def _files(fam: Family) -> dict[str, bytes]:
     }
 
 
+def inputs_digest() -> str:
+    """sha256 of this package's sources (generator/demo/, every .py) and the versions of SHAPING."""
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for dist in SHAPING:
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        h.update(f"{dist}={version}\0".encode())
+    return h.hexdigest()
+
+
+def up_to_date(out_dir: Path, fam: Family, inputs: str) -> bool:
+    """Whether `out_dir` holds `fam`'s model built from `inputs`, every file as written (MARKER's digest of them)."""
+    try:
+        stamp = json.loads((out_dir / STAMP).read_text())
+        label, digest = (out_dir / MARKER).read_text().split()
+        if stamp["inputs"] != inputs or label != fam.name:
+            return False
+        h = hashlib.sha256()
+        for name in sorted(stamp["files"]):
+            h.update((out_dir / name).read_bytes())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return h.hexdigest() == digest
+
+
 def build(out_dir: Path, fam: Family) -> Path:
-    """Write `fam`'s model into `out_dir` (idempotent, as scripted_model.build_model)."""
-    return sm.write_model(Path(out_dir), _files(fam), MARKER, fam.name)
+    """Write `fam`'s model into `out_dir` (idempotent, as scripted_model.build_model); nothing to do when it is
+    up to date (its STAMP)."""
+    out_dir, inputs = Path(out_dir), inputs_digest()
+    if up_to_date(out_dir, fam, inputs):
+        return out_dir
+    files = _files(fam)
+    sm.write_model(out_dir, files, MARKER, fam.name)
+    (out_dir / STAMP).write_text(json.dumps({"inputs": inputs, "files": sorted(files)}) + "\n")
+    return out_dir
 
 
 def family_of(weights: Path) -> str | None:

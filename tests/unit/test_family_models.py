@@ -123,3 +123,25 @@ def test_every_family_has_its_facts_sourced():
     for fam in families():
         assert fam.source and fam.title and fam.name == fam.name.lower()
         assert family(fam.name) is fam
+
+
+def test_an_unchanged_family_is_not_built_again_and_a_changed_or_tampered_one_is(tmp_path, monkeypatch):
+    fam = family("hermes")
+    out = tmp_path / family_model.folder_name(fam)
+    built = []
+
+    def files(f):  # the folder's files as _files would make them (the real ones need vLLM's interpreter)
+        built.append(f.name)
+        return {"config.json": b"{}\n", "scripts.json": json.dumps({"family": f.name}).encode()}
+
+    monkeypatch.setattr(family_model, "_files", files)
+    family_model.build(out, fam)
+    written = {p.name: p.read_bytes() for p in out.iterdir()}
+    family_model.build(out, fam)  # up to date: its STAMP names the same inputs, its files MARKER's digest
+    assert built == ["hermes"]
+    (out / "scripts.json").write_text("{}")  # a file changed by hand: built again, and restored
+    family_model.build(out, fam)
+    assert built == ["hermes"] * 2 and {p.name: p.read_bytes() for p in out.iterdir()} == written
+    monkeypatch.setattr(family_model, "inputs_digest", lambda: "another source or library version")
+    family_model.build(out, fam)
+    assert built == ["hermes"] * 3
