@@ -11,6 +11,11 @@ DEMO_MODELS := examples/cpu-demo/models.yml
 # installs its lock (every package, exact versions: docker/lock.sh resolves it from the pins), the very packages the
 # llm-gateway/vllm-cpu image runs, so docker/images.sh can build that image from this venv instead of installing again.
 VLLM_LOCK := docker/vllm-cpu/requirements.txt
+# Python's bytecode cache for this project's own modules and pytest's rewritten test modules (__pycache__/, git-ignored):
+# with PYTHONDONTWRITEBYTECODE set (this machine's environment sets it) every process compiled them anew and every pytest
+# collection rewrote every test module: 14 CPU-s a collection of the whole suite instead of 8 (make test's two workers,
+# the compose run and the readme's each collect)
+unexport PYTHONDONTWRITEBYTECODE
 # pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 3-4x faster here
 PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
