@@ -65,6 +65,19 @@ CLIENT_CONTROL = (
     "mock_timeout",
     "callbacks",
     "logger_fn",
+    # LiteLLM takes these from a body as its own arguments too (found by the fuzz test, 2026-11-27): `client` (its SDK
+    # client object: a 500), `custom_llm_provider` (another provider's API for the model), `extra_body` (merged into
+    # the backend's request after every check: `extra_body: {"n": 5}` got 5 choices past `limits.n`), the headers sent
+    # to the backend, and its timeouts and retries (a list was a 500; a number the client's, not the config's)
+    "client",
+    "custom_llm_provider",
+    "extra_body",
+    "headers",
+    "extra_headers",
+    "timeout",
+    "stream_timeout",
+    "max_retries",
+    "num_retries",
 )
 # bound name -> (request field, how much of it the request asks)
 LIMITED: dict[str, Callable[[object], int | None]] = {

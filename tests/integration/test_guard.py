@@ -35,11 +35,28 @@ def test_every_apis_wrong_types_and_shapes_are_a_400_naming_the_field(gateway, a
     assert r.status_code == 400 and message in r.text, f"{r.status_code}: {r.text[:300]}"
 
 
-@pytest.mark.parametrize("field", ["api_base", "base_url", "user_config", "mock_response"])
-def test_client_side_routing_fields_are_a_400_not_a_500_or_a_reset(gateway, field):
-    """Issue 31: LiteLLM 1.103.7 answered api_base/user_config with a 500 and base_url/mock_response with a reset."""
-    value = {"user_config": {"model_list": []}}.get(field, "http://127.0.0.1:9/v1")
-    r = post(gateway, "/v1/chat/completions", {"model": model(gateway), "messages": HELLO, field: value})
+CLIENT_FIELDS = {  # field -> a value LiteLLM would act on
+    "api_base": "http://127.0.0.1:9/v1",
+    "base_url": "http://127.0.0.1:9/v1",
+    "user_config": {"model_list": []},
+    "mock_response": "http://127.0.0.1:9/v1",
+    "client": [[], [], "x"],  # the fuzz test's find (2026-11-27): a 500 on completions
+    "custom_llm_provider": "anthropic",  # LiteLLM spoke Anthropic's API to the backend
+    "extra_body": {"n": 5},  # 5 choices past limits.n
+    "extra_headers": {"Authorization": "Bearer x"},
+    "headers": [],  # a 500
+    "timeout": [],  # a 500
+    "num_retries": 50,
+}
+
+
+@pytest.mark.parametrize("field", CLIENT_FIELDS)
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_client_side_routing_fields_are_a_400_not_a_500_or_a_reset(gateway, api, field):
+    """Issue 31: LiteLLM 1.103.7 answered api_base/user_config with a 500 and base_url/mock_response with a reset;
+    LiteLLM 1.108.7 takes `client`, `extra_body`, headers, timeouts and retries from a body as its own arguments."""
+    body = {**GOOD[api], "model": model(gateway), field: CLIENT_FIELDS[field]}
+    r = post(gateway, APIS[api][0], body)
     assert r.status_code == 400 and f"`{field}`" in r.text, r.text[:300]
 
 

@@ -168,7 +168,26 @@ def test_a_form_body_is_a_400_asking_for_json(guard):
     assert status == 400 and "send the body as JSON" in answer["error"]["message"]
 
 
-@pytest.mark.parametrize("field", ["api_base", "base_url", "user_config", "mock_response", "api_key", "model_list"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "api_base",
+        "base_url",
+        "user_config",
+        "mock_response",
+        "api_key",
+        "model_list",
+        "client",
+        "custom_llm_provider",
+        "extra_body",
+        "headers",
+        "extra_headers",
+        "timeout",
+        "stream_timeout",
+        "max_retries",
+        "num_retries",
+    ],
+)
 def test_fields_that_choose_where_litellm_sends_the_request_are_a_400(guard, field):
     status, answer, _ = guard("/v1/chat/completions", {"model": "m", "messages": HELLO, field: "http://x"})
     assert status == 400 and f"`{field}` is not taken from a request" in answer["error"]["message"]
