@@ -18,6 +18,7 @@ not, as its real tokenizer has them); the chat template is the family's (familie
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -144,6 +145,7 @@ def _files(fam: Family) -> dict[str, bytes]:
     }
 
 
+@functools.cache  # once per process: `--all` builds ten families from the same inputs
 def inputs_digest() -> str:
     """sha256 of this package's sources (generator/demo/, every .py) and the versions of SHAPING."""
     h = hashlib.sha256()

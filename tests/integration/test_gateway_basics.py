@@ -15,7 +15,7 @@ from generator.shipped.gateway_hooks.gateway_supervisor import (
     FORK_SERVER,
     supervised_workers,
 )
-from generator.shipped.on_demand.vllm_fork import ENGINE_FORK_ENV
+from generator.shipped.on_demand import cpu_backend_patches
 from tests import proc_probe
 
 from .helpers import collect_stream, fork_server_of
@@ -196,7 +196,7 @@ def test_each_cpu_backend_is_a_fork_of_one_vllm_fork_server_that_imported_vllm(g
     if gateway.stack is None:
         pytest.skip("a gateway this session did not start (GATEWAY_URL): compose runs one container per backend")
     backends = [p for p in gateway.stack.procs if p.name in {m.name for m in gateway.plan.models}]
-    forked = [m.name for m in gateway.plan.models if m.env.get(ENGINE_FORK_ENV) == "1"]
+    forked = [m.name for m in gateway.plan.models if cpu_backend_patches.enabled(m.env)]
     assert forked, "the CPU demo's models set CPU_BACKEND_FORK: nothing here would be checked"
     servers = {p.name: fork_server_of(p.pid) for p in backends if p.name in forked}
     assert None not in servers.values() and len(servers) == len(forked), servers

@@ -61,7 +61,7 @@ from ...compile.renderers import LITELLM_FILE, gateway_modules
 from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, people_file, render_litellm, supervisor_file
 from ...compile.renderers.on_demand import controller_config
 from ...compile.renderers.text import dump_yaml, header
-from ...shipped.on_demand import vllm_fork
+from ...shipped.on_demand import cpu_backend_patches, vllm_fork
 from ..keys import write_hashes
 from . import redis
 from .ports import free_port
@@ -280,7 +280,7 @@ class LocalStack:
 
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
-        forked = m.env.get(vllm_fork.ENGINE_FORK_ENV) == "1"
+        forked = cpu_backend_patches.enabled(m.env)
         args = ("--model", m.model, *m.flag_args, "--host", "127.0.0.1")
         cmd = [self.vllm_python, *(ENGINE_FORK_ENTRYPOINT if forked else VLLM_ENTRYPOINT), *args]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)

@@ -44,7 +44,6 @@ import traceback
 from . import cpu_backend_patches
 from .process_group import running_group
 
-ENGINE_FORK_ENV = cpu_backend_patches.ENV  # in a model's env: "1" = forked from the stack's fork server (local runtime)
 PER_BACKEND_ENV = ("VLLM_API_KEY", "CUDA_VISIBLE_DEVICES")  # set per backend at its fork; the rest is the server's
 SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"  # its main() is `vllm serve` (as api_server's __main__)
 # imported by the server too, so that no child imports them: what main() and the engine's start import (measured)
