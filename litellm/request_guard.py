@@ -40,6 +40,7 @@ if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package:
     sys.path.insert(0, HERE)
 import request_counters as counters  # noqa: E402
 import request_shapes as shapes  # noqa: E402
+import worker_gc  # noqa: E402  (collections only at safe points: CPython's HAMT crash)
 
 # LiteLLM's Azure-style aliases name the model in the path (/openai/deployments/<model>/chat/completions)
 MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")
@@ -426,6 +427,7 @@ class RequestGuard:
         self.hide_ui = hide_ui
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
+        worker_gc.safe_point()  # no HAMT node is being allocated here
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         api = shapes.api_of(scope.get("path", "")) if scope.get("method") == "POST" else None

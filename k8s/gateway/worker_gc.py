@@ -1,30 +1,78 @@
 # GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
-"""The gateway worker's garbage collector settings, applied on import (gateway_guard imports this in every worker).
+"""The gateway worker's garbage collection: never inside an allocation, only at points where a collection is safe.
 
-CPython 3.10/3.11 can crash in the contextvars HAMT: a garbage collection that runs while ContextVar.set allocates
-a HAMT node, and a finalizer or weakref callback of that collection setting a context variable again, frees the
-node being copied (python/cpython#148891; fix proposed in PR #148928; this machine's 3.11.7 and the gateway
-image's Debian 3.11.2 have it). A gateway worker died of it (SIGSEGV in hamt_node_bitmap_assoc, the same
-instruction both times) in two CI runs under the fuzz test's load, cutting the requests it held (docs/limits.md).
-Fewer collections make that window rarer: the youngest generation is collected after THRESHOLD0 net container
-allocations instead of CPython's 700 (a LiteLLM request allocates thousands: several collections per request
-before, one every few requests now); reference counting still frees at once everything outside a cycle. And the
-objects of the imports so far (LiteLLM, the hooks) are frozen: no collection traverses them again. A mitigation,
-not the fix; the fix is CPython's. Standard library only.
+CPython 3.10/3.11 can crash in the contextvars HAMT: an automatic garbage collection starts inside whatever allocates
+a container, so it can run while ContextVar.set allocates a HAMT node; a finalizer or weakref callback of that
+collection that sets a context variable again frees the node being copied (python/cpython#148891; fix proposed in
+PR #148928; this machine's 3.11.7 and the gateway image's Debian 3.11.2 have it; 3.12 runs collections between
+bytecodes instead and is not affected). Gateway workers died of it (SIGSEGV in hamt_node_bitmap_assoc) in CI runs
+under the fuzz test's load, cutting the requests they held; collecting less often (gen0 after 50,000 allocations)
+only made it rarer (docs/limits.md).
+
+So a gateway worker does what 3.12 does: automatic collection is off (`gc.disable()`; CPython still counts
+allocations), and `collect_if_due()` collects, with CPython's own generational rule on these thresholds, from places
+that allocate no HAMT node: the request guard's first line on every request, and a timer on the worker's event loop
+every TICK seconds (LiteLLM's background tasks make garbage between requests too). The objects of the imports so far
+(LiteLLM, the hooks) are frozen: no collection traverses them again. Only in a process gateway_serve.py started (ENV)
+and on a running event loop: any other process that imports the hooks (a unit test) keeps CPython's collector.
+Standard library only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import os
 
-THRESHOLD0 = 50_000
+ENV = "GATEWAY_GC_AT_SAFE_POINTS"  # "1": set by gateway_serve.py for LiteLLM's process and its workers
+THRESHOLDS = (50_000, 10, 10)  # gen0 after 50,000 net container allocations (CPython: 700): a LiteLLM request makes
+# thousands, so a collection every few requests instead of several per request; gen1 and gen2 as CPython's
+TICK = 1.0  # seconds between the event loop's own checks
+
+_armed_in: int | None = None  # the pid whose event loop runs the timer (a forked process arms its own)
 
 
-def apply() -> None:
+def collect_if_due() -> int | None:
+    """Collect the oldest generation whose count is past its threshold (CPython's rule), if any; which one."""
+    counts = gc.get_count()
+    if counts[0] < THRESHOLDS[0]:
+        return None
+    generation = 0
+    while generation < 2 and counts[generation + 1] >= THRESHOLDS[generation + 1]:
+        generation += 1
+    gc.collect(generation)
+    return generation
+
+
+def _tick(loop: asyncio.AbstractEventLoop) -> None:
+    collect_if_due()
+    loop.call_later(TICK, _tick, loop)
+
+
+def arm() -> bool:
+    """In a gateway process (ENV) with a running event loop: freeze what is imported, turn automatic collection off
+    and start the loop's timer, once per process. False when not armed (then collection stays CPython's own)."""
+    global _armed_in
+    if _armed_in == os.getpid():
+        return True
+    if os.environ.get(ENV) != "1":
+        return False
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    _armed_in = os.getpid()
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(THRESHOLD0, older, oldest)
+    gc.disable()
+    loop.call_later(TICK, _tick, loop)
+    return True
 
 
-apply()
+def safe_point() -> None:
+    """Where the request guard starts each request: arm if the import could not, and collect if due."""
+    if arm():
+        collect_if_due()
+
+
+arm()  # LiteLLM imports the hooks in its start-up, on the worker's loop; else the guard's first request arms it

@@ -20,7 +20,8 @@ that is what multiprocessing's forkserver is for.
 The switch is uvicorn's module-level ``spawn`` context (``uvicorn/_subprocess.py``, uvicorn 0.3x, which LiteLLM
 pins) and multiprocessing's ``util.spawnv_passfds`` while the fork server starts: if this interpreter has no LiteLLM
 or uvicorn keeps it elsewhere, LiteLLM runs as its CLI would (spawned workers) and one line says so. Standard library
-only until LiteLLM is imported.
+only until LiteLLM is imported. Every worker collects garbage at safe points only (worker_gc.py, switched on by the
+environment this sets: CPython 3.11's HAMT crash).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import multiprocessing
 import multiprocessing.context
 import os
 import sys
+
+import worker_gc  # beside this file (standard library only)
 
 NAME = "gateway-serve"
 PRELOAD = ["litellm.proxy.proxy_server"]  # what every worker imports first (uvicorn's app: proxy_server:app)
@@ -117,6 +120,7 @@ def _num_workers(args: list[str]) -> int:
 
 
 def main(args: list[str]) -> None:
+    os.environ[worker_gc.ENV] = "1"  # LiteLLM's workers collect garbage at safe points only (worker_gc.py)
     if importlib.util.find_spec("litellm") is None:  # an image whose `litellm` CLI runs another interpreter
         print(
             f"{NAME}: no LiteLLM in {sys.executable}: running the litellm CLI (workers spawned)",
