@@ -32,6 +32,7 @@ from .conftest import ROOT
 
 EXAMPLE = ROOT / "examples/cpu-replicas/models.yml"
 REPLICAS = ("plain-1", "plain-2")
+MAX_NUM_SEQS = 2
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,10 @@ def stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replicas")
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["gateway"] = {**doc["gateway"], "port": free_port()}
-    doc["plain"] = {**doc["plain"], "port": consecutive_free_ports(2)}
+    # at most MAX_NUM_SEQS requests run at once per replica, the rest wait in its queue: the kill test's requests are
+    # held by the replica it kills without each costing a long CPU prefill
+    command = f"{doc['plain']['command'].strip()} --max-num-seqs {MAX_NUM_SEQS}"
+    doc["plain"] = {**doc["plain"], "port": consecutive_free_ports(2), "command": command}
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     cwd = os.getcwd()
     os.chdir(ROOT)  # the demo model's path is relative to the repo root
@@ -202,16 +206,17 @@ def test_new_conversations_go_to_the_replica_that_is_not_busy_and_stay_there(sta
     before = served(stack)
 
     def long_requests(i: int) -> int:
-        """~28K tokens each, unique (a long CPU prefill, no prefix-cache hit), one after another until the new
+        """~3K tokens each, unique (a CPU prefill, no prefix-cache hit), one after another until the new
         conversations are done: the busy replica stays busy however fast the box prefills (six fixed ones once
-        all finished before the 12 new turns, on a box also building images). Returns how many it sent."""
+        all finished before the 12 new turns, on a box also building images), and runs MAX_NUM_SEQS of the six at
+        a time, the others in its queue. Returns how many it sent."""
         sent = 0
         while not (sent and new_done.is_set()):
             c.chat.completions.create(
                 model="plain",
                 max_tokens=64,
                 extra_headers={"x-session-id": session},
-                messages=[{"role": "user", "content": f"Long {i}.{sent} {uuid.uuid4()} " + "padding " * 7000}],
+                messages=[{"role": "user", "content": f"Long {i}.{sent} {uuid.uuid4()} " + "padding " * 1500}],
             )
             sent += 1
         return sent
@@ -261,10 +266,11 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     stop = threading.Event()
 
     def one(i: int) -> None:
-        # unique from its first token (no prefix-cache hit), ~22K tokens: a CPU prefill long enough to be cut, and
-        # long enough that the replicas, not the gateway, hold the requests (with ~11K each, on 2 cores also building
-        # the CI images, each replica ran at most 1 at a time: the gateway was the queue)
-        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 5000}]
+        # unique from its first token (no prefix-cache hit), ~3K tokens: a prefill long enough that the replicas, not
+        # the gateway, are the queue, and 36 at once are more than they run at once (MAX_NUM_SEQS each): the rest wait
+        # in the replicas' own queues, which is what the kill cuts. (~22K tokens each before, without MAX_NUM_SEQS: a
+        # long CPU prefill per request held, ~100 CPU-s more for the same proof)
+        messages = [{"role": "user", "content": f"Request {i} {uuid.uuid4()} " + "padding " * 1500}]
         if i % 2:
             started = False
             try:
