@@ -43,6 +43,7 @@ from litellm.proxy.common_utils.http_parsing_utils import _read_request_body
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
+import backend_client  # noqa: E402
 import count_tokens  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
@@ -203,3 +204,4 @@ try:
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
 skip_failing_otel_seed()
+backend_client.install()

@@ -22,8 +22,9 @@ that is what multiprocessing's forkserver is for.
 The switch is uvicorn's module-level ``spawn`` context (``uvicorn/_subprocess.py``, uvicorn 0.3x, which LiteLLM
 pins) and multiprocessing's ``util.spawnv_passfds`` while the fork server starts: if this interpreter has no LiteLLM
 or uvicorn keeps it elsewhere, LiteLLM runs as its CLI would (spawned workers) and one line says so. Standard library
-only until LiteLLM is imported. Every worker collects garbage at safe points only (worker_gc.py, switched on by the
-environment this sets: CPython 3.11's HAMT crash).
+only until LiteLLM is imported. What only a gateway worker may do (collect garbage at safe points only, worker_gc.py;
+share one backend client, backend_client.py) the hook modules do when `served()`: this sets it in the environment
+LiteLLM and its workers get; a unit test or a script that imports the hooks is left as it is.
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ import multiprocessing.context
 import os
 import sys
 
-import worker_gc  # beside this file (standard library only)
-
 NAME = "gateway-serve"
+SERVED_ENV = "GATEWAY_SERVED"  # "1" in LiteLLM's process and its workers: what only a gateway worker does (served())
 PRELOAD = ["litellm.proxy.proxy_server"]  # what every worker imports first (uvicorn's app: proxy_server:app)
+
+
+def served() -> bool:
+    """True in LiteLLM's process started by main() and in its workers."""
+    return os.environ.get(SERVED_ENV) == "1"
 
 
 def _run_with_env(env: dict[str, str], started, /, **kwargs) -> None:
@@ -122,7 +127,7 @@ def _num_workers(args: list[str]) -> int:
 
 
 def main(args: list[str]) -> None:
-    os.environ[worker_gc.ENV] = "1"  # LiteLLM's workers collect garbage at safe points only (worker_gc.py)
+    os.environ[SERVED_ENV] = "1"  # the hook modules' switch for what only a gateway worker does (served())
     if importlib.util.find_spec("litellm") is None:  # an image whose `litellm` CLI runs another interpreter
         print(
             f"{NAME}: no LiteLLM in {sys.executable}: running the litellm CLI (workers spawned)",

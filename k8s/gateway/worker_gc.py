@@ -14,9 +14,9 @@ So a gateway worker does what 3.12 does: automatic collection is off (`gc.disabl
 allocations), and `collect_if_due()` collects, with CPython's own generational rule on these thresholds, from places
 that allocate no HAMT node: the request guard's first line on every request, and a timer on the worker's event loop
 every TICK seconds (LiteLLM's background tasks make garbage between requests too). The objects of the imports so far
-(LiteLLM, the hooks) are frozen: no collection traverses them again. Only in a process gateway_serve.py started (ENV)
-and on a running event loop: any other process that imports the hooks (a unit test) keeps CPython's collector.
-Standard library only.
+(LiteLLM, the hooks) are frozen: no collection traverses them again. Only in a process gateway_serve.py started
+(`served()`) and on a running event loop: any other process that imports the hooks (a unit test) keeps CPython's
+collector. Standard library only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import asyncio
 import gc
 import os
 
-ENV = "GATEWAY_GC_AT_SAFE_POINTS"  # "1": set by gateway_serve.py for LiteLLM's process and its workers
+from gateway_serve import served  # beside this file (standard library only)
+
 THRESHOLDS = (50_000, 10, 10)  # gen0 after 50,000 net container allocations (CPython: 700): a LiteLLM request makes
 # thousands, so a collection every few requests instead of several per request; gen1 and gen2 as CPython's
 TICK = 1.0  # seconds between the event loop's own checks
@@ -51,12 +52,12 @@ def _tick(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def arm() -> bool:
-    """In a gateway process (ENV) with a running event loop: freeze what is imported, turn automatic collection off
-    and start the loop's timer, once per process. False when not armed (then collection stays CPython's own)."""
+    """In a gateway worker (gateway_serve.served()) on its running event loop: freeze what is imported, turn
+    automatic collection off and start the loop's timer, once per process. False when not armed (CPython's own)."""
     global _armed_in
     if _armed_in == os.getpid():
         return True
-    if os.environ.get(ENV) != "1":
+    if not served():
         return False
     try:
         loop = asyncio.get_running_loop()

@@ -1,4 +1,5 @@
-"""The gateway worker's garbage collection (generator/shipped/gateway_hooks/worker_gc.py): CPython 3.11's contextvars
+"""What only a gateway worker does: its garbage collection (generator/shipped/gateway_hooks/worker_gc.py) and its shared
+backend client (backend_client.py). CPython 3.11's contextvars
 HAMT crash (python/cpython#148891) reproduced on this interpreter with CPython's own collector, and gone when the same
 work collects at safe points only, as a gateway worker does; a worker that loads the generated hooks the way LiteLLM
 does (on its event loop, in a process gateway_serve.py started) has automatic collection off and its imports frozen,
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator.shipped.gateway_hooks import worker_gc
+from generator.shipped.gateway_hooks.gateway_serve import SERVED_ENV as SERVED
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "generator" / "shipped" / "gateway_hooks"
@@ -89,7 +90,7 @@ def test_the_crash_reproduces_here_with_cpythons_own_collector():
 
 
 def test_collecting_at_safe_points_only_does_not_crash_and_collects_the_garbage():
-    out = run(REPRO, "safe-points", str(ITERATIONS), env={worker_gc.ENV: "1"})
+    out = run(REPRO, "safe-points", str(ITERATIONS), env={SERVED: "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     during, by_the_timer = map(int, out.stdout.split())
     assert during >= ITERATIONS - 1, "the garbage of the loop was not collected at its safe points"
@@ -100,8 +101,8 @@ LOAD_LIKE_A_WORKER = """
 import asyncio, gc, sys
 async def start():  # LiteLLM loads custom auth from config.yaml in its start-up, on the worker's event loop
     sys.path.insert(0, ".")
-    import gateway_guard
-    print(gc.isenabled(), gc.get_freeze_count() > 10000)
+    import gateway_guard, litellm
+    print(gc.isenabled(), gc.get_freeze_count() > 10000, type(litellm.aclient_session).__name__)
 asyncio.run(start())
 """
 
@@ -114,17 +115,28 @@ def test_a_worker_that_loads_the_generated_hooks_collects_only_at_safe_points_an
         text=True,
         timeout=120,
         check=False,
-        env={"PATH": "/usr/bin:/bin", worker_gc.ENV: "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        env={"PATH": "/usr/bin:/bin", SERVED: "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["False", "True"]
+    # and LiteLLM's text-completion paths share one backend client (backend_client.py), not one per request
+    assert out.stdout.split() == ["False", "True", "AsyncClient"]
+
+
+UNSERVED = """
+import asyncio, gc
+async def start():
+    import backend_client, worker_gc
+    print(gc.isenabled(), gc.get_freeze_count() > 0, backend_client.install())
+asyncio.run(start())
+"""
 
 
 def test_without_gateway_serves_variable_a_process_that_imports_the_hooks_keeps_cpythons_collector():
-    """A unit test, a script: the same import on an event loop changes nothing."""
-    out = run(LOAD_LIKE_A_WORKER.replace("import gateway_guard", "import worker_gc"))
+    """A unit test, a script: the same imports on an event loop change nothing, and no backend client is shared
+    (one client must not outlive the event loop it was first used on)."""
+    out = run(UNSERVED)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["True", "False"]
+    assert out.stdout.split() == ["True", "False", "False"]
 
 
 GUARD_FIRST = """
@@ -146,7 +158,7 @@ asyncio.run(main())
 
 
 def test_the_request_guard_collects_first_on_every_request():
-    out = run(GUARD_FIRST, env={worker_gc.ENV: "1"})
+    out = run(GUARD_FIRST, env={SERVED: "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True"], "the garbage made before the request was not collected when it came"
 
@@ -158,7 +170,7 @@ def test_gateway_serve_switches_it_on_for_litellm_and_its_workers(tmp_path):
     cli.mkdir(parents=True)
     (tmp_path / "litellm" / "__init__.py").write_text("")
     (cli / "__init__.py").write_text("")
-    (cli / "proxy_cli.py").write_text(f"import os\ndef run_server():\n    print(os.environ.get({worker_gc.ENV!r}))\n")
+    (cli / "proxy_cli.py").write_text(f"import os\ndef run_server():\n    print(os.environ.get({SERVED!r}))\n")
     out = run(
         "import gateway_serve; gateway_serve.main(['--port', '1'])",
         env={"PYTHONPATH": os.pathsep.join([str(HOOKS), str(tmp_path)])},

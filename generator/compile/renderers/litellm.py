@@ -21,6 +21,7 @@ ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request 
 REPAIRS_MODULE = "tool_call_repairs"  # streamed tool calls the pinned vLLM gets wrong (only when a model takes tools)
 GATEWAY_MODULES = (
     AUTH_MODULE,
+    "backend_client",
     "count_tokens",
     "error_kinds",
     "gateway_backends",
