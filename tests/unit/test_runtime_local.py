@@ -21,6 +21,7 @@ from generator.compile.renderers import LITELLM_FILE
 from generator.operate.runtime.local import LocalStack, StackError
 from generator.operate.runtime.ports import free_port
 from generator.operate.runtime.processes import Proc, port_problem, stop_recorded
+from generator.shipped.on_demand import vllm_fork
 
 # /health answers 200 after `delay` seconds; until then the port is closed, like a loading vLLM
 HEALTH_SERVER = """
@@ -452,6 +453,8 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
     finally:
         stack.stop(grace=2)
     assert not any(x.alive() for x in procs) and not server.alive() and not again.alive()
+    # the backends' TMPDIRs, the one of the backend killed with its server too (vllm_fork.py)
+    assert not Path(vllm_fork.scratch_root(again.cmd[-1])).exists()
 
     broken = tmp_path / "broken-python"  # a fork server that dies at start: the backend is spawned, with a line
     broken.write_text(

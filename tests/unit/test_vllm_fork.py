@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -50,6 +51,7 @@ def server(tmp_path_factory):
     yield sock, proc
     proc.kill()
     proc.wait(10)
+    shutil.rmtree(vllm_fork.scratch_root(str(sock)))  # as the runtime's stop does: the (empty) root of the TMPDIRs
 
 
 def report(log: Path) -> dict:
@@ -65,7 +67,9 @@ def test_a_child_is_the_process_its_request_describes(server, tmp_path):
     seen = report(log)
     assert seen["argv"] == ["vllm", "exit", "3"]
     assert seen["cwd"] == str(tmp_path)
-    assert seen["env"] == env  # exactly the request's, nothing of the server's
+    scratch = seen["env"]["TMPDIR"]  # a folder of its own, gone once it ended
+    assert seen["env"] == {**env, "TMPDIR": scratch}  # exactly the request's, nothing of the server's
+    assert Path(scratch).parent == Path(vllm_fork.scratch_root(str(sock))) and not Path(scratch).exists()
     assert seen["pid"] == child.pid and seen["ppid"] == proc.pid
     assert seen["sid"] == child.pid  # session=True: a session leader, as Popen(start_new_session=True)
     assert log.read_text().splitlines()[1] == "to stderr"  # both streams in the log
@@ -92,6 +96,10 @@ def test_a_running_child_polls_none_and_a_killed_one_reports_its_signal(server, 
     assert children[0].wait(30) == -signal.SIGKILL
     assert children[1].wait(30) == -signal.SIGTERM
     assert children[2].wait(30) != 0  # Python's own SIGINT handler: KeyboardInterrupt
+    # each one's TMPDIR is gone, a killed one's too (the server removes it when it reaps the child); the
+    # server reports the exit after it removed it
+    scratch = [report(tmp_path / f"{i}.log")["env"]["TMPDIR"] for i in range(3)]
+    assert len(set(scratch)) == 3 and not any(Path(s).exists() for s in scratch), scratch
 
 
 def test_a_child_that_outlives_its_server_is_still_followed(tmp_path):
@@ -105,6 +113,7 @@ def test_a_child_that_outlives_its_server_is_still_followed(tmp_path):
     assert child.poll() is None  # it runs on without the server
     os.kill(child.pid, signal.SIGKILL)
     assert child.wait(30) == vllm_fork.UNKNOWN_EXIT  # its status went to init
+    shutil.rmtree(vllm_fork.scratch_root(str(sock)))  # its TMPDIR is left: what a stack's stop removes
 
 
 def test_no_server_is_fork_unavailable(tmp_path):

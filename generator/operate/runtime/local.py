@@ -615,6 +615,7 @@ class LocalStack:
             end_session(sid, started)
         for socket_path in sockets:  # a dead server's socket; its folder too when it is the one in /tmp
             socket_path.unlink(missing_ok=True)
+            shutil.rmtree(vllm_fork.scratch_root(str(socket_path)), ignore_errors=True)  # its children's TMPDIRs
             if socket_path.parent.name.startswith(FORK_TMP_PREFIX):
                 shutil.rmtree(socket_path.parent, ignore_errors=True)
         self.procs.clear()

@@ -23,21 +23,26 @@ runs and {"exit": code} when it ends (Popen's returncode: -N for signal N). The 
 `ForkedProcess` gives Popen's pid / poll / wait / returncode over it. A child with "session": true is a session
 leader (as Popen's start_new_session, for the runtime's state.json); false keeps it in the server's session with a
 process group of its own (the controller's backends: `runtime down` ends the server's session, and them with it).
+Each child runs with a TMPDIR of its own that the server makes and that is removed when the child ends.
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import importlib
 import json
 import os
 import select
 import selectors
+import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -49,12 +54,35 @@ SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"  # its main() is `v
 # imported by the server too, so that no child imports them: what main() and the engine's start import (measured)
 WARM_MODULES = ("uvloop", "vllm.entrypoints.serve.utils.api_utils", "vllm.entrypoints.launchers.cli_args")
 MAX_SOCKET_PATH = 100  # a Unix socket path holds 107 bytes (sun_path); a longer state dir spawns its backends
+# each child's TMPDIR, made by the server in its scratch_root, removed when the child ends (by the child, or by the
+# server for a killed one; the runtime removes the root when it stops the server): vLLM 0.32's engine leaves its
+# torch.distributed FileStore (`vllm_dist_<uuid>`) in the temp folder when its process ends without Python's
+# shutdown, as a forked engine does (os._exit); every backend start left one in /tmp
+SCRATCH_PREFIX = "vllm-backends-"
 UNKNOWN_EXIT = 255  # a child that ended after its server did: its status went to init, not to us
 SERVER_START_WAIT = 60.0  # seconds a client waits for a just-started server's socket to appear
 
 
 class ForkUnavailable(OSError):
     """No fork server answers on that socket (none started, or it ended): the caller spawns the backend instead."""
+
+
+def scratch_root(socket_path: str) -> str:
+    """The folder the server on `socket_path` makes its children's TMPDIRs in (short: vLLM puts sockets there)."""
+    digest = hashlib.sha256(os.path.abspath(socket_path).encode()).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + digest)
+
+
+def _child_scratch(root: str) -> str:
+    """A new TMPDIR for a child, in `root` when that is this user's private folder, else one of its own."""
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)  # again each time: a stack's stop removes it
+        mode = os.lstat(root)
+        if stat.S_ISDIR(mode.st_mode) and mode.st_uid == os.getuid() and not mode.st_mode & 0o077:
+            return tempfile.mkdtemp(dir=root)
+    except OSError:
+        pass
+    return tempfile.mkdtemp(prefix=SCRATCH_PREFIX)  # someone else's (or a link): never used
 
 
 def import_env(env: dict[str, str]) -> dict[str, str]:
@@ -215,6 +243,8 @@ def _child(request: dict, inherited: list[int], module: str) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        os.environ["TMPDIR"] = request["scratch"]
+        tempfile.tempdir = None  # the server's, cached: read TMPDIR again
         try:  # `ps` shows the backend, not the server it came from (vLLM names its own processes the same way)
             import setproctitle
 
@@ -225,6 +255,7 @@ def _child(request: dict, inherited: list[int], module: str) -> None:
     except BaseException:  # noqa: BLE001 - the forked child never returns into the server: traceback, os._exit
         traceback.print_exc()
     finally:
+        shutil.rmtree(request["scratch"], ignore_errors=True)
         os._exit(code)
 
 
@@ -265,11 +296,12 @@ def serve(socket_path: str, module: str = SERVE_MODULE) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    children: dict[int, socket.socket] = {}
+    children: dict[int, tuple[socket.socket, str]] = {}  # pid -> (its client's connection, its scratch TMPDIR)
     sel = selectors.EpollSelector()
     sel.register(listener, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
     uid = os.getuid()
+    scratch = scratch_root(socket_path)
     while True:
         for key, _ in sel.select():
             if key.fileobj is listener:
@@ -278,6 +310,7 @@ def serve(socket_path: str, module: str = SERVE_MODULE) -> None:
                 if request is None:
                     conn.close()
                     continue
+                request["scratch"] = _child_scratch(scratch)
                 sys.stdout.flush()
                 sys.stderr.flush()
                 pid = os.fork()
@@ -290,11 +323,11 @@ def serve(socket_path: str, module: str = SERVE_MODULE) -> None:
                             wake_w,
                             sel.fileno(),
                             conn.fileno(),
-                            *(c.fileno() for c in children.values()),
+                            *(c.fileno() for c, _ in children.values()),
                         ],
                         module,
                     )
-                children[pid] = conn
+                children[pid] = (conn, request["scratch"])
                 _send(conn, {"pid": pid})
                 print(f"vllm_fork: pid {pid}: vllm serve {' '.join(request['args'])[:200]}", flush=True)
             else:
@@ -332,7 +365,7 @@ def _send(conn: socket.socket, message: dict) -> None:
         pass  # the client went away; its backend runs on
 
 
-def _reap(children: dict[int, socket.socket]) -> None:
+def _reap(children: dict[int, tuple[socket.socket, str]]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -340,8 +373,9 @@ def _reap(children: dict[int, socket.socket]) -> None:
             return
         if pid == 0:
             return
-        conn = children.pop(pid, None)
-        if conn is not None:
+        if (child := children.pop(pid, None)) is not None:
+            conn, scratch = child
+            shutil.rmtree(scratch, ignore_errors=True)  # a killed child's (one that ended removed its own)
             _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
             conn.close()
 
