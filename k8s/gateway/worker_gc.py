@@ -11,8 +11,9 @@ under the fuzz test's load, cutting the requests they held; collecting less ofte
 only made it rarer (docs/limits.md).
 
 So a gateway worker does what 3.12 does: automatic collection is off (`gc.disable()`; CPython still counts
-allocations), and `collect_if_due()` collects, with CPython's own generational rule on these thresholds, from places
-that allocate no HAMT node: the request guard's first line on every request, and a timer on the worker's event loop
+allocations), and `collect_if_due()` collects, by CPython's generational rule on these thresholds (without its
+guard that skips a full collection while few objects are new to the oldest generation), from places that allocate
+no HAMT node: the request guard's first line on every request, and a timer on the worker's event loop
 every TICK seconds (LiteLLM's background tasks make garbage between requests too). The objects of the imports so far
 (LiteLLM, the hooks) are frozen: no collection traverses them again. Only in a process gateway_serve.py started
 (`served()`) and on a running event loop: any other process that imports the hooks (a unit test) keeps CPython's
@@ -35,7 +36,8 @@ _armed_in: int | None = None  # the pid whose event loop runs the timer (a forke
 
 
 def collect_if_due() -> int | None:
-    """Collect the oldest generation whose count is past its threshold (CPython's rule), if any; which one."""
+    """Collect the oldest generation whose count is past its threshold (CPython's rule, without its guard on full
+    collections), if any; which one."""
     counts = gc.get_count()
     if counts[0] < THRESHOLDS[0]:
         return None

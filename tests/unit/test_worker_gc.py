@@ -1,9 +1,10 @@
-"""What only a gateway worker does: its garbage collection (generator/shipped/gateway_hooks/worker_gc.py) and its shared
-backend client (backend_client.py). CPython 3.11's contextvars
-HAMT crash (python/cpython#148891) reproduced on this interpreter with CPython's own collector, and gone when the same
-work collects at safe points only, as a gateway worker does; a worker that loads the generated hooks the way LiteLLM
-does (on its event loop, in a process gateway_serve.py started) has automatic collection off and its imports frozen,
-any other process that imports them keeps CPython's collector. Each in a subprocess: the switch is per process."""
+"""What only a gateway worker does: its garbage collection (generator/shipped/gateway_hooks/worker_gc.py) and its
+shared backend client (backend_client.py). CPython 3.11's contextvars HAMT crash (python/cpython#148891) reproduced
+on this interpreter with CPython's own collector, and gone when the same work collects at safe points only, as a
+gateway worker does; a worker that loads the generated hooks the way LiteLLM does (on its event loop, in a process
+gateway_serve.py started) has automatic collection off, its imports frozen and one backend client; any other
+process that imports them keeps CPython's collector and LiteLLM's clients. Each in a subprocess: the switch is per
+process."""
 
 from __future__ import annotations
 
