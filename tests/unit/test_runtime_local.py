@@ -18,7 +18,8 @@ import yaml
 from rich.console import Console
 
 from generator.compile.renderers import LITELLM_FILE
-from generator.operate.runtime.local import LocalStack, StackError
+from generator.operate.runtime import local
+from generator.operate.runtime.local import FORK_SERVER, LocalStack, StackError
 from generator.operate.runtime.ports import free_port
 from generator.operate.runtime.processes import Proc, port_problem, stop_recorded
 from generator.shipped.on_demand import vllm_fork
@@ -472,3 +473,17 @@ def test_engine_fork_backends_are_forked_from_one_server_and_spawned_when_it_is_
         assert "b: no vLLM fork server answers" in said and "started as a process of its own" in said, said
     finally:
         spawned.stop(grace=2)
+
+
+def test_down_from_another_process_removes_the_recorded_fork_servers_files(tmp_path):
+    """`runtime down` (local.down): besides the processes (stop_recorded), each recorded fork server's socket and the
+    root of its backends' TMPDIRs (a backend killed with its server leaves its folder there)."""
+    sock = tmp_path / "fork" / "abc.sock"
+    sock.parent.mkdir()
+    sock.touch()
+    root = Path(vllm_fork.scratch_root(str(sock)))
+    (root / "left-by-a-killed-backend").mkdir(parents=True)
+    gone = {"name": f"{FORK_SERVER}-abc", "pid": 2**22 + 1, "sid": 2**22 + 1, "started": 1.0, "cmd": ["py", str(sock)]}
+    (tmp_path / "state.json").write_text(json.dumps({"procs": [gone]}))
+    assert local.down(tmp_path, grace=1) == 0  # its process is gone already
+    assert not sock.exists() and not root.exists() and not (tmp_path / "state.json").exists()

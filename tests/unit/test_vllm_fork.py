@@ -51,7 +51,9 @@ def server(tmp_path_factory):
     yield sock, proc
     proc.kill()
     proc.wait(10)
-    shutil.rmtree(vllm_fork.scratch_root(str(sock)))  # as the runtime's stop does: the (empty) root of the TMPDIRs
+    shutil.rmtree(
+        vllm_fork.scratch_root(str(sock)), ignore_errors=True
+    )  # as the runtime's stop does (none if no child ran)
 
 
 def report(log: Path) -> dict:

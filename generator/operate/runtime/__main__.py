@@ -20,8 +20,7 @@ from rich.console import Console
 
 from ...compile.load.loader import load_plan
 from ...errors import ConfigError, print_problems
-from .local import LocalStack, StackError
-from .processes import stop_recorded
+from .local import LocalStack, StackError, down
 
 DEFAULT_STATE = Path(".cache/local-stack")
 DEFAULT_VLLM_PYTHON = ".venv-vllm/bin/python"
@@ -43,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     console = Console(stderr=True, highlight=False)
     if args.action == "down":
-        stopped = stop_recorded(args.state_dir)
+        stopped = down(args.state_dir)
         console.print(f"stopped {stopped} process(es)")
         return 0
     try:
@@ -68,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             soft_wrap=True,
         )
         return 0
-    if stopped := stop_recorded(args.state_dir):  # a previous `up` in this state dir (other file, or not healthy)
+    if stopped := down(args.state_dir):  # a previous `up` in this state dir (other file, or not healthy)
         console.print(
             f"stopped {stopped} process(es) of the stack that ran before (another models.yml, or not healthy)"
         )

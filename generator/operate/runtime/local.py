@@ -65,7 +65,16 @@ from ...shipped.on_demand import cpu_backend_patches, vllm_fork
 from ..keys import write_hashes
 from . import redis
 from .ports import free_port
-from .processes import Proc, end_session, port_problem, signal_group, started_at, stop_processes, tail
+from .processes import (
+    Proc,
+    end_session,
+    port_problem,
+    signal_group,
+    started_at,
+    stop_processes,
+    stop_recorded,
+    tail,
+)
 
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
 # the same, its engine forked: the spawned fallback of a CPU_BACKEND_FORK backend that no fork server took
@@ -613,11 +622,8 @@ class LocalStack:
         stop_processes(self.procs, grace)
         for sid, started in controllers:
             end_session(sid, started)
-        for socket_path in sockets:  # a dead server's socket; its folder too when it is the one in /tmp
-            socket_path.unlink(missing_ok=True)
-            shutil.rmtree(vllm_fork.scratch_root(str(socket_path)), ignore_errors=True)  # its children's TMPDIRs
-            if socket_path.parent.name.startswith(FORK_TMP_PREFIX):
-                shutil.rmtree(socket_path.parent, ignore_errors=True)
+        for socket_path in sockets:
+            remove_fork_files(socket_path)
         self.procs.clear()
         if ours:
             (self.state_dir / "state.json").unlink(missing_ok=True)
@@ -660,3 +666,26 @@ class LocalStack:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def remove_fork_files(socket_path: Path) -> None:
+    """What a stopped fork server leaves: its socket, its folder when that is the one in /tmp, and the root of its
+    children's TMPDIRs (vllm_fork.scratch_root)."""
+    socket_path.unlink(missing_ok=True)
+    shutil.rmtree(vllm_fork.scratch_root(str(socket_path)), ignore_errors=True)
+    if socket_path.parent.name.startswith(FORK_TMP_PREFIX):
+        shutil.rmtree(socket_path.parent, ignore_errors=True)
+
+
+def down(state_dir: Path, grace: float = 15) -> int:
+    """`runtime down` (another process than the one that started the stack): stop_recorded, then the files of the
+    fork servers state.json recorded. How many processes it stopped."""
+    try:
+        procs = json.loads((state_dir / "state.json").read_text())["procs"]
+    except (OSError, ValueError, KeyError):
+        procs = []
+    sockets = [Path(p["cmd"][-1]) for p in procs if p.get("name", "").startswith(FORK_SERVER) and p.get("cmd")]
+    stopped = stop_recorded(state_dir, grace)
+    for socket_path in sockets:
+        remove_fork_files(socket_path)
+    return stopped
