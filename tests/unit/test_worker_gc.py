@@ -9,6 +9,7 @@ process."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -70,10 +71,17 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 ITERATIONS = 100_000
 
 
-def run(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def no_core_dump() -> None:
+    # the deliberate crash must leave nothing behind: a machine whose core_pattern is `core` and whose limit allows
+    # one would write it into the child's working directory (in the checkout: a file CI's clean-tree check refuses)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run(code: str, *args: str, env: dict[str, str] | None = None, cwd: Path = HOOKS) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        cwd=HOOKS,
+        cwd=cwd,
+        preexec_fn=no_core_dump,
         capture_output=True,
         text=True,
         timeout=120,
@@ -82,8 +90,8 @@ def run(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.
     )
 
 
-def test_the_crash_reproduces_here_with_cpythons_own_collector():
-    out = run(REPRO, "automatic", str(ITERATIONS))
+def test_the_crash_reproduces_here_with_cpythons_own_collector(tmp_path):
+    out = run(REPRO, "automatic", str(ITERATIONS), cwd=tmp_path)
     assert out.returncode == -signal.SIGSEGV, (
         f"exit {out.returncode}, not SIGSEGV: does {sys.version.split()[0]} have python/cpython#148891's fix? "
         f"then worker_gc.py can go. {out.stderr[-500:]}"
