@@ -1,11 +1,17 @@
-"""`make bench-profile`: where one gateway worker spends its CPU, per API, with py-spy.
+"""`make bench-profile`: where the gateway's serving processes spend their CPU, per API, with py-spy.
 
-The generated gateway (1 worker, pinned to the gateway CPUs) in front of the nginx mock, loaded with
+The generated gateway (--workers, pinned to the gateway CPUs) in front of the nginx mock, loaded with
 --concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
-/v1/messages) while `py-spy record --gil` samples the thread holding the GIL (the CPU the Python code
-uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). Prints, per API, the functions with the
-most samples on the stack (inclusive) grouped by where they live (our hooks, LiteLLM, the server stack), and the
-share of our own modules; writes the collapsed stacks to --out for a flame graph.
+/v1/messages) while one `py-spy record --gil` per serving process samples the thread holding the GIL (the CPU
+the Python code uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). The serving
+processes are uvicorn's workers (their fork server's children), or the gateway process itself when it runs one;
+never the supervisor, the fork server or the metrics exporter, which serve no request.
+
+Prints, per API, the samples per request, the functions with the most samples on the stack (inclusive) grouped
+by where they live (our hooks, LiteLLM, the server stack), and the share of our own modules; writes the
+collapsed stacks to --out for a flame graph. Refuses (exit 1) a profile with fewer than --min-samples samples,
+and leaves out a process none of whose samples is in the request guard (it served nothing): a profile of a
+process that serves no request would look like a result.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +32,7 @@ from rich.console import Console
 
 from generator.compile.renderers.litellm import GATEWAY_MODULES
 from generator.operate.runtime.local import LocalStack
+from generator.shipped.gateway_hooks.gateway_supervisor import children, supervised_workers
 
 from .loadgen import LoadGen, Target
 from .session import MODELS, bench_session
@@ -40,6 +48,16 @@ APIS = {
         False,
     ),
 }
+GUARD = "request_guard"  # every request passes through it first (an ASGI middleware): a serving process's mark
+# our frames on every sample of a worker, whatever it does: its start (gateway_serve.py) and the guard's ASGI call,
+# which awaits the whole app. Not "our" CPU unless innermost (self time)
+WRAPPERS = ("gateway_serve", "RequestGuard.__call__")
+# the modules of a worker's start and its event loop's run (multiprocessing, uvicorn's server, asyncio's runner and
+# threads): on nearly every sample, they say nothing of a request's cost; left out of the top list
+TRUNK = ("/gateway_serve.py", "/multiprocessing/", "/uvicorn/main.py", "/uvicorn/server.py", "/uvicorn/_compat.py")
+TRUNK += ("/uvicorn/_subprocess.py", "/uvicorn/supervisors/", "/asyncio/runners.py", "/asyncio/base_events.py")
+TRUNK += ("/threading.py", "/concurrent/futures/thread.py", "/click/", "/litellm/proxy/proxy_cli.py")
+SERVE_MODULE = b"gateway_serve.py"  # the gateway process's command line (a single process serves itself)
 FRAME = re.compile(r"^(?P<fn>.*) \((?P<file>[^:()]*)(?::\d+)?\)$")
 
 
@@ -53,11 +71,17 @@ def where(path: str) -> str:
     return "other"
 
 
+def is_ours(frame: dict) -> bool:
+    """A frame of our modules that does work of its own, not one that only wraps the request (WRAPPERS)."""
+    return where(frame["file"]) == "ours" and not {Path(frame["file"]).stem, frame["fn"]} & set(WRAPPERS)
+
+
 def summarise(collapsed: str, top: int) -> dict:
     """Inclusive sample counts per function and per place, and the share of samples in our modules."""
-    total, ours = 0, 0
+    total, ours, guard = 0, 0, 0
     per_fn: Counter[str] = Counter()
     per_place: Counter[str] = Counter()
+    trunk: set[str] = set()
     for line in collapsed.splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
@@ -71,16 +95,21 @@ def summarise(collapsed: str, top: int) -> dict:
             if key not in seen:
                 seen.add(key)
                 per_fn[key] += n
-        if any(where(f["file"]) == "ours" for f in frames):
+                if any(t in f["file"] for t in TRUNK):
+                    trunk.add(key)
+        if frames and (where(frames[-1]["file"]) == "ours" or any(is_ours(f) for f in frames)):
             ours += n
+        if any(Path(f["file"]).stem == GUARD for f in frames):
+            guard += n
         if frames:
             per_place[where(frames[-1]["file"])] += n  # self time by place (innermost frame)
     pct = (lambda n: round(100 * n / total, 1)) if total else (lambda n: 0.0)
     return {
         "samples": total,
+        "guard_samples": guard,
         "ours_pct": pct(ours),
         "self_by_place_pct": {k: pct(v) for k, v in per_place.most_common()},
-        "top_inclusive_pct": [(k, pct(v)) for k, v in per_fn.most_common(top)],
+        "top_inclusive_pct": [(k, pct(v)) for k, v in per_fn.most_common(top + len(trunk)) if k not in trunk][:top],
     }
 
 
@@ -94,6 +123,83 @@ async def load(url: str, key: str, api: str, concurrency: int, seconds: float) -
         return p.ok, p.errors
 
 
+def serving_processes(supervisor: int, workers: int, timeout_s: float = 60.0) -> list[int]:
+    """The processes that serve the gateway's requests: uvicorn's `workers` workers under the supervisor, or the
+    gateway process itself when it runs one (its only child with the gateway's command line). Waits for all of
+    them: the gateway answers as soon as its first worker does."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if workers > 1:
+            found = sorted(supervised_workers(supervisor))
+        else:
+            found = sorted(pid for pid, cmdline in children(supervisor).items() if SERVE_MODULE in cmdline)
+        if len(found) == workers or time.monotonic() > deadline:
+            if len(found) != workers:
+                raise RuntimeError(f"found {len(found)} serving process(es) under {supervisor}, not {workers}")
+            return found
+        time.sleep(0.2)
+
+
+def spy_on(spy: str, pid: int, rate: int, seconds: float, raw: Path) -> subprocess.Popen:
+    cmd = [
+        spy,
+        "record",
+        "--gil",
+        "--full-filenames",
+        "-p",
+        str(pid),
+        "-r",
+        str(rate),
+        "-d",
+        str(max(1, round(seconds))),
+    ]
+    return subprocess.Popen([*cmd, "-f", "raw", "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def merge(raws: dict[int, Path], console: Console) -> tuple[str, dict[int, int]]:
+    """The collapsed stacks of the processes that served (a sample in the request guard), and each process's
+    sample count; a process that served nothing is left out, and said so."""
+    kept, per_pid = [], {}
+    for pid, raw in raws.items():
+        text = raw.read_text()
+        s = summarise(text, 0)
+        per_pid[pid] = s["samples"]
+        if s["guard_samples"]:
+            kept.append(text)
+        else:
+            console.print(f"  process {pid}: {s['samples']} samples, none in {GUARD}: it served nothing, left out")
+    return "".join(t if t.endswith("\n") or not t else t + "\n" for t in kept), per_pid
+
+
+def profile_api(args, spy: str, pids: list[int], url: str, key: str, api: str, console: Console) -> dict:
+    """One API's profile over every serving process; raises ProfileRefused when it would not be one."""
+    raws = {pid: args.out / f"{api}-{pid}.txt" for pid in pids}
+    spies = {pid: spy_on(spy, pid, args.rate, args.seconds, raw) for pid, raw in raws.items()}
+    ok, errors = asyncio.run(load(url, key, api, args.concurrency, args.seconds + 1))
+    for pid, proc in spies.items():
+        _, err = proc.communicate(timeout=120)
+        if proc.returncode != 0 or not raws[pid].exists():
+            raise ProfileRefused(f"py-spy failed on process {pid}: {err.decode(errors='replace')[-500:]}")
+    collapsed, per_pid = merge(raws, console)
+    for raw in raws.values():
+        raw.unlink()
+    if not collapsed:
+        raise ProfileRefused(f"{api}: none of the processes {pids} served a request ({ok} answered): not a profile")
+    (args.out / f"{api}.txt").write_text(collapsed)
+    r = {"requests": ok, "errors": errors, "samples_per_process": per_pid, **summarise(collapsed, args.top)}
+    r["samples_per_request"] = round(r["samples"] / ok, 2) if ok else 0.0
+    if r["samples"] < args.min_samples:
+        raise ProfileRefused(
+            f"{api}: {r['samples']} samples over {ok} requests, fewer than {args.min_samples}: too few for a profile"
+            " (longer --seconds or a higher --rate)"
+        )
+    return r
+
+
+class ProfileRefused(Exception):
+    pass
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=MODELS, help="default: $BENCH_MODELS or bench/models.yml")
@@ -101,7 +207,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path("bench/results/profile"))
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=1, help="the gateway's uvicorn workers; each is profiled")
     ap.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    ap.add_argument("--min-samples", type=int, default=1000, help="fewer per API: refused, not printed")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--apis", nargs="*", default=list(APIS), choices=list(APIS))
     args = ap.parse_args(argv)
@@ -113,42 +221,24 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     report = {}
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
-        plan = replace(plan, gateway=replace(plan.gateway, workers=1))
+        plan = replace(plan, gateway=replace(plan.gateway, workers=args.workers))
         gw = LocalStack(plan, args.state_dir / "generated", vllm_python="", gateway_cpus=gateway_cpus, console=console)
         try:
             gw.start_gateway()
-            pid = gw.procs[-1].pid
-            # taskset execs the start module, which execs LiteLLM: the pid is the serving process
+            # taskset execs the supervisor: its pid is the process started; the requests are served below it
+            pids = serving_processes(gw.procs[-1].pid, args.workers)
+            console.print(
+                f"profiling the serving process(es) {pids}, {args.rate} samples/s, {args.seconds:g} s per API"
+            )
             for api in args.apis:
-                raw = args.out / f"{api}.txt"
-                spy_proc = subprocess.Popen(
-                    [
-                        spy,
-                        "record",
-                        "--gil",
-                        "-p",
-                        str(pid),
-                        "-r",
-                        str(args.rate),
-                        "-d",
-                        str(int(args.seconds)),
-                        "-f",
-                        "raw",
-                        "-o",
-                        str(raw),
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                )
-                ok, errors = asyncio.run(load(gw.gateway_url, gw.master_key, api, args.concurrency, args.seconds + 1))
-                _, err = spy_proc.communicate(timeout=120)
-                if spy_proc.returncode != 0 or not raw.exists():
-                    console.print(f"[red]py-spy failed:[/] {err.decode(errors='replace')[-500:]}")
+                try:
+                    r = report[api] = profile_api(args, spy, pids, gw.gateway_url, gw.master_key, api, console)
+                except ProfileRefused as e:
+                    console.print(f"[red]refused:[/] {e}")
                     return 1
-                report[api] = {"requests": ok, "errors": errors, **summarise(raw.read_text(), args.top)}
-                r = report[api]
                 console.print(
-                    f"\n[bold]{api}[/]: {ok} requests ({errors} errors), {r['samples']} samples; "
+                    f"\n[bold]{api}[/]: {r['requests']} requests ({r['errors']} errors), {r['samples']} samples "
+                    f"({r['samples_per_request']} per request; per process {r['samples_per_process']}); "
                     f"our modules on the stack {r['ours_pct']}%; self time by place {r['self_by_place_pct']}"
                 )
                 for fn, pct in r["top_inclusive_pct"]:
@@ -156,7 +246,10 @@ def main(argv=None) -> int:
         finally:
             gw.stop()
     (args.out / "profile.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps({api: {"ours_pct": r["ours_pct"], "errors": r["errors"]} for api, r in report.items()}))
+    summary = {
+        api: {k: r[k] for k in ("samples", "samples_per_request", "ours_pct", "errors")} for api, r in report.items()
+    }
+    print(json.dumps(summary))
     return 0
 
 

@@ -87,3 +87,30 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
     assert not leftovers.strip(), f"the bench left processes running:\n{leftovers}"  # nginx and both gateways
+
+
+def test_bench_profile_samples_every_worker_that_serves_and_shows_the_guard_and_litellm(tmp_path):
+    """`make bench-profile` in miniature: 2 workers, one API. Each worker is profiled (not the supervisor, whose
+    samples were all in its file-watching loop), and the profile holds the request guard's and LiteLLM's frames."""
+    out = tmp_path / "profile"
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.profile", "--workers", "2", "--apis", "chat", "--seconds", "3"),
+            *("--concurrency", "8", "--min-samples", "100", "--out", str(out), "--state-dir", str(tmp_path / "state")),
+            *("--models", str(bench_models_on_free_ports(tmp_path / "models.yml"))),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    chat = json.loads((out / "profile.json").read_text())["chat"]
+    assert chat["errors"] == 0 and chat["requests"] > 0
+    assert len(chat["samples_per_process"]) == 2, chat["samples_per_process"]  # both workers, nothing else
+    assert chat["samples"] >= 100 and chat["samples_per_request"] > 0
+    collapsed = (out / "chat.txt").read_text()
+    assert "RequestGuard.__call__" in collapsed and "/litellm/proxy/" in collapsed
+    assert "gateway_supervisor" not in collapsed
+    leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
+    assert not leftovers.strip(), f"the profile left processes running:\n{leftovers}"
