@@ -141,6 +141,7 @@ hub-versions:
 export BENCH_MODELS
 SOAK_MINUTES ?= 10
 SOAK_WORKERS ?= 2
+PROFILE_WORKERS ?= 1
 
 bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, 1 and 2 workers (< 12 min); BACKEND_URL=...: vs a real backend
 ifdef BACKEND_URL
@@ -152,11 +153,11 @@ endif
 bench-replicas: venv ## prefix-cache hit rate of multi-turn conversations: one replica, shuffle, our routing (2 CPU replicas; MODELS=...: another file, ~6 min)
 	$(PY) -m bench.replicas $(if $(filter-out models.yml,$(MODELS)),--models $(MODELS))
 
-bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults (the bench/README.md table)
+bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults, and LiteLLM 1.103.7's defaults (the bench/README.md table)
 	$(PY) -m bench.tune
 
-bench-profile: venv bench-tools ## py-spy on one gateway worker under load: chat, stream, /v1/responses, /v1/messages (~2 min)
-	$(PY) -m bench.profile
+bench-profile: venv bench-tools ## py-spy on the gateway's serving workers (PROFILE_WORKERS, 1) under load: chat, stream, /v1/responses, /v1/messages (~2 min)
+	$(PY) -m bench.profile --workers $(PROFILE_WORKERS)
 
 bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS (2) workers; gateway memory over time
 	$(PY) -m bench.soak --minutes $(SOAK_MINUTES) --workers $(SOAK_WORKERS)

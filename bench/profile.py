@@ -54,9 +54,10 @@ GUARD = "request_guard"  # every request passes through it first (an ASGI middle
 WRAPPERS = ("gateway_serve", "RequestGuard.__call__")
 # the modules of a worker's start and its event loop's run (multiprocessing, uvicorn's server, asyncio's runner and
 # threads): on nearly every sample, they say nothing of a request's cost; left out of the top list
-TRUNK = ("/gateway_serve.py", "/multiprocessing/", "/uvicorn/main.py", "/uvicorn/server.py", "/uvicorn/_compat.py")
-TRUNK += ("/uvicorn/_subprocess.py", "/uvicorn/supervisors/", "/asyncio/runners.py", "/asyncio/base_events.py")
-TRUNK += ("/threading.py", "/concurrent/futures/thread.py", "/click/", "/litellm/proxy/proxy_cli.py")
+TRUNK: tuple[str, ...] = ("/gateway_serve.py", "/multiprocessing/", "/uvicorn/main.py", "/uvicorn/server.py")
+TRUNK += ("/uvicorn/_compat.py", "/uvicorn/_subprocess.py", "/uvicorn/supervisors/", "/asyncio/runners.py")
+TRUNK += ("/asyncio/base_events.py", "/threading.py", "/concurrent/futures/thread.py", "/click/")
+TRUNK += ("/litellm/proxy/proxy_cli.py",)
 SERVE_MODULE = b"gateway_serve.py"  # the gateway process's command line (a single process serves itself)
 FRAME = re.compile(r"^(?P<fn>.*) \((?P<file>[^:()]*)(?::\d+)?\)$")
 
@@ -226,7 +227,9 @@ def main(argv=None) -> int:
         try:
             gw.start_gateway()
             # taskset execs the supervisor: its pid is the process started; the requests are served below it
-            pids = serving_processes(gw.procs[-1].pid, args.workers)
+            supervisor = gw.procs[-1].pid
+            assert supervisor is not None  # start_gateway waited for it
+            pids = serving_processes(supervisor, args.workers)
             console.print(
                 f"profiling the serving process(es) {pids}, {args.rate} samples/s, {args.seconds:g} s per API"
             )

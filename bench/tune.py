@@ -46,6 +46,7 @@ class Variant:
     without_prometheus: bool = False  # generated, minus the prometheus callback and its metrics process
     gateway_metrics: str | None = None  # generated with this gateway.metrics level (full | light)
     all_cpus: bool = False  # not pinned to the gateway CPUs: every CPU, beside the load generator
+    litellm: str | None = None  # another LiteLLM version, in a venv of its own (litellm_venv); None: this venv's
 
 
 def merge(base: dict, patch: dict) -> dict:
@@ -58,6 +59,9 @@ def merge(base: dict, patch: dict) -> dict:
 VARIANTS = (
     Variant("defaults"),
     Variant("defaults, again (noise floor)"),
+    # the pinned LiteLLM's cost apart from the machine's (issue 47): the version the bench's reference ran on,
+    # with the same defaults config, paired with this venv's (1.108.7) in one run
+    Variant("defaults on LiteLLM 1.103.7", litellm="1.103.7"),
     Variant("LITELLM_LOG=ERROR", env={"LITELLM_LOG": "ERROR"}),
     Variant("2 workers on 1 core", workers=2),
     Variant("granian server", args=("--run_granian",)),
@@ -177,6 +181,20 @@ def install_packages(v: Variant, root: Path, console: Console) -> dict[str, str]
     return {"PYTHONPATH": str(target.resolve())}
 
 
+def litellm_venv(version: str, root: Path, console: Console) -> str:
+    """The python of a venv with `litellm[proxy]==version` (and what our supervisor's metrics process imports),
+    made once under root; a comparison of versions, not a supported setup (pip resolves the rest)."""
+    venv = root / f"litellm-{version}"
+    python = venv / "bin" / "python"
+    if not (venv / ".done").exists():
+        console.print(f"installing LiteLLM {version} into {venv} (once; ~1 min)")
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        pkgs = [f"litellm[proxy]=={version}", "prometheus-client==0.26.0", "psutil"]
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *pkgs], check=True)
+        (venv / ".done").touch()
+    return str(python.absolute())
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="python -m bench.tune", description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=MODELS, help="default: $BENCH_MODELS or bench/models.yml")
@@ -231,6 +249,8 @@ def main(argv=None) -> int:
                         **common, config=config, workers=v.workers or vplan.gateway.workers, env_overrides=env
                     )
                 else:
+                    if v.litellm:
+                        common["gateway_python"] = litellm_venv(v.litellm, args.state_dir, console)
                     gw = VariantGateway(
                         **common,
                         config=merge(default_config(vplan, local_api_base, v.model_info), v.config),
