@@ -1,7 +1,8 @@
 """`make bench-profile`: where the gateway's serving processes spend their CPU, per API, with py-spy.
 
-The generated gateway (--workers, pinned to the gateway CPUs) in front of the nginx mock, loaded with
---concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
+The generated gateway (--workers, pinned to the gateway CPUs) in front of the nginx mock, warmed up with 50
+requests per API (what a worker builds once, on its first requests of an API, is not a request's cost), then loaded
+with --concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
 /v1/messages) while one `py-spy record --gil` per serving process samples the thread holding the GIL (the CPU
 the Python code uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). The serving
 processes are uvicorn's workers (their fork server's children), or the gateway process itself when it runs one;
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -114,12 +116,15 @@ def summarise(collapsed: str, top: int) -> dict:
     }
 
 
-async def load(url: str, key: str, api: str, concurrency: int, seconds: float) -> tuple[int, int]:
+async def load(url: str, key: str, api: str, concurrency: int, seconds: float, measure: Callable[[], object]):
+    """Warm the API up (a worker's first requests of an API build what later ones reuse: LiteLLM's lazily loaded
+    routers, FastAPI's route contexts, tokenizers), then call `measure` (starts the samplers) and load it."""
     path, body, stream = APIS[api]
     headers = {"Authorization": f"Bearer {key}", "x-api-key": key, "Content-Type": "application/json"}
     t = Target(url + path, headers, json.dumps(body).encode(), stream)
     async with LoadGen(timeout_s=30) as gen:
         await gen.warm_up(t, 50)
+        measure()
         p = await gen.closed_loop(t, concurrency, seconds)
         return p.ok, p.errors
 
@@ -175,8 +180,12 @@ def merge(raws: dict[int, Path], console: Console) -> tuple[str, dict[int, int]]
 def profile_api(args, spy: str, pids: list[int], url: str, key: str, api: str, console: Console) -> dict:
     """One API's profile over every serving process; raises ProfileRefused when it would not be one."""
     raws = {pid: args.out / f"{api}-{pid}.txt" for pid in pids}
-    spies = {pid: spy_on(spy, pid, args.rate, args.seconds, raw) for pid, raw in raws.items()}
-    ok, errors = asyncio.run(load(url, key, api, args.concurrency, args.seconds + 1))
+    spies: dict[int, subprocess.Popen] = {}
+
+    def measure() -> None:
+        spies.update({pid: spy_on(spy, pid, args.rate, args.seconds, raw) for pid, raw in raws.items()})
+
+    ok, errors = asyncio.run(load(url, key, api, args.concurrency, args.seconds + 1, measure))
     for pid, proc in spies.items():
         _, err = proc.communicate(timeout=120)
         if proc.returncode != 0 or not raws[pid].exists():
