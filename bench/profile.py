@@ -79,9 +79,13 @@ def is_ours(frame: dict) -> bool:
     return where(frame["file"]) == "ours" and not {Path(frame["file"]).stem, frame["fn"]} & set(WRAPPERS)
 
 
+ROOTS = ("<module>", "Thread._bootstrap")  # the first frame of a whole stack: the process's main module, or a thread's
+
+
 def summarise(collapsed: str, top: int) -> dict:
-    """Inclusive sample counts per function and per place, and the share of samples in our modules."""
-    total, ours, guard = 0, 0, 0
+    """Inclusive sample counts per function and per place, and the share of samples in our modules, over the samples
+    whose stack is whole (from a root frame: a --nonblocking read may tear one); `partial` says how many were not."""
+    total, ours, guard, partial = 0, 0, 0, 0
     per_fn: Counter[str] = Counter()
     per_place: Counter[str] = Counter()
     trunk: set[str] = set()
@@ -90,8 +94,11 @@ def summarise(collapsed: str, top: int) -> dict:
         if not stack or not count.isdigit():
             continue
         n = int(count)
-        total += n
         frames = [m.groupdict() for f in stack.split(";") if (m := FRAME.match(f.strip()))]
+        if not frames or frames[0]["fn"] not in ROOTS:
+            partial += n
+            continue
+        total += n
         seen = set()
         for f in frames:
             key = f"{f['fn']} ({Path(f['file']).name})"
@@ -109,6 +116,7 @@ def summarise(collapsed: str, top: int) -> dict:
     pct = (lambda n: round(100 * n / total, 1)) if total else (lambda n: 0.0)
     return {
         "samples": total,
+        "partial_samples": partial,
         "guard_samples": guard,
         "ours_pct": pct(ours),
         "self_by_place_pct": {k: pct(v) for k, v in per_place.most_common()},
@@ -146,19 +154,14 @@ def serving_processes(supervisor: int, workers: int, timeout_s: float = 60.0) ->
         time.sleep(0.2)
 
 
-def spy_on(spy: str, pid: int, rate: int, seconds: float, raw: Path) -> subprocess.Popen:
-    cmd = [
-        spy,
-        "record",
-        "--gil",
-        "--full-filenames",
-        "-p",
-        str(pid),
-        "-r",
-        str(rate),
-        "-d",
-        str(max(1, round(seconds))),
-    ]
+def spy_on(spy: str, pid: int, rate: int, seconds: float, raw: Path, blocking: bool = False) -> subprocess.Popen:
+    """py-spy on one process. --nonblocking unless asked: py-spy's default pauses every thread of the process for
+    each sample, and on a loaded worker that cut the requests it served (5 s of chat: ~400 unsampled, 176 at 50 and
+    100 samples/s, 32-300 at 200, streams down to none), so the profile was of a process mostly stopped. Reading a
+    running process's stacks tears some (a third to a half here: their root frames missing); summarise() counts
+    only the whole ones."""
+    cmd = [spy, "record", "--gil", "--full-filenames", "-p", str(pid), "-r", str(rate)]
+    cmd += ["-d", str(max(1, round(seconds))), *([] if blocking else ["--nonblocking"])]
     return subprocess.Popen([*cmd, "-f", "raw", "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -193,6 +196,8 @@ def profile_api(args, spy: str, pids: list[int], url: str, key: str, api: str, c
     collapsed, per_pid = merge(raws, console)
     for raw in raws.values():
         raw.unlink()
+    if not ok:
+        raise ProfileRefused(f"{api}: no request answered ({errors} failed) while sampling: not a profile of serving")
     if not collapsed:
         raise ProfileRefused(f"{api}: none of the processes {pids} served a request ({ok} answered): not a profile")
     (args.out / f"{api}.txt").write_text(collapsed)
@@ -250,7 +255,8 @@ def main(argv=None) -> int:
                     return 1
                 console.print(
                     f"\n[bold]{api}[/]: {r['requests']} requests ({r['errors']} errors), {r['samples']} samples "
-                    f"({r['samples_per_request']} per request; per process {r['samples_per_process']}); "
+                    f"({r['samples_per_request']} per request; per process {r['samples_per_process']}; "
+                    f"{r['partial_samples']} torn, not counted); "
                     f"our modules on the stack {r['ours_pct']}%; self time by place {r['self_by_place_pct']}"
                 )
                 for fn, pct in r["top_inclusive_pct"]:

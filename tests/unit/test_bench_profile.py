@@ -9,11 +9,11 @@ from rich.console import Console
 
 from bench.profile import merge, summarise
 
-SERVE = "main (/x/litellm/gateway_serve.py:10);Runner.run (/py/asyncio/runners.py:118)"
+SERVE = "<module> (/x/gateway_serve.py:1);main (/x/gateway_serve.py:10);Runner.run (/py/asyncio/runners.py:9)"
 GUARD = "RequestGuard.__call__ (/x/litellm/request_guard.py:40)"
 AUTH = "user_api_key_auth (/x/litellm/gateway_guard.py:90)"
 ROUTER = "Router.acompletion (/v/site-packages/litellm/router.py:900)"
-SUPERVISOR = "loop (/x/litellm/gateway_supervisor.py:260);digest (/x/litellm/gateway_supervisor.py:64)"
+SUPERVISOR = "<module> (/x/litellm/gateway_supervisor.py:1);loop (/x/litellm/gateway_supervisor.py:260)"
 
 
 def test_ours_counts_our_work_not_the_frames_that_wrap_every_request():
@@ -24,6 +24,13 @@ def test_ours_counts_our_work_not_the_frames_that_wrap_every_request():
     listed = dict(s["top_inclusive_pct"])
     assert "Router.acompletion (router.py)" in listed and "RequestGuard.__call__ (request_guard.py)" in listed
     assert not {"main (gateway_serve.py)", "Runner.run (runners.py)"} & set(listed)  # the trunk is not listed
+
+
+def test_a_torn_stack_is_counted_apart_and_not_in_the_shares():
+    # py-spy --nonblocking reads a running process: a stack read while it changed lacks its root frames
+    s = summarise(f"{SERVE};{GUARD};{ROUTER} 3\n{ROUTER} 5\n{GUARD};{AUTH} 2\n", top=10)
+    assert (s["samples"], s["partial_samples"]) == (3, 7)
+    assert s["self_by_place_pct"] == {"litellm": 100.0} and s["ours_pct"] == 0.0
 
 
 def test_a_process_that_served_nothing_is_left_out_and_said(tmp_path: Path):
