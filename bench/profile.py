@@ -3,16 +3,16 @@
 The generated gateway (--workers, pinned to the gateway CPUs) in front of the nginx mock, warmed up with 50
 requests per API (what a worker builds once, on its first requests of an API, is not a request's cost), then loaded
 with --concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
-/v1/messages) while one `py-spy record --gil` per serving process samples the thread holding the GIL (the CPU
-the Python code uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). The serving
+/v1/messages) while one `py-spy record --gil --nonblocking` per serving process samples the thread holding the
+GIL (the CPU the Python code uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). The serving
 processes are uvicorn's workers (their fork server's children), or the gateway process itself when it runs one;
 never the supervisor, the fork server or the metrics exporter, which serve no request.
 
 Prints, per API, the samples per request, the functions with the most samples on the stack (inclusive) grouped
 by where they live (our hooks, LiteLLM, the server stack), and the share of our own modules; writes the
-collapsed stacks to --out for a flame graph. Refuses (exit 1) a profile with fewer than --min-samples samples,
-and leaves out a process none of whose samples is in the request guard (it served nothing): a profile of a
-process that serves no request would look like a result.
+collapsed stacks to --out for a flame graph. Refuses (exit 1) a profile with fewer than --min-samples whole stacks
+or with no request answered, and leaves out a process none of whose samples is in the request guard (it served
+nothing): a profile of a process that serves no request would look like a result.
 """
 
 from __future__ import annotations
@@ -107,12 +107,11 @@ def summarise(collapsed: str, top: int) -> dict:
                 per_fn[key] += n
                 if any(t in f["file"] for t in TRUNK):
                     trunk.add(key)
-        if frames and (where(frames[-1]["file"]) == "ours" or any(is_ours(f) for f in frames)):
+        if where(frames[-1]["file"]) == "ours" or any(is_ours(f) for f in frames):
             ours += n
         if any(Path(f["file"]).stem == GUARD for f in frames):
             guard += n
-        if frames:
-            per_place[where(frames[-1]["file"])] += n  # self time by place (innermost frame)
+        per_place[where(frames[-1]["file"])] += n  # self time by place (innermost frame)
     pct = (lambda n: round(100 * n / total, 1)) if total else (lambda n: 0.0)
     return {
         "samples": total,
@@ -154,14 +153,14 @@ def serving_processes(supervisor: int, workers: int, timeout_s: float = 60.0) ->
         time.sleep(0.2)
 
 
-def spy_on(spy: str, pid: int, rate: int, seconds: float, raw: Path, blocking: bool = False) -> subprocess.Popen:
-    """py-spy on one process. --nonblocking unless asked: py-spy's default pauses every thread of the process for
+def spy_on(spy: str, pid: int, rate: int, seconds: float, raw: Path) -> subprocess.Popen:
+    """py-spy on one process, --nonblocking: py-spy's default pauses every thread of the process for
     each sample, and on a loaded worker that cut the requests it served (5 s of chat: ~400 unsampled, 176 at 50 and
     100 samples/s, 32-300 at 200, streams down to none), so the profile was of a process mostly stopped. Reading a
     running process's stacks tears some (a third to a half here: their root frames missing); summarise() counts
     only the whole ones."""
     cmd = [spy, "record", "--gil", "--full-filenames", "-p", str(pid), "-r", str(rate)]
-    cmd += ["-d", str(max(1, round(seconds))), *([] if blocking else ["--nonblocking"])]
+    cmd += ["-d", str(max(1, round(seconds))), "--nonblocking"]
     return subprocess.Popen([*cmd, "-f", "raw", "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -202,7 +201,7 @@ def profile_api(args, spy: str, pids: list[int], url: str, key: str, api: str, c
         raise ProfileRefused(f"{api}: none of the processes {pids} served a request ({ok} answered): not a profile")
     (args.out / f"{api}.txt").write_text(collapsed)
     r = {"requests": ok, "errors": errors, "samples_per_process": per_pid, **summarise(collapsed, args.top)}
-    r["samples_per_request"] = round(r["samples"] / ok, 2) if ok else 0.0
+    r["samples_per_request"] = round(r["samples"] / ok, 2)
     if r["samples"] < args.min_samples:
         raise ProfileRefused(
             f"{api}: {r['samples']} samples over {ok} requests, fewer than {args.min_samples}: too few for a profile"
