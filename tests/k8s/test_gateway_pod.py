@@ -53,6 +53,12 @@ def gateway(tmp_path):
         e["name"]: e["value"] if "value" in e else keys[e["valueFrom"]["secretKeyRef"]["key"]] for e in container["env"]
     }
     port = free_port()
+    # the container's metrics port is the pod's own; on this host another stack may hold it
+    env["GATEWAY_METRICS_PORT"] = str(free_port())
+    # the container's /tmp is its own: here the workers' metrics folder (gateway_start.py's default, under the
+    # temp dir) would be left in the host's /tmp
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
     args = [a.replace(mount["mountPath"], str(volume)) for a in container["args"]]
     args[args.index("--port") + 1] = str(port)
     # the container's own command: gateway_start.py from the mounted ConfigMap (it resolves `--num_workers
