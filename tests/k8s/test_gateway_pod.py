@@ -56,9 +56,8 @@ def gateway(tmp_path):
     # the container's metrics port is the pod's own; on this host another stack may hold it
     env["GATEWAY_METRICS_PORT"] = str(free_port())
     # the container's /tmp is its own: here the workers' metrics folder (gateway_start.py's default, under the
-    # temp dir) would be left in the host's /tmp
-    (tmp_path / "tmp").mkdir()
-    env["TMPDIR"] = str(tmp_path / "tmp")
+    # temp dir) would be left in the host's /tmp. Not TMPDIR: the fork server's socket path would be too long
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
     args = [a.replace(mount["mountPath"], str(volume)) for a in container["args"]]
     args[args.index("--port") + 1] = str(port)
     # the container's own command: gateway_start.py from the mounted ConfigMap (it resolves `--num_workers
