@@ -27,8 +27,14 @@ For each request, in this order:
    Responses and Messages requests as the chat request LiteLLM's own translation makes of them),
    unless it clearly fits (one token per byte is an upper bound); a prompt that alone fills the context is a 400
    ``prompt is N tokens, <model> holds M tokens``, raised here so LiteLLM adds no advice to it;
-4. the budget is lowered so that ``prompt + budget <= context``, and the response says so in
+4. a prompt + budget over the context goes to the model's first `context_fallbacks:` model that holds it (and the
+   caller may use), which is checked from step 1 again (fallbacks.py); the answer says so in
+   ``x-gateway-fallback: <asked>-><answered>``;
+5. else the budget is lowered so that ``prompt + budget <= context``, and the response says so in
    ``x-gateway-max-tokens-clamped: <asked>-><given>`` (streamed or not).
+
+An attempt of LiteLLM's router on a model's `fallbacks:` model (its model failed) is checked again for that model:
+1, 3 and 5, with the request's defaults as they are (async_pre_call_deployment_hook).
 
 When the backend cannot count (down, timeout, a batch of prompts), the UTF-8 length of the prompt's JSON stands in
 for the count: the budget is still clamped (safely low), but no 400 is raised on a guess.
@@ -49,6 +55,7 @@ from litellm.integrations.custom_logger import CustomLogger
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
+import fallbacks  # noqa: E402
 import gateway_backends as gb  # noqa: E402
 
 HEADER = "x-gateway-max-tokens-clamped"
@@ -161,8 +168,9 @@ async def count_prompt(api: Api, dep: object, data: dict) -> tuple[int | None, i
     return None, None
 
 
-def apply_defaults(api: Api, data: dict, defaults: dict[str, object]) -> None:
-    """The model's gateway defaults, under this API's field names, where the client set nothing."""
+def apply_defaults(api: Api, data: dict, defaults: dict[str, object]) -> list[str]:
+    """The model's gateway defaults, under this API's field names, where the client set nothing; the fields set."""
+    written = []
     for key, value in defaults.items():
         fld = api.default_fields.get(key)
         if fld is None:
@@ -171,26 +179,66 @@ def apply_defaults(api: Api, data: dict, defaults: dict[str, object]) -> None:
             continue  # the client chose a budget (under either name)
         if data.get(fld) is None:
             data[fld] = [value] if fld == "stop_sequences" and isinstance(value, str) else value
+            written.append(fld)
+    return written
 
 
 class MaxTokensClamp(CustomLogger):
     def __init__(self, clamp: bool = True) -> None:
         super().__init__()
         self.clamp = clamp
-        self._notes: OrderedDict[str, str] = OrderedDict()  # litellm_call_id -> "asked->given"
+        self._notes: OrderedDict[str, dict[str, str]] = OrderedDict()  # litellm_call_id -> headers of its answer
+
+    def _note(self, data: dict, header: str, value: str) -> None:
+        call_id = data.get("litellm_call_id")
+        if isinstance(call_id, str):
+            self._notes.setdefault(call_id, {})[header] = value
+            while len(self._notes) > 10_000:  # a request that never reached the header hook
+                self._notes.popitem(last=False)
 
     async def async_pre_call_hook(self, user_api_key_dict, cache, data, call_type):
         try:
-            await self._handle(data, call_type)
+            await self._handle(data, call_type, getattr(user_api_key_dict, "models", None))
         except HTTPException:
             raise  # the 400s this hook means to give
         except Exception as e:  # noqa: BLE001 - never break a request
             verbose_proxy_logger.warning("max_tokens_clamp: skipped after error: %r", e)
         return data
 
-    async def _handle(self, data: dict, call_type: object) -> None:
+    async def async_pre_call_deployment_hook(self, kwargs: dict, call_type: object) -> dict | None:
+        """Each attempt of LiteLLM's router; only an attempt on a fallback (fallbacks.py) is re-checked: a fallback
+        without tools for a request with tools, or whose context the prompt fills, is a 400 here, and the router
+        goes on to the next fallback; the output budget is clamped to the fallback's context."""
+        attempt = fallbacks.attempt_of(kwargs) if isinstance(kwargs, dict) else None
+        if attempt is None:
+            return None  # every request that is not a fallback's: nothing to do
+        asked, tried = attempt
+        try:
+            await self._handle(kwargs, call_type, None, fallback=False, model=tried, defaults=False)
+        except HTTPException:
+            raise  # this fallback cannot take the request: the router tries the next
+        except Exception as e:  # noqa: BLE001 - never break a request
+            verbose_proxy_logger.warning("max_tokens_clamp: fallback check skipped after error: %r", e)
+        self._note(kwargs, fallbacks.HEADER, f"{asked}->{tried}")
+        return kwargs
+
+    async def log_success_fallback_event(self, original_model_group, kwargs, original_exception):
+        """LiteLLM's router: a fallback answered (failure fallbacks; context ones are counted where decided)."""
+        fallbacks.count(str(original_model_group), str((kwargs or {}).get("model")), "error")
+
+    async def _handle(
+        self,
+        data: dict,
+        call_type: object,
+        allowed: object,
+        fallback: bool = True,
+        model: str | None = None,
+        defaults: bool = True,
+    ) -> None:
+        """`allowed`: the caller's key's models (context fallbacks it may use); `fallback`: a context fallback may
+        take the request; `model`: the model group (default: the request's); `defaults`: write its defaults."""
         api = API_OF.get(str(getattr(call_type, "value", call_type)))
-        model = data.get("model") if isinstance(data, dict) else None
+        model = model or (data.get("model") if isinstance(data, dict) else None)
         if api is None or not isinstance(model, str):
             return
         rt = gb.router()
@@ -198,12 +246,13 @@ class MaxTokensClamp(CustomLogger):
         if not deps:
             return
 
-        if sends_tools(api, data) and not all(gb.takes_tools(d) for d in deps):
+        tools = sends_tools(api, data)
+        if tools and not all(gb.takes_tools(d) for d in deps):
             takers = gb.tool_models(rt)
             where = f"send tools to one of: {', '.join(takers)}" if takers else "no model of this gateway takes tools"
             raise gb.RequestError(f"{model} takes no tools (it is served without a tool call parser); {where}")
 
-        apply_defaults(api, data, gb.defaults(deps))
+        written = apply_defaults(api, data, gb.defaults(deps)) if defaults else []
 
         present = [k for k in api.budget_keys if gb.as_int(data.get(k)) is not None]
         requested = gb.as_int(data[present[0]]) if present else None
@@ -222,6 +271,23 @@ class MaxTokensClamp(CustomLogger):
         context = context or max_model_len
         if context is None:
             return
+        need = prompt_tokens + max(requested or 1, 1)
+        if (
+            fallback
+            and counted
+            and need > context
+            and (target := fallbacks.context_target(rt, model, deps, need, tools, allowed)) is not None
+        ):
+            for key in written:  # the asked model's defaults are not the fallback's
+                data.pop(key, None)
+            data["model"] = target[0]
+            fallbacks.name_the_answerer(data)
+            self._note(data, fallbacks.HEADER, f"{model}->{target[0]}")
+            fallbacks.count(model, target[0], "context")
+            verbose_proxy_logger.info(
+                "max_tokens_clamp: %s model=%s needs %s tokens, holds %s: to %s", api.name, model, need, context, target
+            )
+            return await self._handle(data, call_type, allowed, fallback=False)
         if counted and prompt_tokens >= context:
             raise gb.RequestError(
                 f"prompt is {prompt_tokens} tokens, {model} holds {context} tokens "
@@ -229,17 +295,13 @@ class MaxTokensClamp(CustomLogger):
             )
         if not self.clamp or requested is None or prompt_tokens + requested <= context:
             return
-        allowed = context - prompt_tokens
-        if allowed < 1:
+        given = context - prompt_tokens
+        if given < 1:
             return  # only on an estimate: let the backend answer for itself
         for key in present:
-            data[key] = allowed
-        note = f"{requested}->{allowed}"
-        call_id = data.get("litellm_call_id")
-        if isinstance(call_id, str):
-            self._notes[call_id] = note
-            while len(self._notes) > 10_000:  # a request that never reached the header hook
-                self._notes.popitem(last=False)
+            data[key] = given
+        note = f"{requested}->{given}"
+        self._note(data, HEADER, note)
         verbose_proxy_logger.info(
             "max_tokens_clamp: %s model=%s %s clamped %s (prompt=%s tokens%s, context=%s)",
             api.name,
@@ -260,8 +322,7 @@ class MaxTokensClamp(CustomLogger):
         litellm_call_info: dict | None = None,
     ) -> dict | None:
         call_id = data.get("litellm_call_id") if isinstance(data, dict) else None
-        note = self._notes.pop(call_id, None) if isinstance(call_id, str) else None
-        return {HEADER: note} if note else None
+        return self._notes.pop(call_id, None) if isinstance(call_id, str) else None
 
     async def async_post_call_failure_hook(
         self,

@@ -207,6 +207,25 @@ def parse(body: bytes) -> object:
         return json.loads(body)
 
 
+def dumps(data: object) -> bytes:
+    try:
+        import orjson
+
+        return orjson.dumps(data)
+    except ImportError:
+        return json.dumps(data).encode()
+
+
+def alias_target(model: object) -> str | None:
+    """The model an alias names (models.yml `aliases:`), or None (never breaks a request)."""
+    try:
+        import gateway_backends as gb
+
+        return gb.alias_target(gb.router(), model)
+    except Exception:  # noqa: BLE001  LiteLLM's router resolves the alias then
+        return None
+
+
 def model_limits(model: object) -> dict[str, int]:
     """The requested model's bounds from the rendered config (model_info.gateway_limits), or {}."""
     import gateway_backends as gb
@@ -492,6 +511,10 @@ class RequestGuard:
         path = scope.get("path", "")
         if isinstance(data, dict) and "model" not in data and (named := MODEL_IN_PATH.search(path)):
             data = {"model": named[1], **data}  # for the checks only: LiteLLM reads the path itself
+        if isinstance(data, dict) and (target := alias_target(data.get("model"))) is not None:
+            data["model"] = target  # an alias: its model's name, for every check, LiteLLM and the answer
+            if not named_in_path(path):
+                body = dumps(data)
         try:
             refusal = judge(api, data, size)  # refuses a body that is not an object
             if refusal is None and isinstance(data, dict):

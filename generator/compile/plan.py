@@ -146,6 +146,11 @@ class ModelPlan:
     kind: str = "chat"
     kind_from: str = ""
     adapters: tuple[AdapterPlan, ...] = ()  # LoRA adapters this backend serves besides the model (chat only)
+    # routes between models (compile/load/routing.py, docs/routing.md); served names, models.yml order
+    fallbacks: tuple[str, ...] = ()  # tried in turn when this model fails before its first byte
+    context_fallbacks: tuple[str, ...] = ()  # larger contexts, for a prompt + budget over this model's
+    aliases: tuple[str, ...] = ()  # other names clients may send for this model
+    list_aliases: bool = False  # /v1/models lists the aliases too
 
     @property
     def pooling(self) -> bool:
@@ -176,6 +181,9 @@ class ModelPlan:
             litellm_params=a.litellm_params,
             description=a.description,
             adapters=(),
+            fallbacks=(),
+            context_fallbacks=(),
+            aliases=(),
         )
 
 
@@ -312,6 +320,11 @@ class Plan:
         """Every model name clients send, one ModelPlan each: `served`, each followed by its LoRA adapters
         (ModelPlan.as_adapter): client configs."""
         return tuple(x for m in self.served for x in (m, *(m.as_adapter(a) for a in m.adapters)))
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Every alias -> the served name of its model."""
+        return {alias: m.served_name for m in self.served for alias in m.aliases}
 
     @property
     def replicated(self) -> tuple[str, ...]:

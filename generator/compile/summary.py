@@ -26,6 +26,18 @@ def _starts(m) -> str:
     return ("after " + ", ".join(m.start_after)) if m.start_after else "at once"
 
 
+def routes_line(m) -> str:
+    """What the gateway does besides serving the model under its name (docs/routing.md), or ""."""
+    parts = []
+    if m.fallbacks:
+        parts.append("when it fails: " + ", then ".join(m.fallbacks))
+    if m.context_fallbacks:
+        parts.append("prompt over its context: " + ", then ".join(m.context_fallbacks))
+    if m.aliases:
+        parts.append("also answers to " + ", ".join(m.aliases) + (" (listed)" if m.list_aliases else ""))
+    return "; ".join(parts)
+
+
 def title(plan: Plan) -> str:
     """ "2 model(s)", or with replicas "3 model(s) (4 backends)": a model's replicas are one model for its users."""
     models = len({m.entry for m in plan.models})
@@ -73,6 +85,9 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
             console.print(
                 f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False
             )
+    for m in plan.served:
+        if line := routes_line(m):
+            console.print(f"routes {m.served_name}: {line}", soft_wrap=True, markup=False)
     for m in plan.models:
         if m.fit:
             console.print(f"fit {m.name}: {m.fit}", soft_wrap=True, markup=False)

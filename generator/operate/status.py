@@ -282,6 +282,8 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
                 "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0)
                 if gm_after
                 else None,
+                # requests this model's fallbacks answered since the gateway started: {fallback: {reason: n}}
+                "fallbacks": (gm_after.get("fallbacks") or {}).get(model, {}) if gm_after else None,
             }
         )
         models += [adapter_row(models[-1], adapter, gm_after) for adapter in adapters.get(name, [])]
@@ -369,6 +371,12 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _why(reasons: dict[str, float]) -> str:
+    """A fallback's counts by reason (gateway_hooks/fallbacks.py), for people."""
+    words = {"context": "prompt over its context", "error": "it failed"}
+    return ", ".join(f"{_num(n)} {words.get(r, r)}" for r, n in reasons.items())
+
+
 def render(rep: dict) -> Group | Text:
     g = rep["gateway"]
     style = STATE_STYLE.get(g["state"], "red")
@@ -406,6 +414,12 @@ def render(rep: dict) -> Group | Text:
         Text(f"{m['name']}: {m['reason']}", style="dim")
         for m in rep["models"]
         if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")
+    ]
+    handed = {m["model"]: m["fallbacks"] for m in reversed(rep["models"]) if m.get("fallbacks")}  # once per model
+    notes += [
+        Text(f"{model}: {_num(sum(by.values()))} request(s) answered by its fallback {to} ({_why(by)})", style="dim")
+        for model, fallbacks in handed.items()
+        for to, by in fallbacks.items()
     ]
     if g.get("error"):
         notes.insert(0, Text(g["error"], style="red" if g["state"] != "healthy" else "dim"))

@@ -117,6 +117,16 @@ def deployments(rt: Any, model: str) -> list:
         return []
 
 
+def alias_target(rt: Any, name: object) -> str | None:
+    """The model an alias names (router_settings.model_group_alias: models.yml `aliases:`), or None."""
+    aliases = getattr(rt, "model_group_alias", None)
+    if not isinstance(name, str) or not isinstance(aliases, dict) or name not in aliases:
+        return None
+    target = aliases[name]
+    target = target.get("model") if isinstance(target, dict) else target
+    return target if isinstance(target, str) else None
+
+
 def model_names(rt: Any) -> list[str]:
     try:
         return sorted({str(get(d, "model_name")) for d in (rt.model_list or [])})

@@ -76,6 +76,7 @@ VLLM_KV = "vllm:kv_cache_usage_perc"  # 0..1 per engine; the fullest engine is r
 VLLM_TTFT = "vllm:time_to_first_token_seconds"
 LITELLM_REQUESTS = "litellm_proxy_total_requests_metric_total"  # label requested_model, status_code
 LITELLM_FAILED = "litellm_proxy_failed_requests_metric_total"  # label requested_model, exception_status
+FALLBACKS = "gateway_fallbacks_total"  # fallbacks.py: labels model, fallback, reason (context | error)
 # per person (models.yml people:): LiteLLM labels these with the key's alias, the person's name (people.py)
 PERSON_COUNTERS = {
     LITELLM_REQUESTS: "requests",
@@ -126,11 +127,12 @@ def backend_metrics(text: str) -> dict:
 def gateway_metrics(text: str) -> dict:
     """The gateway's request and error counters (already summed over workers by LiteLLM's metrics
     process), in total and per requested model; errors are the backends' failures, client_errors the
-    other 4xx answers (see backend_failure)."""
+    other 4xx answers (see backend_failure); fallbacks the requests each model's fallbacks answered."""
     requests: dict[str, float] = {}
     errors: dict[str, float] = {}
     client_errors: dict[str, float] = {}
     people: dict[str, dict[str, dict[str, float]]] = {}
+    fallbacks: dict[str, dict[str, dict[str, float]]] = {}  # model -> its fallback -> reason -> requests
     for s in samples(text):
         person = s.labels.get("api_key_alias")
         if s.name in PERSON_COUNTERS and person and person != "None":
@@ -138,6 +140,11 @@ def gateway_metrics(text: str) -> dict:
                 s.labels.get("requested_model") or "", {"requests": 0.0, "input_tokens": 0.0, "output_tokens": 0.0}
             )
             row[PERSON_COUNTERS[s.name]] += s.value
+        if s.name == FALLBACKS and s.value:
+            pair = fallbacks.setdefault(s.labels.get("model", ""), {}).setdefault(s.labels.get("fallback", ""), {})
+            reason = s.labels.get("reason", "")
+            pair[reason] = pair.get(reason, 0.0) + s.value
+            continue
         if s.name == LITELLM_REQUESTS:
             into = requests
         elif s.name == LITELLM_FAILED:
@@ -154,6 +161,7 @@ def gateway_metrics(text: str) -> dict:
         "errors_by_model": dict(sorted(errors.items())),
         "client_errors_by_model": dict(sorted(client_errors.items())),
         "people": {name: dict(sorted(rows.items())) for name, rows in sorted(people.items())},
+        "fallbacks": {model: dict(sorted(to.items())) for model, to in sorted(fallbacks.items())},
     }
 
 

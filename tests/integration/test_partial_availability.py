@@ -1,6 +1,11 @@
 """A stack with one broken model: `up` reports it (exit code, last log lines) and exits non-zero, the
 gateway and the healthy model keep serving, and requests for the broken one fail fast and clearly.
 
+The same stack routes between its models (models.yml `fallbacks:`, `context_fallbacks:`, `aliases:`; docs/routing.md):
+the broken model falls back to the good one, a small-context model sends a prompt over its context to the good one,
+on chat, responses and messages, for the master key and not for a person whose `models:` leave the good one out.
+(A fallback under load, its model killed and back: tests/integration/test_routing.py, on the shared stack.)
+
 Runs its own small CPU stack through `python -m generator.operate.runtime up/down`, on free ports (never the
 session stack's, a demo's or another checkout's), next to it.
 """
@@ -11,33 +16,50 @@ import json
 import os
 import subprocess
 import sys
+import time
 
-import openai
+import httpx
 import psutil
 import pytest
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file
+from generator.operate.keys import LOCAL_HEADER, person_key, write_hashes
 from generator.operate.runtime.ports import free_ports
 
 from .conftest import DEMO_MODELS, ROOT
 
 HELLO = [{"role": "user", "content": "Say hello."}]
+SMALL_CONTEXT = 2048
+LONG = "word " * 1500  # ~4,500 of the scripted tokenizer's tokens: over small's context, far under good's
+APIS = ("chat", "responses", "messages")
 
 
-def _models_yml(demo_model, gateway_port: int, good_port: int, broken_port: int) -> str:
+def _models_yml(demo_model, gateway_port: int, good_port: int, broken_port: int, small_port: int) -> str:
     env = "".join(f"    {k}: {v!r}\n" for k, v in demo_model.env.items())
     return f"""
 gateway: {{port: {gateway_port}, workers: 1}}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
+people:
+  sam: {{models: [broken, small]}}  # not good: no fallback for sam (and no limit: no Redis)
 broken:                      # a path with no model: vLLM exits at start-up
   gpus: []
   env:
 {env}  command: vllm serve .cache/demo-models/no-such-model --max-model-len 2048 --enforce-eager --port {broken_port}
+  fallbacks: [good]
+small:                       # the demo model with a small context
+  gpus: []
+  env:
+{env}  command: vllm serve {demo_model.model} --max-model-len {SMALL_CONTEXT} --enforce-eager --port {small_port}
+  context_fallbacks: [good]
+  aliases: [gpt-4o-mini]     # hidden from /v1/models
+  litellm: {{max_tokens: 64}}
 good:
   gpus: []
   start_after: [broken]      # a failed model holds no memory: the next one still starts
   env:
 {env}  command: vllm serve {demo_model.model} --max-model-len {demo_model.context} --enforce-eager --port {good_port}
+  aliases: [claude-haiku]
+  list_aliases: true
 """
 
 
@@ -59,7 +81,7 @@ def partial_stack(tmp_path_factory):
         pytest.skip("starts its own local CPU stack")
     tmp = tmp_path_factory.mktemp("partial")
     demo = load_plan(DEMO_MODELS).models[0]
-    gateway_port, *backend_ports = free_ports(3)  # never the session stack's, a demo's or another checkout's
+    gateway_port, *backend_ports = free_ports(4)  # never the session stack's, a demo's or another checkout's
     (tmp / "models.yml").write_text(_models_yml(demo, gateway_port, *backend_ports))
     state = tmp / "state"
     try:
@@ -84,22 +106,121 @@ def test_up_reports_the_broken_model_with_exit_code_and_log_lines_and_exits_non_
     up, state, gateway_port = partial_stack
     assert up.returncode == 1, up.stderr[-3000:]
     out = up.stderr
-    assert "failed: broken exited with code" in out and "1 of 2 model(s) failed to start: broken" in out
+    assert "failed: broken exited with code" in out and "1 of 3 model(s) failed to start: broken" in out
     last_line = [line for line in (state / "logs" / "broken.log").read_text().splitlines() if line.strip()][-1]
     assert last_line.strip()[:60] in out  # the log's last lines are in the report
-    assert "good: ready" in out and f"gateway ready at http://127.0.0.1:{gateway_port}/v1 serving good" in out
+    assert "good: ready" in out and f"gateway ready at http://127.0.0.1:{gateway_port}/v1 serving small, good" in out
 
 
-def test_the_healthy_model_is_served_and_the_broken_one_fails_fast_and_clearly(partial_stack):
+@pytest.fixture(scope="module")
+def keys(partial_stack) -> dict[str, str]:
+    """The master key and sam's (made as `make key` makes it; the gateway reads it within seconds)."""
     _, state, gateway_port = partial_stack
-    key = read_env_file(state / ".env")["LITELLM_MASTER_KEY"]
-    # a hang would end in APITimeoutError, not in the assertions below
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{gateway_port}/v1", api_key=key, timeout=60, max_retries=0)
-    answer = client.chat.completions.create(model="good", messages=HELLO, max_tokens=32)
-    assert answer.choices[0].message.content or answer.choices[0].message.tool_calls
-    with pytest.raises(openai.APIStatusError) as err:
-        client.chat.completions.create(model="broken", messages=HELLO, max_tokens=32)
-    assert 400 <= err.value.status_code < 600
+    plan = load_plan(state.parent / "models.yml")
+    sam = person_key(state / ".env", plan.people[0], LOCAL_HEADER)
+    write_hashes(plan, state / ".env", state / "litellm")
+    out = {"master": read_env_file(state / ".env")["LITELLM_MASTER_KEY"], "sam": sam}
+    deadline = time.monotonic() + 15
+    while ask(gateway_port, out["sam"], "chat", "small", HELLO_TEXT)[0] == 401 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return out
+
+
+HELLO_TEXT = "Say hello."
+
+
+def ask(port: int, key: str, api: str, model: str, text: str, budget: int = 32, **extra) -> tuple[int, dict, dict]:
+    """(status, headers, body) of one request on `api`; the prompt is `text`."""
+    path, body = {
+        "chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": text}], "max_tokens": budget}),
+        "responses": ("/v1/responses", {"input": text, "max_output_tokens": budget}),
+        "messages": ("/v1/messages", {"messages": [{"role": "user", "content": text}], "max_tokens": budget}),
+    }[api]
+    # a hang would end in a timeout, not in the assertions
+    r = httpx.post(
+        f"http://127.0.0.1:{port}{path}",
+        json={"model": model, **body, **extra},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    return r.status_code, dict(r.headers), r.json()
+
+
+def prompt_tokens(api: str, body: dict) -> int:
+    usage = body["usage"]
+    return usage["prompt_tokens"] if api == "chat" else usage["input_tokens"]
+
+
+def test_the_healthy_model_is_served_and_the_broken_one_fails_fast_and_clearly_without_its_fallback(
+    partial_stack, keys
+):
+    _, _, port = partial_stack
+    status, _, _ = ask(port, keys["master"], "chat", "good", HELLO_TEXT)
+    assert status == 200
+    # sam may not use broken's fallback: the broken model's own error, fast
+    start = time.monotonic()
+    status, headers, body = ask(port, keys["sam"], "chat", "broken", HELLO_TEXT)
+    assert 500 <= status < 600 and "x-gateway-fallback" not in headers, (status, body)
+    assert "Cannot connect" in body["error"]["message"] and time.monotonic() - start < 10, body  # as before
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_down_models_requests_are_answered_by_its_fallback(partial_stack, keys, api):
+    _, _, port = partial_stack
+    status, headers, body = ask(port, keys["master"], api, "broken", HELLO_TEXT)
+    assert status == 200, body
+    assert headers["x-gateway-fallback"] == "broken->good" and headers["x-litellm-model-group"] == "good"
+    assert body["model"] == "good"  # the answer names the model that answered
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_prompt_over_the_context_is_answered_by_the_context_fallback_within_its_budget(partial_stack, keys, api):
+    _, _, port = partial_stack
+    good = load_plan(partial_stack[1].parent / "models.yml").models[-1]
+    status, headers, body = ask(port, keys["master"], api, "small", LONG, budget=10 * good.context)
+    assert status == 200, body
+    assert headers["x-gateway-fallback"] == "small->good" and body["model"] == "good"
+    asked, given = headers["x-gateway-max-tokens-clamped"].split("->")
+    assert int(asked) == 10 * good.context and int(given) == good.context - prompt_tokens(api, body)
+    assert prompt_tokens(api, body) > SMALL_CONTEXT
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_without_a_usable_context_fallback_the_prompt_is_the_400_it_was(partial_stack, keys, api):
+    _, _, port = partial_stack
+    status, headers, body = ask(port, keys["sam"], api, "small", LONG)  # sam may not use good
+    assert status == 400 and "x-gateway-fallback" not in headers, body
+    assert f"small holds {SMALL_CONTEXT} tokens" in body["error"]["message"], body
+
+
+def test_an_alias_is_its_model_for_everyone_who_may_use_it_and_listed_only_when_asked(partial_stack, keys):
+    _, _, port = partial_stack
+    for key in keys.values():
+        status, headers, body = ask(port, key, "chat", "gpt-4o-mini", HELLO_TEXT)
+        assert status == 200 and body["model"] == "small" and headers["x-litellm-model-group"] == "small", body
+    status, _, body = ask(port, keys["sam"], "messages", "claude-haiku", HELLO_TEXT)  # good's: not sam's
+    assert status == 403 and "good" in body["error"]["message"], body
+    status, _, body = ask(port, keys["master"], "messages", "claude-haiku", HELLO_TEXT)
+    assert status == 200 and body["model"] == "good", body
+
+    def listed(key: str) -> list[str]:
+        r = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        return sorted(m["id"] for m in r.json()["data"])
+
+    assert listed(keys["master"]) == ["broken", "claude-haiku", "good", "small"]  # gpt-4o-mini: not listed
+    assert listed(keys["sam"]) == ["broken", "small"]
+
+
+def test_status_counts_what_each_models_fallbacks_answered(partial_stack, keys):
+    """After the tests above: the route `make status` reads counts the hand-overs per pair and reason."""
+    _, _, port = partial_stack
+    r = httpx.get(
+        f"http://127.0.0.1:{port}/gateway/status", headers={"Authorization": f"Bearer {keys['master']}"}, timeout=30
+    )
+    fallbacks = r.json()["gateway"]["metrics"]["fallbacks"]
+    assert fallbacks["broken"]["good"]["error"] >= len(APIS), fallbacks
+    assert fallbacks["small"]["good"]["context"] >= len(APIS), fallbacks
+    assert set(fallbacks) == {"broken", "small"}, fallbacks
 
 
 def test_the_cpu_demo_models_get_a_fit_estimate_from_their_files():

@@ -38,7 +38,12 @@ litellm_proxy_failed_requests_metric_total{exception_class="BadRequestError",exc
 litellm_proxy_failed_requests_metric_total{exception_class="APIConnectionError",exception_status="500",requested_model="reasoner"} 2.0
 litellm_proxy_failed_requests_metric_total{exception_class="Timeout",exception_status="408",requested_model="tool-caller"} 1.0
 litellm_proxy_failed_requests_metric_total{exception_class="AuthenticationError",exception_status="401",requested_model="tool-caller"} 3.0
-"""  # noqa: E501 - /metrics lines as LiteLLM writes them
+# HELP gateway_fallbacks_total Requests a model's fallback answered (models.yml fallbacks / context_fallbacks)
+# TYPE gateway_fallbacks_total counter
+gateway_fallbacks_total{fallback="tool-caller",model="reasoner",reason="error"} 2.0
+gateway_fallbacks_total{fallback="tool-caller",model="reasoner",reason="context"} 1.0
+gateway_fallbacks_total{fallback="reasoner",model="tool-caller",reason="error"} 0.0
+"""  # noqa: E501 - /metrics lines as LiteLLM (and gateway_hooks/fallbacks.py) write them
 
 
 # --- the route: parsing ----------------------------------------------------------------------------
@@ -89,6 +94,7 @@ def test_gateway_counters_by_model_errors_are_the_backends_failures_4xx_are_clie
         "client_errors_total": 4,
         "client_errors_by_model": {"reasoner": 1, "tool-caller": 3},  # 400, 401
         "people": {},
+        "fallbacks": {"reasoner": {"tool-caller": {"error": 2, "context": 1}}},  # a pair with none: not shown
     }
 
 
@@ -354,6 +360,24 @@ def test_the_table_renders_every_state(demo_target):
     console.print(status.render(rep))
     text = console.export_text()
     assert "reasoner" in text and "healthy" in text and "12.5%" in text and "tool-caller" in text and "down" in text
+    assert "answered by its fallback" not in text  # no fallback answered: no line
+
+
+def test_the_requests_a_models_fallbacks_answered_are_one_line_per_pair(demo_target):
+    from rich.console import Console
+
+    after = _sample(2, 10, 4, 2)
+    after["gateway"]["metrics"]["fallbacks"] = {"reasoner": {"tool-caller": {"context": 1.0, "error": 2.0}}}
+    rep = status.report(_sample(0, 0, 0, 0), after, demo_target)
+    by_name = {r["name"]: r for r in rep["models"]}
+    assert by_name["reasoner"]["fallbacks"] == {"tool-caller": {"context": 1.0, "error": 2.0}}
+    assert by_name["tool-caller"]["fallbacks"] == {}
+    console = Console(width=140, record=True)
+    console.print(status.render(rep))
+    lines = [line for line in console.export_text().splitlines() if "fallback" in line]
+    assert lines == [
+        "reasoner: 3 request(s) answered by its fallback tool-caller (1 prompt over its context, 2 it failed)"
+    ]
 
 
 # --- the CLI: where the gateway is ---------------------------------------------------------------------

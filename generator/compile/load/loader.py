@@ -28,7 +28,7 @@ from ..plan import (
     RequestLimits,
 )
 from . import adapters as lora
-from . import fit, model_files, pooling, rules
+from . import fit, model_files, pooling, routing, rules
 from .media import media_env, media_flags, media_warnings
 from .parser_support import parser_warnings
 from .schema import (
@@ -379,6 +379,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     findings += rules.unique(models)
     findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
+    models, found, warned = routing.routes(file.models, models)
+    findings += found
+    warnings += warned
     # a replica waits for what its model waits for; naming a replicated model waits for all its replicas
     after, found = rules.start_order(models, {name: list(e.start_after) for name, e in file.models.items()}, names)
     findings += found
@@ -480,6 +483,7 @@ def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[Perso
         {m.name: m.served_name for m in models}
         | {m.served_name: m.served_name for m in models}
         | {a.name: a.name for m in models for a in m.adapters}
+        | {alias: m.served_name for m in models for alias in m.aliases}
     )
     people, findings = [], []
     for name, entry in file.people.items():

@@ -695,6 +695,7 @@ class Adapter(_Strict):
 
 
 AdapterName = Annotated[str, Field(pattern=ADAPTER_NAME)]
+AliasName = Annotated[str, Field(pattern=ADAPTER_NAME)]  # what clients send as "model", like an adapter's name
 
 
 class ModelEntry(_Strict):
@@ -737,6 +738,18 @@ class ModelEntry(_Strict):
     """LoRA adapters served by this chat model's backend, each a model of its own name at the gateway:
     `{think-less: {path: /models/think-less}}`. The generator writes vLLM's --enable-lora, --lora-modules,
     --max-loras and --max-lora-rank (docs/embeddings-rerank-lora.md)."""
+    fallbacks: list[str] = []
+    """Models (names of this file) that answer, in this order, when this one fails before its first byte: refused
+    connection, 5xx, timeout, no healthy replica, an on-demand load that failed or a full queue (docs/routing.md).
+    Each is re-checked for the request: a person's `models:`, tools, its context and output budget."""
+    context_fallbacks: list[str] = []
+    """Models with a larger context that take a request whose prompt + output budget exceed this model's context,
+    instead of its 400 (docs/routing.md); the first that fits it and the caller may use answers."""
+    aliases: list[AliasName] = []
+    """Other names clients may send for this model (a script written for `gpt-4o-mini`); also usable in people's
+    `models:`. Not listed in /v1/models unless `list_aliases: true`."""
+    list_aliases: StrictBool = False
+    """List the aliases in /v1/models beside the model's own name."""
 
 
 Count = Annotated[int, Field(ge=1), NOT_BOOL]
@@ -747,7 +760,7 @@ class Person(_Strict):
     counted per person across every gateway worker and replica (a Redis the stack starts); over one: 429."""
 
     models: Annotated[list[str], Field(min_length=1)] | None = None
-    """The models this person may use (models.yml names or served names); absent: every model. Others: 403."""
+    """The models this person may use (models.yml names, served names or aliases); absent: every model. Others: 403."""
     rpm: Count | None = None
     """Requests per minute, every API together."""
     tpm: Size | None = None

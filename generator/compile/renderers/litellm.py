@@ -24,6 +24,7 @@ GATEWAY_MODULES = (
     "backend_client",
     "count_tokens",
     "error_kinds",
+    "fallbacks",
     "gateway_backends",
     "gateway_metrics",
     SERVE_MODULE,
@@ -168,6 +169,8 @@ def model_entry(
             "supports_tool_choice": m.auto_tool_choice,
             "supports_reasoning": m.reasoning_parser is not None,
         }
+    if m.context_fallbacks:  # max_tokens_clamp.py sends a prompt + budget over the context to the first that fits
+        info[CONTEXT_FALLBACKS] = list(m.context_fallbacks)
     # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
     info["gateway_limits"] = dataclasses.asdict(m.limits)
     if not prompt_logprobs_served(m):  # the guard refuses them for every model of such a backend
@@ -188,6 +191,7 @@ def model_entry(
 
 
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
+CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info: models.yml `context_fallbacks:` (served names)
 
 
 def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
@@ -204,6 +208,7 @@ def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
         "stream_timeout": p["stream_timeout"],
     }
     info = {**copy.deepcopy(base["model_info"]), "max_output_tokens": a.max_tokens, ADAPTER_OF: m.served_name}
+    info.pop(CONTEXT_FALLBACKS, None)  # the base model's routes, not the adapter's
     return {"model_name": a.name, "litellm_params": params, "model_info": info}
 
 
@@ -228,6 +233,27 @@ def retry_policy(replicas: int) -> dict[str, int]:
         "ContentPolicyViolationErrorRetries": 0,
         "NotFoundErrorRetries": 0,
     }
+
+
+def routes(plan: Plan) -> dict:
+    """models.yml `fallbacks:` and `aliases:` as LiteLLM's router takes them (docs/routing.md). A fallback is tried
+    when its model fails before the first byte (num_retries is 0: at once, a replicated model's other replicas
+    first); never for the client's own 400 (`fallback_on_unsupported_params: false`: a bad request is bad
+    everywhere), and only to a model the caller's key may use (LiteLLM checks a person's `models:`). max_tokens_clamp.py
+    re-checks each fallback attempt (tools, context, output budget). Aliases: the request guard puts the model's name
+    in the body before anything reads it; LiteLLM's own aliases list them in /v1/models (`hidden` unless
+    `list_aliases: true`) and route a request the guard did not rewrite."""
+    out: dict = {}
+    fallbacks = [{m.served_name: list(m.fallbacks)} for m in plan.served if m.fallbacks]
+    if fallbacks:
+        out["fallbacks"] = fallbacks
+        out["fallback_on_unsupported_params"] = False
+    aliases = {
+        alias: {"model": m.served_name, "hidden": not m.list_aliases} for m in plan.served for alias in m.aliases
+    }
+    if aliases:
+        out["model_group_alias"] = aliases
+    return out
 
 
 def redis_settings(plan: Plan) -> dict[str, str] | None:
@@ -288,6 +314,7 @@ def render_litellm(
             for name in (m.served_name, *(a.name for a in m.adapters))
         }
         router_settings["model_group_retry_policy"] = {name: retry_policy(n) for name, n in counts.items()}
+    router_settings.update(routes(plan))
     general_settings: dict = {
         "master_key": f"os.environ/{g.master_key_env}",
         "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",  # 401 for a wrong key, 400 for a malformed body

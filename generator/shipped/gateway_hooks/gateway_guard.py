@@ -43,6 +43,7 @@ if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: f
     sys.path.insert(0, HERE)
 import backend_client  # noqa: E402
 import count_tokens  # noqa: E402
+import gateway_backends  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
 import people  # noqa: E402
@@ -112,6 +113,20 @@ async def admit(api_key: str | None, body: dict) -> request_guard.Refusal | None
     return None
 
 
+def person_models(person: people.Person) -> list[str]:
+    """The names a person's key may send, for LiteLLM ([]: every model): their models and the aliases of these that
+    /v1/models lists (`list_aliases: true`). Any alias of theirs is theirs: the guard puts its model in the body."""
+    if person.models is None:
+        return []
+    aliases = getattr(gateway_backends.router(), "model_group_alias", None)
+    listed = [
+        name
+        for name, target in (aliases.items() if isinstance(aliases, dict) else ())
+        if isinstance(target, dict) and not target.get("hidden") and target.get("model") in person.models
+    ]
+    return sorted({*person.models, *listed})
+
+
 def person_auth(person: people.Person) -> UserAPIKeyAuth:
     """The person as LiteLLM's key object: its limiter counts rpm/tpm/parallel per `api_key` (the person's name,
     nothing derived from the key), its metrics label requests with `key_alias`, /v1/models lists `models`."""
@@ -119,7 +134,7 @@ def person_auth(person: people.Person) -> UserAPIKeyAuth:
         api_key=people.API_KEY_PREFIX + person.name,
         key_alias=person.name,
         user_id=person.name,
-        models=sorted(person.models) if person.models is not None else [],
+        models=person_models(person),
         rpm_limit=person.rpm,
         tpm_limit=person.tpm,
         max_parallel_requests=person.parallel,
