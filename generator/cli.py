@@ -20,6 +20,7 @@ from .compile.output import (
     ENV_FILE,
     checked_targets,
     ensure_env_file,
+    missing_provider_keys,
     remove_orphans,
     render_files,
     stale_files,
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         print_summary(
             plan, out, keys_file=env_file or ENV_FILE, url=target.gateway_url(plan) if target.gateway_url else None
         )
-    for warning in target.warnings(plan):
+    for warning in [*target.warnings(plan), *(missing_provider_keys(plan, args.out / env_file) if env_file else [])]:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     out.print(f"wrote {', '.join(changed)}" if changed else "generated files already up to date")
     if added:

@@ -58,6 +58,12 @@ async def count_tokens(request: Request, authorize: Callable[[Request, str], Awa
     if not deps:
         names = ", ".join(gb.model_names(rt)) if rt is not None else ""
         return anthropic_error(404, "not_found_error", f"model {body['model']!r} is not served here; models: {names}")
+    if any(gb.hosted(dep) for dep in deps):
+        return anthropic_error(
+            400,
+            "invalid_request_error",
+            f"{body['model']} is a hosted model: the gateway counts tokens only on its own backends",
+        )
     try:
         tokens = None
         for dep in deps:  # the replicas of a model in turn: a dead one does not answer, the next one counts

@@ -221,7 +221,25 @@ async def fetch(url: str, headers: dict | None = None, redirects: bool = False) 
         return exc
 
 
+async def hosted_api(name: str, dep: object) -> dict:
+    """A hosted model: its API's model list answers (with its key) or not, and how fast."""
+    url, headers = gb.hosted_request(dep)
+    start = time.monotonic()
+    answer = await fetch(url, headers)
+    ms = round(1000 * (time.monotonic() - start))
+    if isinstance(answer, httpx.Response):
+        state = "healthy" if answer.status_code == 200 else "down"
+        reason = f"{url} answered {answer.status_code} in {ms} ms" + (
+            " (its key was refused)" if answer.status_code in (401, 403) else ""
+        )
+    else:
+        state, reason = "down", f"{url} did not answer: {type(answer).__name__} after {ms} ms"
+    return {"name": name, "backend": url, "state": state, "reason": reason, "metrics": None, "hosted": gb.hosted(dep)}
+
+
 async def backend(name: str, dep: object) -> dict:
+    if gb.hosted(dep):
+        return await hosted_api(name, dep)
     root = gb.backend_root(dep)
     if root is None:
         return {"name": name, "backend": None, "state": "down", "reason": "no api_base in the config", "metrics": None}

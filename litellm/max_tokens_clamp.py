@@ -36,8 +36,8 @@ For each request, in this order:
 An attempt of LiteLLM's router on a model's `fallbacks:` model (its model failed) is checked again for that model:
 1, 3 and 5, with the request's defaults as they are (async_pre_call_deployment_hook).
 
-When the backend cannot count (down, timeout, a batch of prompts), the UTF-8 length of the prompt's JSON stands in
-for the count: the budget is still clamped (safely low), but no 400 is raised on a guess.
+When the backend cannot count (down, timeout, a batch of prompts, a hosted model's API), the UTF-8 length of the
+prompt's JSON stands in for the count: the budget is still clamped (safely low), but no 400 is raised on a guess.
 Any other failure inside the hook leaves the request unchanged: the hook never breaks a request.
 """
 
@@ -261,7 +261,10 @@ class MaxTokensClamp(CustomLogger):
         if context is not None and upper_bound + max(requested or 1, 1) <= context:
             return  # fits even at one token per byte: no need to ask the backend
 
+        prompt_tokens, max_model_len = None, None
         for dep in deps:  # the replicas of a model in turn: a dead one does not answer, the next one counts
+            if gb.hosted(dep):
+                break  # a hosted API is not asked to count: the estimate stands in
             prompt_tokens, max_model_len = await count_prompt(api, dep, data)
             if prompt_tokens is not None:
                 break
@@ -341,7 +344,32 @@ class MaxTokensClamp(CustomLogger):
                 original_exception.headers = {"retry-after": retry}  # type: ignore[attr-defined]  # any exception type
             except AttributeError:  # an exception type with a read-only headers property: left as it is
                 pass
-        return not_an_embedding_model(request_data, original_exception)
+        return not_an_embedding_model(request_data, original_exception) or hosted_failure(
+            request_data, original_exception
+        )
+
+
+def hosted_failure(request_data: dict, exc: Exception) -> HTTPException | None:
+    """A hosted model's API that failed (no answer, or its 5xx/401): the error names the model and its API, so the
+    client knows which of the gateway's models is affected (LiteLLM's says only "Connection error")."""
+    model = request_data.get("model") if isinstance(request_data, dict) else None
+    rt = gb.router() if isinstance(model, str) else None
+    deps = gb.deployments(rt, model) if rt is not None and isinstance(model, str) else []
+    if not deps or not all(gb.hosted(d) for d in deps):
+        return None
+    status = getattr(exc, "status_code", None)
+    unreachable = "connection" in f"{type(exc).__name__} {exc}".lower()  # LiteLLM: APIConnectionError or a 500
+    if not unreachable and not (isinstance(status, int) and (status >= 500 or status in (401, 403))):
+        return None  # the client's own error (a 400): LiteLLM's answer stands
+    url = gb.hosted_request(deps[0])[0].removesuffix("/models")
+    what = (
+        "did not answer"
+        if unreachable
+        else "refused the gateway's key for it"
+        if status in (401, 403)
+        else f"failed ({status})"
+    )
+    return HTTPException(status_code=502, detail=f"hosted model {model}: its API at {url} {what}")
 
 
 def not_an_embedding_model(request_data: dict, exc: Exception) -> HTTPException | None:

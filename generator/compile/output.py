@@ -105,6 +105,18 @@ def ensure_env_file(path: Path, names: tuple[str, ...], header: str = ENV_HEADER
     return added
 
 
+def missing_provider_keys(plan, keys_file: Path) -> list[str]:
+    """A line per hosted model whose provider key is neither in `keys_file` nor in this environment (the admin's to
+    set; the generator never makes one): its requests will fail until it is set."""
+    written = read_env_file(keys_file) if keys_file.exists() else {}
+    return [
+        f"hosted model {m.name}: set {m.hosted.key_env} (its {m.hosted.provider} key) in {keys_file} or the "
+        "environment the stack starts in; until then its requests fail"
+        for m in plan.hosted
+        if m.hosted and not (written.get(m.hosted.key_env) or os.environ.get(m.hosted.key_env))
+    ]
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     values = {}
     for line in path.read_text().splitlines():

@@ -103,6 +103,18 @@ class AdapterPlan:
 
 
 @dataclass(frozen=True)
+class HostedSpec:
+    """Where a hosted model is served (models.yml `provider:` entry, compile/load/hosted.py): an API somebody else
+    runs. Its ModelPlan has no command, image, GPU or port; the gateway calls the API with the key in `key_env`."""
+
+    provider: str  # openai | anthropic | openai-compatible
+    model: str  # the provider's name for it
+    api_base: str | None  # None: the provider's own
+    key_env: str  # the environment variable that holds the provider's key (the keys file or the environment)
+    context_from: str = ""  # where the context came from: "" (models.yml) or LiteLLM's model map
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     """One backend: a model of models.yml, or one replica of a model with `replicas: N` > 1 (then `name` is
     <model>-<i> and `replica_of` the model; every replica has its own GPUs and port, and the same served name,
@@ -151,11 +163,17 @@ class ModelPlan:
     context_fallbacks: tuple[str, ...] = ()  # larger contexts, for a prompt + budget over this model's
     aliases: tuple[str, ...] = ()  # other names clients may send for this model
     list_aliases: bool = False  # /v1/models lists the aliases too
+    hosted: HostedSpec | None = None  # a hosted model (Plan.hosted, never in Plan.models): no backend of ours
 
     @property
     def pooling(self) -> bool:
         """An embedding or rerank model: no text generated, so no max_tokens, clamp, sampling defaults or tools."""
         return self.kind != "chat"
+
+    @property
+    def takes_tools(self) -> bool:
+        """Requests with tools reach it: a backend with a tool call parser, a hosted model whose API takes them."""
+        return self.tool_parser is not None if self.hosted is None else self.auto_tool_choice
 
     @property
     def serve_args(self) -> tuple[str, ...]:
@@ -290,6 +308,7 @@ class Plan:
     controller: ControllerPlan | None = None  # set when some model is on demand
     people: tuple[PersonPlan, ...] = ()  # models.yml order
     redis: RedisPlan | None = None  # set when the stack needs a Redis (loader.needs_redis)
+    hosted: tuple[ModelPlan, ...] = ()  # models.yml's hosted models (ModelPlan.hosted set), file order
 
     @property
     def on_demand(self) -> tuple[ModelPlan, ...]:
@@ -309,11 +328,13 @@ class Plan:
 
     @property
     def served(self) -> tuple[ModelPlan, ...]:
-        """One backend per name clients send (a replicated model's first replica): client configs, /v1/models."""
-        return tuple(
+        """One model per name clients send (a replicated model's first replica), then the hosted models: client
+        configs, /v1/models, routes."""
+        backends = tuple(
             {m.served_name: m for m in reversed(self.models)}[name]
             for name in dict.fromkeys(m.served_name for m in self.models)
         )
+        return backends + self.hosted
 
     @property
     def client_models(self) -> tuple[ModelPlan, ...]:
@@ -334,6 +355,11 @@ class Plan:
     @property
     def grafana(self) -> bool:
         return self.metrics.enabled and self.metrics.grafana.enabled
+
+    @property
+    def provider_key_envs(self) -> tuple[str, ...]:
+        """The variables that hold hosted models' keys: the admin's to set (never made here), given to the gateway."""
+        return tuple(dict.fromkeys(m.hosted.key_env for m in self.hosted if m.hosted))
 
     @property
     def secret_envs(self) -> tuple[str, ...]:

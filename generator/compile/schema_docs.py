@@ -34,6 +34,7 @@ MODELINE = "# yaml-language-server: $schema="
 SECTIONS: dict[str, str] = {
     "ModelsFile": "models.yml (top level)",
     "ModelEntry": "<model>",
+    "HostedEntry": "<model> with provider: (hosted)",
     "LitellmParams": "<model>.litellm",
     "OnDemand": "<model>.on_demand",
     "Media": "<model>.media",
@@ -93,6 +94,7 @@ def json_schema() -> dict[str, Any]:
         d["title"] = SECTIONS[name]
     properties = dict(core["properties"])
     models = properties.pop("models")
+    hosted = properties.pop("hosted")  # not a key of models.yml: the loader sorts the entries with provider: there
     service_names = sorted(RESERVED_NAMES - set(TOP_LEVEL))
     return _tidy(
         {
@@ -117,7 +119,11 @@ def json_schema() -> dict[str, Any]:
                     },
                 ]
             },
-            "additionalProperties": models["additionalProperties"],
+            "additionalProperties": {  # an entry with provider: is a hosted model, any other a self-hosted one
+                "if": {"type": "object", "required": ["provider"]},
+                "then": hosted["additionalProperties"],
+                "else": models["additionalProperties"],
+            },
             "not": {"propertyNames": {"enum": list(TOP_LEVEL)}, "description": "at least one model"},
             "definitions": definitions,
         }
@@ -212,6 +218,8 @@ def reference(schema: dict[str, Any] | None = None) -> str:
         f"| `<model>` (any other key) | [`<model>`](#{_anchor(_heading('ModelEntry'))}) | | "
         f"{_cell(defs['ModelEntry']['description'])} A name is a DNS label (lowercase letters, digits, '-'); "
         f"{', '.join(f'`{n}`' for n in sorted(RESERVED_NAMES - set(TOP_LEVEL)))} are taken by services of the stack. |",
+        f"| `<model>` with `provider:` | [`<model>` (hosted)](#{_anchor(_heading('HostedEntry'))}) | | "
+        f"{_cell(defs['HostedEntry']['description'])} |",
     ]
     for name in list(SECTIONS)[1:]:
         d = defs[name]

@@ -40,8 +40,9 @@ def routes_line(m) -> str:
 
 def title(plan: Plan) -> str:
     """ "2 model(s)", or with replicas "3 model(s) (4 backends)": a model's replicas are one model for its users."""
-    models = len({m.entry for m in plan.models})
-    return f"{models} model(s)" + (f" ({len(plan.models)} backends)" if len(plan.models) != models else "")
+    own = len({m.entry for m in plan.models})
+    backends = f" ({len(plan.models)} backends)" if len(plan.models) != own else ""
+    return f"{own + len(plan.hosted)} model(s)" + backends + (f", {len(plan.hosted)} hosted" if plan.hosted else "")
 
 
 def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env", url: str | None = None) -> None:
@@ -70,6 +71,18 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
                 m.tool_parser or "-",
                 m.reasoning_parser or "-",
             )
+    for m in plan.hosted:  # an API somebody else serves
+        assert m.hosted is not None
+        table.add_row(
+            m.name,
+            m.served_name,
+            "-",
+            f"hosted ({m.hosted.provider}: {m.hosted.model})",
+            fmt_tokens(m.context) + (" (LiteLLM's map)" if m.hosted.context_from else ""),
+            fmt_tokens(m.max_tokens),
+            "tools" if m.takes_tools else "-",
+            "-",
+        )
     console.print(table)
     for m in plan.models:
         if m.pooling:

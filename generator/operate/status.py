@@ -234,11 +234,12 @@ def report(before: dict | None, after: dict, target: Target) -> dict:
     # name clients send; the gateway's counters are per name clients send
     planned = (
         [(m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name) for m in target.plan.models]
+        + [(m.served_name, None, m.served_name) for m in target.plan.hosted]  # hosted: no GPU of ours
         if target.plan
         else []
     )
     names = [n for n, _, _ in planned] + sorted(set(found) - {n for n, _, _ in planned})
-    gpus = {n: g for n, g, _ in planned}
+    gpus = {n: g for n, g, _ in planned if g is not None}
     served = {n: s for n, _, s in planned} | {n: e.get("model") or n for n, e in found.items() if n not in gpus}
     # LoRA adapters: under the backend(s) that serve them (the plan's, else what the gateway reports)
     adapters = (

@@ -192,6 +192,28 @@ def _secret(value: object) -> str | None:
     return value
 
 
+HOSTED = "gateway_hosted"  # model_info of a hosted model (renderers/litellm.py): its provider
+PROVIDER_BASES = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+
+
+def hosted(dep: object) -> str | None:
+    """The provider of a hosted model's deployment (an API somebody else serves), or None for a backend of ours."""
+    value = info(dep).get(HOSTED)
+    return value if isinstance(value, str) else None
+
+
+def hosted_request(dep: object) -> tuple[str, dict[str, str]]:
+    """(URL of the hosted API's model list, its headers with the provider's key): what status asks it."""
+    provider = hosted(dep) or ""
+    base = params(dep).get("api_base") or PROVIDER_BASES.get(provider, "")
+    key = _secret(params(dep).get("api_key"))
+    if provider == "anthropic":
+        headers = {"anthropic-version": "2023-06-01", **({"x-api-key": key} if key else {})}
+    else:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return str(base).rstrip("/") + "/models", headers
+
+
 def backend_root(dep: object) -> str | None:
     """The backend's base URL without /v1, from the config's api_base."""
     api_base = params(dep).get("api_base")

@@ -1,4 +1,7 @@
-"""A misbehaving OpenAI-compatible backend for fault tests: `python -m tests.integration.fake_backend MODE PORT`.
+"""A misbehaving OpenAI-compatible backend for fault tests: `python -m tests.integration.fake_backend MODE PORT [KEY]`.
+
+With KEY it stands in for a hosted API (models.yml `provider:`): every route but /health answers 401 unless the
+request sends `Authorization: Bearer KEY`.
 
 MODE ok: answers (JSON or SSE); hang: accepts and never answers; cut: streams two chunks, then
 drops the connection without `[DONE]` (a backend crash mid-answer); 500: answers every chat with 500.
@@ -26,7 +29,7 @@ def _chunk(content: str | None = None, finish: str | None = None) -> bytes:
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-def make_app(mode: str) -> web.Application:
+def make_app(mode: str, key: str | None = None) -> web.Application:
     async def chat(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         if mode == "hang":
@@ -64,7 +67,13 @@ def make_app(mode: str) -> web.Application:
     async def models(_: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    @web.middleware
+    async def keyed(request: web.Request, handler):
+        if key is not None and request.path != "/health" and request.headers.get("Authorization") != f"Bearer {key}":
+            return web.json_response({"error": {"message": "invalid api key", "type": "auth_error"}}, status=401)
+        return await handler(request)
+
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[keyed])
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
@@ -72,4 +81,4 @@ def make_app(mode: str) -> web.Application:
 
 
 if __name__ == "__main__":
-    web.run_app(make_app(sys.argv[1]), host="127.0.0.1", port=int(sys.argv[2]), print=None)
+    web.run_app(make_app(sys.argv[1], *sys.argv[3:4]), host="127.0.0.1", port=int(sys.argv[2]), print=None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -31,16 +32,32 @@ from .conftest import DEMO_MODELS, ROOT
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 SMALL_CONTEXT = 2048
+HOSTED_KEY_ENV = "HOSTED_API_KEY"
+HOSTED_KEY = "hosted-" + secrets.token_urlsafe(16)  # the provider's key: never in a generated file or a log
 LONG = "word " * 1500  # ~4,500 of the scripted tokenizer's tokens: over small's context, far under good's
 APIS = ("chat", "responses", "messages")
 
 
-def _models_yml(demo_model, gateway_port: int, good_port: int, broken_port: int, small_port: int) -> str:
+def _models_yml(
+    demo_model, gateway_port: int, good_port: int, broken_port: int, small_port: int, api_port: int, gone_port: int
+) -> str:
     env = "".join(f"    {k}: {v!r}\n" for k, v in demo_model.env.items())
     return f"""
 gateway: {{port: {gateway_port}, workers: 1}}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
 people:
-  sam: {{models: [broken, small]}}  # not good: no fallback for sam (and no limit: no Redis)
+  sam: {{models: [broken, small, hosted-api]}}  # not good: no fallback for sam (and no limit: no Redis)
+hosted-api:                  # a hosted model: a stand-in API on this machine that wants its own key
+  provider: openai-compatible
+  model: fake
+  api_base: http://127.0.0.1:{api_port}/v1
+  api_key_env: {HOSTED_KEY_ENV}
+  context_length: 8K
+gone-api:                    # a hosted model whose API does not answer
+  provider: openai-compatible
+  model: fake
+  api_base: http://127.0.0.1:{gone_port}/v1
+  api_key_env: {HOSTED_KEY_ENV}
+  context_length: 8K
 broken:                      # a path with no model: vLLM exits at start-up
   gpus: []
   env:
@@ -63,7 +80,7 @@ good:
 """
 
 
-def _runtime(*args: str, timeout: float) -> subprocess.CompletedProcess:
+def _runtime(*args: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
     vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
     extra = ["--vllm-python", vllm_python] if args[0] == "up" else []
     return subprocess.run(
@@ -72,6 +89,7 @@ def _runtime(*args: str, timeout: float) -> subprocess.CompletedProcess:
         text=True,
         capture_output=True,
         timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -81,13 +99,28 @@ def partial_stack(tmp_path_factory):
         pytest.skip("starts its own local CPU stack")
     tmp = tmp_path_factory.mktemp("partial")
     demo = load_plan(DEMO_MODELS).models[0]
-    gateway_port, *backend_ports = free_ports(4)  # never the session stack's, a demo's or another checkout's
-    (tmp / "models.yml").write_text(_models_yml(demo, gateway_port, *backend_ports))
+    # never the session stack's, a demo's or another checkout's; nothing listens on gone_port
+    gateway_port, good, broken, small, api_port, gone_port = free_ports(6)
+    (tmp / "models.yml").write_text(_models_yml(demo, gateway_port, good, broken, small, api_port, gone_port))
     state = tmp / "state"
+    # the hosted model's stand-in API; its key reaches the gateway through the environment `up` runs in
+    api = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.fake_backend", "ok", str(api_port), HOSTED_KEY], cwd=ROOT
+    )
     try:
-        up = _runtime("up", "--models", str(tmp / "models.yml"), "--state-dir", str(state), timeout=900)
+        up = _runtime(
+            "up",
+            "--models",
+            str(tmp / "models.yml"),
+            "--state-dir",
+            str(state),
+            timeout=900,
+            env={HOSTED_KEY_ENV: HOSTED_KEY},
+        )
         yield up, state, gateway_port
     finally:
+        api.kill()
+        api.wait(timeout=10)
         recorded = json.loads((state / "state.json").read_text())["procs"] if (state / "state.json").exists() else []
         sessions = [p["sid"] for p in recorded]
         _runtime("down", "--state-dir", str(state), timeout=120)
@@ -109,7 +142,10 @@ def test_up_reports_the_broken_model_with_exit_code_and_log_lines_and_exits_non_
     assert "failed: broken exited with code" in out and "1 of 3 model(s) failed to start: broken" in out
     last_line = [line for line in (state / "logs" / "broken.log").read_text().splitlines() if line.strip()][-1]
     assert last_line.strip()[:60] in out  # the log's last lines are in the report
-    assert "good: ready" in out and f"gateway ready at http://127.0.0.1:{gateway_port}/v1 serving small, good" in out
+    assert "good: ready" in out
+    serving = "small, good, hosted-api (hosted), gone-api (hosted)"
+    assert f"gateway ready at http://127.0.0.1:{gateway_port}/v1 serving {serving}" in out
+    assert HOSTED_KEY_ENV not in out  # its key was in the environment: no warning
 
 
 @pytest.fixture(scope="module")
@@ -207,8 +243,43 @@ def test_an_alias_is_its_model_for_everyone_who_may_use_it_and_listed_only_when_
         r = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30)
         return sorted(m["id"] for m in r.json()["data"])
 
-    assert listed(keys["master"]) == ["broken", "claude-haiku", "good", "small"]  # gpt-4o-mini: not listed
-    assert listed(keys["sam"]) == ["broken", "small"]
+    every = ["broken", "claude-haiku", "gone-api", "good", "hosted-api", "small"]
+    assert listed(keys["master"]) == every  # gpt-4o-mini: not listed
+    assert listed(keys["sam"]) == ["broken", "hosted-api", "small"]
+
+
+def test_a_hosted_model_answers_a_persons_key_and_its_key_is_in_no_file_or_log(partial_stack, keys):
+    _, state, port = partial_stack
+    for key in keys.values():
+        status, _, body = ask(port, key, "chat", "hosted-api", HELLO_TEXT)
+        assert status == 200 and body["choices"][0]["message"]["content"] == "ok", body
+    leaked = [p for p in state.rglob("*") if p.is_file() and p.name != ".env" and HOSTED_KEY.encode() in p.read_bytes()]
+    assert not leaked, leaked
+
+
+def test_a_hosted_api_that_does_not_answer_is_a_clear_5xx_naming_it_and_nothing_else_is_touched(partial_stack, keys):
+    _, _, port = partial_stack
+    start = time.monotonic()
+    status, _, body = ask(port, keys["master"], "chat", "gone-api", HELLO_TEXT)
+    assert status == 502 and body["error"]["message"].startswith("hosted model gone-api: its API at http://"), body
+    assert "did not answer" in body["error"]["message"] and time.monotonic() - start < 10
+    assert ask(port, keys["master"], "chat", "good", HELLO_TEXT)[0] == 200
+    assert ask(port, keys["master"], "chat", "hosted-api", HELLO_TEXT)[0] == 200
+
+
+def test_status_shows_each_hosted_api_reachable_or_not_with_its_latency(partial_stack, keys):
+    _, state, port = partial_stack
+    run = subprocess.run(
+        [sys.executable, "-m", "generator.operate.status", "--state-dir", str(state), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rows = {m["name"]: m for m in json.loads(run.stdout)["models"]}
+    assert rows["hosted-api"]["state"] == "healthy" and " answered 200 in " in rows["hosted-api"]["reason"], rows
+    assert rows["gone-api"]["state"] == "down" and "did not answer" in rows["gone-api"]["reason"], rows
+    assert rows["hosted-api"]["gpus"] is None and rows["good"]["state"] == "healthy"
 
 
 def test_status_counts_what_each_models_fallbacks_answered(partial_stack, keys):

@@ -131,7 +131,7 @@ def test_a_bad_route_is_exit_code_2_and_one_line_per_problem(write, tmp_path):
 
 def test_a_fallback_without_tools_for_a_model_with_them_is_a_warning(plan):
     p = plan(model("a", flags=TOOLS, extra="  fallbacks: [b]\n") + model("b"))
-    assert "a.fallbacks: b takes no tools (no --tool-call-parser): requests with tools skip it" in p.warnings
+    assert "a.fallbacks: b takes no tools: requests with tools skip it" in p.warnings
 
 
 # --- the plan ----------------------------------------------------------------------------------------------------
@@ -192,7 +192,114 @@ def test_golden_files_of_the_routing_example(tmp_path):
     files = render_files(load_plan(src))
     assert_golden({f"routing/{rel}": text for rel, text in files.items() if rel.endswith((".yml", ".yaml"))})
     config = yaml.safe_load(files["litellm/config.yaml"])
-    assert config["router_settings"]["fallbacks"] == [{"qwen3-8b": ["glm47-flash"]}, {"small-chat": ["qwen3-8b"]}]
+    assert config["router_settings"]["fallbacks"] == [
+        {"qwen3-8b": ["glm47-flash", "gpt-mini"]},
+        {"glm47-flash": ["gpt-mini"]},
+        {"small-chat": ["qwen3-8b"]},
+    ]
+    compose = yaml.safe_load(files["compose/docker-compose.yml"])
+    assert "gpt-mini" not in compose["services"]  # a hosted model: no container
+    assert compose["services"]["litellm"]["environment"]["OPENAI_API_KEY"] == "${OPENAI_API_KEY:-}"
+
+
+# --- hosted models -----------------------------------------------------------------------------------------------
+def hosted(name: str, extra: str = "", provider: str = "openai", model_name: str = "gpt-4o-mini") -> str:
+    return f"""
+{name}:
+  provider: {provider}
+  model: {model_name}
+  api_key_env: PROVIDER_KEY
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            hosted("h", provider="openai-compatible", model_name="m"),
+            "h: provider openai-compatible needs `api_base:`",
+        ),
+        (hosted("h", "  gpus: [0]\n"), "h.gpus: unknown field 'gpus'; valid: provider, model, api_base"),
+        (hosted("h", provider="groq"), "h.provider: Input should be 'openai', 'anthropic' or 'openai-compatible'"),
+        (hosted("h", "  api_base: ftp://x\n"), "h.api_base: 'ftp://x' is not an http(s) URL"),
+        (
+            hosted("h", model_name="not-in-the-map"),
+            "h.context_length: LiteLLM's model map does not know openai model 'not-in-the-map': set `context_length:`",
+        ),
+        (hosted("h", "  litellm: {max_tokens: 200K}\n"), "h.litellm.max_tokens: max_tokens 204800 (200K) is not below"),
+        (model("a", extra="  fallbacks: [hh]\n") + hosted("h"), "a.fallbacks.0: 'hh' is not a model of this file"),
+    ],
+    ids=["no-base", "gpus", "provider", "url", "unknown-model", "budget", "typo"],
+)
+def test_each_hosted_refusal_names_the_model_and_field(problems, text, expected):
+    found = problems(text)
+    assert any(expected in p for p in found), found
+
+
+def test_a_hosted_model_takes_what_litellms_map_knows_and_what_models_yml_says(plan):
+    p = plan(
+        model("a", flags=TOOLS, extra="  fallbacks: [mini, lab]\n  context_fallbacks: [mini]\n")
+        + hosted("mini", "  aliases: [gpt4]\n")
+        + hosted(
+            "lab",
+            "  api_base: http://10.0.0.5:8000/v1/\n  context_length: 32K\n  litellm: {max_tokens: 1K}\n",
+            provider="openai-compatible",
+            model_name="llama",
+        )
+        + "people:\n  ann: {models: [gpt4, lab]}\n"
+    )
+    assert [m.name for m in p.models] == ["a"] and [m.name for m in p.hosted] == ["mini", "lab"]
+    mini, lab = p.hosted
+    assert (mini.context, mini.max_tokens, mini.takes_tools, mini.hosted.context_from) == (
+        128000,
+        16384,
+        True,
+        "LiteLLM's model map",
+    )
+    assert (lab.context, lab.max_tokens, lab.takes_tools, lab.hosted.api_base) == (
+        32768,
+        1024,
+        False,
+        "http://10.0.0.5:8000/v1",
+    )
+    assert p.models[0].fallbacks == ("mini", "lab") and p.aliases == {"gpt4": "mini"}
+    assert p.people[0].models == ("mini", "lab") and p.provider_key_envs == ("PROVIDER_KEY",)
+    assert "PROVIDER_KEY" not in p.secret_envs  # the admin's to set, never a random one
+    assert "a.fallbacks: lab takes no tools: requests with tools skip it" in p.warnings
+    config = render_litellm(p)
+    entries = {e["model_name"]: e for e in config["model_list"]}
+    assert entries["mini"]["litellm_params"]["model"] == "openai/gpt-4o-mini"
+    assert "api_base" not in entries["mini"]["litellm_params"]
+    assert entries["lab"]["litellm_params"]["api_base"] == "http://10.0.0.5:8000/v1"
+    assert entries["lab"]["litellm_params"]["api_key"] == "os.environ/PROVIDER_KEY"
+    assert entries["lab"]["model_info"]["gateway_hosted"] == "openai-compatible"
+
+
+def test_a_hosted_key_is_a_warning_until_it_is_set_in_the_keys_file_or_the_environment(plan, tmp_path, monkeypatch):
+    from generator.compile.output import missing_provider_keys
+
+    p = plan(model("a") + hosted("mini"))
+    keys = tmp_path / ".env"
+    monkeypatch.delenv("PROVIDER_KEY", raising=False)
+    assert missing_provider_keys(p, keys) == [
+        f"hosted model mini: set PROVIDER_KEY (its openai key) in {keys} or the environment the stack starts in; "
+        "until then its requests fail"
+    ]
+    monkeypatch.setenv("PROVIDER_KEY", "sk-x")
+    assert missing_provider_keys(p, keys) == []
+    monkeypatch.delenv("PROVIDER_KEY")
+    keys.write_text("PROVIDER_KEY=sk-y\n")
+    assert missing_provider_keys(p, keys) == []
+
+
+def test_kubernetes_gives_the_gateway_the_hosted_key_as_an_optional_secret(plan):
+    from generator.compile.renderers.k8s.gateway import gateway_objects
+
+    p = plan(model("a") + hosted("mini"))
+    env = next(o for o in gateway_objects(p) if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    refs = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in env["env"]}
+    assert refs["PROVIDER_KEY"] == {"name": "llm-gateway-keys", "key": "PROVIDER_KEY", "optional": True}
+    assert "optional" not in refs["LITELLM_MASTER_KEY"]
 
 
 # --- the gateway hooks -------------------------------------------------------------------------------------------
@@ -375,3 +482,53 @@ def test_a_persons_key_lists_only_the_aliases_asked_to_be_listed(monkeypatch):
     person = guard.people.Person("ann", frozenset({"a"}), None, None, None, None, None)
     assert guard.person_models(person) == ["a", "y"]
     assert guard.person_models(person._replace(models=None)) == []
+
+
+def test_a_hosted_api_is_never_asked_to_count_a_prompt_the_estimate_clamps(hook, monkeypatch):
+    api = dep("api", SMALL)
+    api["model_info"]["gateway_hosted"] = "openai"
+    monkeypatch.setattr(hook.gb, "router", lambda: Router(api))
+
+    async def tokenize(dep, payload):
+        raise AssertionError("a hosted API was asked to count")
+
+    monkeypatch.setattr(hook.gb, "tokenize", tokenize)
+    data, headers = pre_call(hook, {**chat(SMALL // 2, max_tokens=SMALL), "model": "api"})
+    assert data["model"] == "api" and 0 < data["max_tokens"] < SMALL // 2 and hook.HEADER in headers
+
+
+def test_a_hosted_apis_failure_names_the_model_and_its_api_a_clients_400_stays(hook, monkeypatch):
+    api = dep("api", SMALL)
+    api["model_info"]["gateway_hosted"] = "openai-compatible"
+    api["litellm_params"]["api_base"] = "http://10.0.0.5:8000/v1"
+    monkeypatch.setattr(hook.gb, "router", lambda: Router(api, dep("small", SMALL)))
+
+    class APIConnectionError(Exception):
+        status_code = 500
+
+    class Refused(Exception):
+        status_code = 401
+
+    class BadRequest(Exception):
+        status_code = 400
+
+    out = hook.hosted_failure({"model": "api"}, APIConnectionError("Connection error."))
+    assert (
+        out.status_code == 502 and out.detail == "hosted model api: its API at http://10.0.0.5:8000/v1 did not answer"
+    )
+    assert "refused the gateway's key" in hook.hosted_failure({"model": "api"}, Refused("no")).detail
+    assert hook.hosted_failure({"model": "api"}, BadRequest("bad")) is None
+    assert hook.hosted_failure({"model": "small"}, APIConnectionError("Connection error.")) is None
+
+
+def test_status_asks_a_hosted_api_its_model_list_with_the_providers_headers(monkeypatch):
+    gb = load_like_litellm("gateway_backends")
+    monkeypatch.setenv("PROVIDER_KEY", "sk-secret")
+    claude = {"litellm_params": {"api_key": "os.environ/PROVIDER_KEY"}, "model_info": {"gateway_hosted": "anthropic"}}
+    assert gb.hosted_request(claude) == (
+        "https://api.anthropic.com/v1/models",
+        {"anthropic-version": "2023-06-01", "x-api-key": "sk-secret"},
+    )
+    lab = {"litellm_params": {"api_key": "os.environ/PROVIDER_KEY", "api_base": "http://h:1/v1/"}, "model_info": {}}
+    lab["model_info"]["gateway_hosted"] = "openai-compatible"
+    assert gb.hosted_request(lab) == ("http://h:1/v1/models", {"Authorization": "Bearer sk-secret"})

@@ -29,6 +29,7 @@ from ..plan import (
 )
 from . import adapters as lora
 from . import fit, model_files, pooling, routing, rules
+from .hosted import hosted_plans
 from .media import media_env, media_flags, media_warnings
 from .parser_support import parser_warnings
 from .schema import (
@@ -36,6 +37,7 @@ from .schema import (
     MODEL_NAME,
     RESERVED_NAMES,
     TOP_LEVEL,
+    HostedEntry,
     Limits,
     Media,
     Metrics,
@@ -56,10 +58,10 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors():
         loc = err["loc"]
-        path = tuple(p for p in (loc[1:] if loc and loc[0] == "models" else loc) if p not in GPU_LISTS)
+        path = tuple(p for p in (loc[1:] if loc and loc[0] in ("models", "hosted") else loc) if p not in GPU_LISTS)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = f"unknown field {path[-1]!r}" + _field_hint(path)
+            msg = f"unknown field {path[-1]!r}" + _field_hint(path, bool(loc) and loc[0] == "hosted")
         elif err["type"] == "missing":
             msg = f"required field {path[-1]!r} is missing"
         elif err["type"] in ("model_type", "dict_type"):
@@ -71,7 +73,7 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
     return problems
 
 
-def _field_hint(path: tuple) -> str:
+def _field_hint(path: tuple, hosted: bool = False) -> str:
     import difflib
 
     from .schema import (
@@ -111,7 +113,8 @@ def _field_hint(path: tuple) -> str:
         "limits": Limits,
     }
     blocks: dict[str, type[BaseModel]] = {"gateway": Gateway, "metrics": Metrics}
-    owner = sections.get(str(parent)) or blocks.get(str(path[0]), ModelEntry)
+    entry: type[BaseModel] = HostedEntry if hosted else ModelEntry
+    owner = sections.get(str(parent)) or blocks.get(str(path[0]), entry)
     close = difflib.get_close_matches(str(path[-1]), list(owner.model_fields), n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(owner.model_fields)}"
 
@@ -137,11 +140,18 @@ def _name_problems(src: Source) -> list[Problem]:
     return problems
 
 
+def _is_hosted(entry: object) -> bool:
+    """An entry with `provider:` is a hosted model (schema.HostedEntry), any other a self-hosted one."""
+    return isinstance(entry, dict) and "provider" in entry
+
+
 def _parse(src: Source) -> ModelsFile:
     problems = _name_problems(src)
     doc = {k: v for k, v in src.data.items() if k in TOP_LEVEL}
-    doc["models"] = {k: v for k, v in src.data.items() if k not in RESERVED_NAMES}
-    if not doc["models"] and not problems:
+    entries = {k: v for k, v in src.data.items() if k not in RESERVED_NAMES}
+    doc["hosted"] = {k: v for k, v in entries.items() if _is_hosted(v)}
+    doc["models"] = {k: v for k, v in entries.items() if not _is_hosted(v)}
+    if not entries and not problems:
         problems.append(
             Problem(src.where(()), "", "no models: add at least one `name: {command: vllm serve ..., gpus: [...]}`")
         )
@@ -379,7 +389,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     findings += rules.unique(models)
     findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
-    models, found, warned = routing.routes(file.models, models)
+    hosted, found = hosted_plans(file.hosted, file.defaults, _limits_plan)
+    findings += found
+    routed, found, warned = routing.routes({**file.models, **file.hosted}, [*models, *hosted])
+    models, hosted = routed[: len(models)], routed[len(models) :]
     findings += found
     warnings += warned
     # a replica waits for what its model waits for; naming a replicated model waits for all its replicas
@@ -433,7 +446,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         )
     metrics, warned = _metrics_plan(file.metrics, models)
     warnings += warned
-    people, found = _people_plan(file, models)
+    people, found = _people_plan(file, [*models, *hosted])
     if found:
         raise ConfigError([Problem(src.where(path), ".".join(map(str, path)), msg) for path, msg in found])
     if people and g.metrics == "light":
@@ -463,6 +476,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         controller=controller,
         people=people,
         redis=redis,
+        hosted=tuple(hosted),
     )
 
 

@@ -21,7 +21,7 @@ import graphlib
 
 from ..plan import ModelPlan
 from .rules import Finding, fmt_tokens
-from .schema import ModelEntry
+from .schema import HostedEntry, ModelEntry
 
 
 def served_names(models: list[ModelPlan]) -> dict[str, str]:
@@ -61,7 +61,9 @@ def _cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:
     return None
 
 
-def routes(entries: dict[str, ModelEntry], models: list[ModelPlan]) -> tuple[list[ModelPlan], list[Finding], list[str]]:
+def routes(
+    entries: dict[str, ModelEntry | HostedEntry], models: list[ModelPlan]
+) -> tuple[list[ModelPlan], list[Finding], list[str]]:
     """Each backend with its model's fallbacks, context fallbacks and aliases (served names); findings; warnings."""
     served = served_names(models)
     by_served = {m.served_name: m for m in models}  # a replicated model: any replica (they share all of this)
@@ -75,7 +77,9 @@ def routes(entries: dict[str, ModelEntry], models: list[ModelPlan]) -> tuple[lis
         model = by_served[own]
         fallbacks, found = _targets(name, "fallbacks", entry.fallbacks, served, own)
         findings += found
-        context_fallbacks, found = _targets(name, "context_fallbacks", entry.context_fallbacks, served, own)
+        # a hosted model has none: its API is not asked to count a prompt (max_tokens_clamp.py)
+        wanted = getattr(entry, "context_fallbacks", [])
+        context_fallbacks, found = _targets(name, "context_fallbacks", wanted, served, own)
         findings += found
         for target, i in fallbacks.items():
             other = by_served[target]
@@ -87,10 +91,8 @@ def routes(entries: dict[str, ModelEntry], models: list[ModelPlan]) -> tuple[lis
                         "serve the same kind of request",
                     )
                 )
-            elif model.tool_parser and not other.tool_parser:
-                warnings.append(
-                    f"{name}.fallbacks: {target} takes no tools (no --tool-call-parser): requests with tools skip it"
-                )
+            elif model.takes_tools and not other.takes_tools:
+                warnings.append(f"{name}.fallbacks: {target} takes no tools: requests with tools skip it")
         if context_fallbacks and model.pooling:
             findings.append(
                 (
@@ -134,7 +136,7 @@ def routes(entries: dict[str, ModelEntry], models: list[ModelPlan]) -> tuple[lis
 
 
 def _aliases(
-    entries: dict[str, ModelEntry], models: list[ModelPlan]
+    entries: dict[str, ModelEntry | HostedEntry], models: list[ModelPlan]
 ) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
     taken = (
         {m.served_name: f"the served name of {m.entry}" for m in models}

@@ -752,6 +752,53 @@ class ModelEntry(_Strict):
     """List the aliases in /v1/models beside the model's own name."""
 
 
+PROVIDERS = ("openai", "anthropic", "openai-compatible")
+
+
+def _http_url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError(f"{value!r} is not an http(s) URL; e.g. https://api.example.com/v1")
+    return value.rstrip("/")
+
+
+class HostedEntry(_Strict):
+    """A hosted model (an API somebody else serves) behind this gateway: an entry with `provider:` instead of
+    `command:`. No container, no GPU: one gateway model with the same guard, clamp, people's `models:` and limits,
+    usage, metrics and status as the self-hosted ones (docs/routing.md#hosted-models)."""
+
+    provider: Literal["openai", "anthropic", "openai-compatible"]
+    """Who serves it: `openai`, `anthropic`, or `openai-compatible` (any API that speaks OpenAI's, at `api_base`)."""
+    model: str = Field(min_length=1)
+    """The provider's name for the model (e.g. gpt-4o-mini); clients send this entry's name."""
+    api_base: Annotated[str, AfterValidator(_http_url)] | None = None
+    """The API's base URL (…/v1); required for openai-compatible; the provider's own by default."""
+    api_key_env: EnvName
+    """The environment variable that holds the provider's key (never the key itself): put it in the stack's keys
+    file (compose/.env, .cache/local-stack/.env, k8s/secrets.env) or the environment the stack starts in."""
+    context_length: Size | None = None
+    """The model's context in tokens; absent: LiteLLM's model map's (an error when it does not know the model)."""
+    tools: StrictBool | None = None
+    """It takes tools (tool calls); absent: what LiteLLM's model map says (false when it does not know)."""
+    description: str = ""
+    """Shown to clients (clients/README.md) and in the summary."""
+    litellm: LitellmParams = LitellmParams()
+    """Request defaults, over defaults.litellm; max_tokens below the context (else half of it)."""
+    limits: Limits = Limits()
+    """What one request may ask; over the defaults' field by field."""
+    fallbacks: list[str] = []
+    """As a self-hosted model's: tried in order when this API fails before its first byte."""
+    aliases: list[AliasName] = []
+    """Other names clients may send for it."""
+    list_aliases: StrictBool = False
+    """List the aliases in /v1/models."""
+
+    @model_validator(mode="after")
+    def _base_for_compatible(self):
+        if self.provider == "openai-compatible" and self.api_base is None:
+            raise ValueError("provider openai-compatible needs `api_base:` (the API's URL, e.g. http://host:8000/v1)")
+        return self
+
+
 Count = Annotated[int, Field(ge=1), NOT_BOOL]
 
 
@@ -799,3 +846,4 @@ class ModelsFile(_Strict):
     `ann: {models: [qwen3-8b], rpm: 60}`; `ci-bot:` alone is every model, no limits. Names: lowercase letters,
     digits and '-'. The keys are not here: `make key NAME=ann`."""
     models: dict[str, ModelEntry]
+    hosted: dict[str, HostedEntry] = {}  # the entries with `provider:` (the loader sorts them here)

@@ -107,6 +107,9 @@ def gateway_service(plan: Plan) -> dict:
     g = plan.gateway
     env = {g.master_key_env: secret_ref(g.master_key_env), **gateway_env(g)}
     env.update({m.api_key_env: secret_ref(m.api_key_env) for m in plan.models})
+    # hosted models' provider keys, from the environment compose runs in or compose/.env (the admin sets them);
+    # empty when unset: the stack starts, that model's requests fail with its provider's 401
+    env.update({name: f"${{{name}:-}}" for name in plan.provider_key_envs})
     if plan.redis:
         env.update(
             {

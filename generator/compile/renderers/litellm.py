@@ -149,11 +149,15 @@ def model_entry(
         # long on top of its own timeouts, so the client gets the controller's 503 + Retry-After, not a timeout
         wait = int(plan.controller.load_timeout + 0.999)
         timeout, stream_timeout = timeout + wait, stream_timeout + wait
-    else:
+    elif m.hosted is None:
         base = api_base(m)
-    params = {
-        "model": f"hosted_vllm/{m.served_name}",
-        "api_base": base,
+    params: dict[str, object]
+    if m.hosted is not None:  # an API somebody else serves: its provider's LiteLLM route, its base if not the default
+        h = m.hosted
+        params = {"model": f"{HOSTED_PREFIX[h.provider]}/{h.model}", **({"api_base": h.api_base} if h.api_base else {})}
+    else:
+        params = {"model": f"hosted_vllm/{m.served_name}", "api_base": base}
+    params |= {
         "api_key": f"os.environ/{m.api_key_env}",
         **m.litellm_params,
         "timeout": timeout,
@@ -165,10 +169,12 @@ def model_entry(
         info = {
             "max_input_tokens": m.context,
             "max_output_tokens": m.max_tokens,
-            "supports_function_calling": m.tool_parser is not None,
+            "supports_function_calling": m.takes_tools,
             "supports_tool_choice": m.auto_tool_choice,
             "supports_reasoning": m.reasoning_parser is not None,
         }
+    if m.hosted is not None:  # no backend of ours: nothing asks it to count a prompt; status asks its /models
+        info[HOSTED] = m.hosted.provider
     if m.context_fallbacks:  # max_tokens_clamp.py sends a prompt + budget over the context to the first that fits
         info[CONTEXT_FALLBACKS] = list(m.context_fallbacks)
     # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
@@ -192,6 +198,8 @@ def model_entry(
 
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
 CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info: models.yml `context_fallbacks:` (served names)
+HOSTED = "gateway_hosted"  # model_info of a hosted model: its provider (gateway_backends.py reads it)
+HOSTED_PREFIX = {"openai": "openai", "anthropic": "anthropic", "openai-compatible": "openai"}  # LiteLLM's routes
 
 
 def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
@@ -326,7 +334,8 @@ def render_litellm(
         # worker and replica shares one count; explicit, so a Redis that cannot be reached fails the start
         general_settings["coordination_redis"] = redis
     return {
-        "model_list": [e for m in plan.models for e in model_entries(m, plan, api_base, controller_host)],
+        "model_list": [e for m in plan.models for e in model_entries(m, plan, api_base, controller_host)]
+        + [model_entry(m, plan, api_base) for m in plan.hosted],
         "litellm_settings": litellm_settings,
         "router_settings": router_settings,
         "general_settings": general_settings,

@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ...compile.load.loader import load_plan
+from ...compile.output import missing_provider_keys
 from ...errors import ConfigError, print_problems
 from .local import LocalStack, StackError, down
 
@@ -72,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             f"stopped {stopped} process(es) of the stack that ran before (another models.yml, or not healthy)"
         )
     stack = LocalStack(plan, args.state_dir, args.vllm_python, console=console)
+    for line in missing_provider_keys(plan, stack.env_path):
+        console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
     try:
         failures = stack.start(timeout=args.timeout, partial=True)
     except StackError as exc:
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             for m in plan.models
             if m.name not in failed
         )
-    )  # a model's replicas: once
+    ) + [f"{m.served_name} (hosted)" for m in plan.hosted]  # a model's replicas: once
     console.print(
         f"gateway ready at {stack.gateway_url}/v1 serving {', '.join(serving) or 'no model'}; "
         f"key: {plan.gateway.master_key_env} in {stack.env_path}",

@@ -480,7 +480,7 @@ class LocalStack:
         if problem := port_problem(self.plan.gateway.port, "gateway"):
             raise StackError(problem)
         proc = self._gateway(self.write_gateway_config(api_base or local_api_base))
-        env = {**self.keys(), **self.gateway_env()}
+        env = {**self.keys(), **self.provider_keys(), **self.gateway_env()}
         if self.plan.redis and self.redis_port:
             env.update(redis_env("127.0.0.1", self.redis_port))
         if METRICS_PORT_ENV in env:  # the generated gateway (a bench variant may have none)
@@ -492,6 +492,11 @@ class LocalStack:
 
     def gateway_env(self) -> dict[str, str]:
         return gateway_env(self.plan.gateway)
+
+    def provider_keys(self) -> dict[str, str]:
+        """Hosted models' keys: from this stack's keys file, else the environment `up` runs in (never made here)."""
+        written = read_env_file(self.env_path) if self.env_path.exists() else {}
+        return {n: v for n in self.plan.provider_key_envs if (v := written.get(n) or os.environ.get(n))}
 
     def local_metrics_env(self) -> dict[str, str]:
         """This stack's own metrics port and folder instead of the container's fixed ones."""

@@ -60,6 +60,8 @@ def deployment(plan: Plan) -> dict:
     g = plan.gateway
     env = [key_ref(g.master_key_env, g.master_key_env)]
     env += [key_ref(name, name) for name in dict.fromkeys(m.api_key_env for m in plan.models)]  # one key per model
+    # hosted models' provider keys: the admin's to put in secrets.env; optional, so a missing one fails only its model
+    env += [key_ref(name, name, optional=True) for name in plan.provider_key_envs]
     env += [{"name": k, "value": v} for k, v in gateway_env(g).items()]
     if plan.redis:  # the stack's Redis Service (k8s/redis.yaml)
         env += [{"name": k, "value": v} for k, v in redis_env(plan.redis.service, plan.redis.port).items()]

@@ -29,9 +29,12 @@ def selector(component: str, instance: str) -> dict[str, str]:
     }
 
 
-def key_ref(env: str, secret_key: str) -> dict:
+def key_ref(env: str, secret_key: str, optional: bool = False) -> dict:
     """An environment variable read from the generated Secret: no value in any manifest."""
-    return {"name": env, "valueFrom": {"secretKeyRef": {"name": KEYS_SECRET, "key": secret_key}}}
+    ref: dict = {"name": KEYS_SECRET, "key": secret_key}
+    if optional:
+        ref["optional"] = True
+    return {"name": env, "valueFrom": {"secretKeyRef": ref}}
 
 
 def http_probe(path: str, period: int, timeout: int, failures: int) -> dict:
