@@ -90,6 +90,7 @@ WHERE: list[tuple[str, str]] = [
         NOT_HERE + "the ten families' matrix, ~500 CPU-s of ten vLLM backends, more than a CI run can "
         "add; make test runs the same tests/integration/parsers on the GLM-4.7 and Qwen3 families",
     ),
+    (r"^\.venv/bin/python -m generator --models examples/routing/models\.yml --out /tmp/routing-example$", RUN),
     (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
     (
         r"^\.venv/bin/python -m pytest -s tests/integration/test_fuzz_apis\.py$",
