@@ -111,6 +111,7 @@ class HostedSpec:
     model: str  # the provider's name for it
     api_base: str | None  # None: the provider's own
     key_env: str  # the environment variable that holds the provider's key (the keys file or the environment)
+    route: str  # LiteLLM's name for it: <LiteLLM provider>/<model> (openai-compatible APIs take LiteLLM's openai/)
     context_from: str = ""  # where the context came from: "" (models.yml) or LiteLLM's model map
 
 

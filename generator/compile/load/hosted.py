@@ -33,10 +33,16 @@ def model_map() -> dict:
         return {}
 
 
+def route(entry: HostedEntry) -> str:
+    """LiteLLM's name for the model: its provider's route (an OpenAI-compatible API is LiteLLM's openai/ with
+    api_base)."""
+    return f"{LITELLM_PREFIX[entry.provider]}/{entry.model}"
+
+
 def known(entry: HostedEntry) -> dict:
     """What LiteLLM's map says of this model, or {}."""
     found = model_map()
-    for key in (entry.model, f"{LITELLM_PREFIX[entry.provider]}/{entry.model}"):
+    for key in (entry.model, route(entry)):
         if isinstance(found.get(key), dict):
             return found[key]
     return {}
@@ -96,6 +102,7 @@ def hosted_plans(
                     model=entry.model,
                     api_base=entry.api_base,
                     key_env=entry.api_key_env,
+                    route=route(entry),
                     context_from="" if entry.context_length else "LiteLLM's model map",
                 ),
             )

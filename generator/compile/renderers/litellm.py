@@ -154,7 +154,7 @@ def model_entry(
     params: dict[str, object]
     if m.hosted is not None:  # an API somebody else serves: its provider's LiteLLM route, its base if not the default
         h = m.hosted
-        params = {"model": f"{HOSTED_PREFIX[h.provider]}/{h.model}", **({"api_base": h.api_base} if h.api_base else {})}
+        params = {"model": h.route, **({"api_base": h.api_base} if h.api_base else {})}
     else:
         params = {"model": f"hosted_vllm/{m.served_name}", "api_base": base}
     params |= {
@@ -199,7 +199,6 @@ def model_entry(
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
 CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info: models.yml `context_fallbacks:` (served names)
 HOSTED = "gateway_hosted"  # model_info of a hosted model: its provider (gateway_backends.py reads it)
-HOSTED_PREFIX = {"openai": "openai", "anthropic": "anthropic", "openai-compatible": "openai"}  # LiteLLM's routes
 
 
 def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
