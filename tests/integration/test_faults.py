@@ -1,5 +1,5 @@
 """Faults: a backend dies, hangs or drops a stream; malformed requests. The gateway must stay up,
-fail fast and clearly, and recover without a restart."""
+fail fast and clearly (or answer from the model's fallback), and recover without a restart."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -188,14 +189,41 @@ def test_fuzzed_fields_never_give_5xx(fakes, field, value):
     assert r.status_code < 500, f"{field}={value!r} -> {r.status_code}: {r.text[:300]}"
 
 
-def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
-    """Kill one real vLLM backend under load; the other model keeps answering, the dead one gets a
-    fast 5xx, and once the backend is back the gateway serves it again without a restart."""
+BODIES = {  # one request per API, sent to the killed model under load
+    "/chat/completions": {"messages": HELLO, "max_tokens": 16},
+    "/responses": {"input": "Say hello.", "max_output_tokens": 16},
+    "/messages": {"messages": HELLO, "max_tokens": 16},
+}
+AFTER_KILL = 24  # requests sent to the killed model after it died
+
+
+def _ask(gateway, path: str, model: str) -> tuple[int | str, str, float]:
+    """(status or the error that lost the request, the model group that answered, seconds) of one request."""
+    start = time.monotonic()
+    try:
+        r = httpx.post(
+            gateway.url + path,
+            json={"model": model, **BODIES[path]},
+            headers={"Authorization": f"Bearer {gateway.key}"},
+            timeout=60,
+        )
+    except httpx.HTTPError as exc:  # a reset or a hang: the request is lost
+        return type(exc).__name__, "", time.monotonic() - start
+    return r.status_code, r.headers.get("x-litellm-model-group", ""), time.monotonic() - start
+
+
+def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_and_recovers(gateway):
+    """Kill one real vLLM backend while requests for it keep arriving on chat, responses and messages. With
+    `fallbacks:` (the CPU demo's reasoner: docs/routing.md) none is lost and its fallback answers every one sent after
+    the kill; without, each gets a fast 5xx. The other model keeps answering, `make status` reads the dead one down,
+    and once the backend is back the gateway serves it again without a restart. (A person who may not use the
+    fallback, and a model down from the start: tests/integration/test_partial_availability.py.)"""
     if gateway.stack is None:
         pytest.skip("needs a local stack (this session's or the running `make demo`), not GATEWAY_URL")
     if len(gateway.plan.models) < 2:
         pytest.skip("needs two models")
     victim, other = gateway.plan.models[0], gateway.plan.models[1]
+    fallback = victim.fallbacks[0] if victim.fallbacks else None
     client = gateway.client(timeout=60)
 
     def ask(model):
@@ -207,25 +235,53 @@ def test_killed_backend_fails_fast_others_keep_working_and_it_recovers(gateway):
             return exc.status_code, time.monotonic() - start
 
     assert _states(gateway) == {m.served_name: "healthy" for m in gateway.plan.models}
-    gateway.stack.kill(victim.name)
-    killed = time.monotonic()
+    answers: list[tuple[str, float, int | str, str, float]] = []  # (path, sent, status, answered by, seconds)
+    killed = threading.Event()
+    after_kill = iter(range(AFTER_KILL))
+    lock = threading.Lock()
+
+    def load(path: str) -> None:
+        while True:
+            with lock:
+                if killed.is_set() and next(after_kill, None) is None:
+                    return
+            answers.append((path, time.monotonic(), *_ask(gateway, path, victim.served_name)))
+
     try:
+        with concurrent.futures.ThreadPoolExecutor(len(BODIES)) as pool:
+            running = [pool.submit(load, path) for path in BODIES]
+            while len(answers) < len(BODIES) * 2:  # the load is on: every API answered by the model itself
+                time.sleep(0.05)
+            gateway.stack.kill(victim.name)
+            killed.set()
+            dead_at = time.monotonic()
+            for f in running:
+                f.result()
         # `make status` (the gateway's /gateway/status route) reads it down within 15 s; the other stays healthy
-        while (states := _states(gateway))[victim.served_name] != "down" and time.monotonic() - killed < 15:
+        while (states := _states(gateway))[victim.served_name] != "down" and time.monotonic() - dead_at < 15:
             time.sleep(0.5)
         assert states == {victim.served_name: "down", other.served_name: "healthy"}, states
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
-            dead = list(pool.map(ask, [victim] * 8))
             alive = list(pool.map(ask, [other] * 8))
         assert all(r == "ok" for r, _ in alive), alive
-        assert all(isinstance(r, int) and 500 <= r < 600 for r, _ in dead), dead
-        assert max(t for _, t in dead) < 10, f"dead backend took {max(t for _, t in dead):.1f}s to fail"
+        after = [a for a in answers if a[1] > dead_at]
+        assert {a[0] for a in after} == set(BODIES), answers
+        if fallback:  # none lost, in flight at the kill or sent after it; the fallback answers those sent after
+            assert {a[2] for a in answers} == {200} and {a[3] for a in after} == {fallback}, answers
+        else:  # each a 5xx, fast
+            assert all(isinstance(a[2], int) and 500 <= a[2] < 600 for a in after), after
+        assert max(a[4] for a in after) < 10, f"the dead backend's requests took up to {max(a[4] for a in after):.1f}s"
     finally:
         gateway.stack.start_backend(victim.name, wait=False)
         loading = _states_while_loading(gateway, victim)
     # while it loads, status never calls it healthy before vLLM's own /health does
     assert loading[-1] == "healthy" and set(loading[:-1]) <= {"down"}, loading
-    assert ask(victim)[0] == "ok", "the gateway did not serve the backend again after it came back"
+    deadline = time.monotonic() + 30  # the router tries the model itself first again: no cooldown for it
+    while (got := _ask(gateway, "/chat/completions", victim.served_name))[:2] != (200, victim.served_name):
+        assert time.monotonic() < deadline, f"the gateway did not serve the backend again after it came back: {got}"
+        time.sleep(0.5)
+    for path in BODIES:
+        assert _ask(gateway, path, victim.served_name)[:2] == (200, victim.served_name)
 
 
 def _states(gateway) -> dict[str, str]:

@@ -4,7 +4,7 @@ gateway and the healthy model keep serving, and requests for the broken one fail
 The same stack routes between its models (models.yml `fallbacks:`, `context_fallbacks:`, `aliases:`; docs/routing.md):
 the broken model falls back to the good one, a small-context model sends a prompt over its context to the good one,
 on chat, responses and messages, for the master key and not for a person whose `models:` leave the good one out.
-(A fallback under load, its model killed and back: tests/integration/test_routing.py, on the shared stack.)
+(A fallback under load, its model killed and back: tests/integration/test_faults.py, on the shared stack.)
 
 Runs its own small CPU stack through `python -m generator.operate.runtime up/down`, on free ports (never the
 session stack's, a demo's or another checkout's), next to it.

@@ -1,7 +1,7 @@
 """Routes between models (models.yml `fallbacks:`, `context_fallbacks:`, `aliases:`; docs/routing.md): every refusal of
 compile/load/routing.py with its field, the plan, the LiteLLM config, golden files of examples/routing, and the
 gateway hooks' share (fallbacks.py through max_tokens_clamp.py, the guard's alias), loaded the way LiteLLM loads them.
-Through the real gateway: tests/integration/test_partial_availability.py and test_routing.py."""
+Through the real gateway: tests/integration/test_partial_availability.py and test_faults.py."""
 
 from __future__ import annotations
 
