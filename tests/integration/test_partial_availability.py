@@ -68,6 +68,7 @@ small:                       # the demo model with a small context
   env:
 {env}  command: vllm serve {demo_model.model} --max-model-len {SMALL_CONTEXT} --enforce-eager --port {small_port}
   context_fallbacks: [good]
+  fallbacks: [good]          # never for its own context-window 400 (test below)
   aliases: [gpt-4o-mini]     # hidden from /v1/models
   litellm: {{max_tokens: 64}}
 good:
@@ -227,6 +228,21 @@ def test_without_a_usable_context_fallback_the_prompt_is_the_400_it_was(partial_
     status, headers, body = ask(port, keys["sam"], api, "small", LONG)  # sam may not use good
     assert status == 400 and "x-gateway-fallback" not in headers, body
     assert f"small holds {SMALL_CONTEXT} tokens" in body["error"]["message"], body
+
+
+def test_a_backends_own_context_window_error_is_not_sent_to_the_fallback(partial_stack, keys):
+    """A batch of prompts is not counted before routing (max_tokens_clamp.py): small's vLLM answers its 400 for the
+    long one. That is the client's request, not a failure: LiteLLM would send a context-window error to `fallbacks:`
+    unless told not to (router_settings.context_window_fallbacks)."""
+    _, _, port = partial_stack
+    r = httpx.post(
+        f"http://127.0.0.1:{port}/v1/completions",
+        json={"model": "small", "prompt": [LONG, "hi"], "max_tokens": 16},
+        headers={"Authorization": f"Bearer {keys['master']}"},
+        timeout=60,
+    )
+    assert r.status_code == 400 and "x-gateway-fallback" not in r.headers, (r.status_code, r.text[:300])
+    assert r.headers.get("x-litellm-model-group") in (None, "small")
 
 
 def test_an_alias_is_its_model_for_everyone_who_may_use_it_and_listed_only_when_asked(partial_stack, keys):

@@ -171,6 +171,7 @@ def test_the_router_gets_fallbacks_aliases_and_no_fallback_for_a_clients_400(pla
     config = render_litellm(p)
     router = config["router_settings"]
     assert router["fallbacks"] == [{"a": ["b"]}] and router["fallback_on_unsupported_params"] is False
+    assert router["context_window_fallbacks"] == router["content_policy_fallbacks"] == [{"a": []}]
     assert router["model_group_alias"] == {
         "x": {"model": "a", "hidden": True},
         "y": {"model": "a", "hidden": True},
@@ -182,7 +183,8 @@ def test_the_router_gets_fallbacks_aliases_and_no_fallback_for_a_clients_400(pla
 
 def test_without_routes_the_config_is_as_before(plan):
     config = render_litellm(plan(model("a") + model("b")))
-    assert not {"fallbacks", "fallback_on_unsupported_params", "model_group_alias"} & set(config["router_settings"])
+    routes = {"fallbacks", "fallback_on_unsupported_params", "context_window_fallbacks", "model_group_alias"}
+    assert not routes & set(config["router_settings"])
     assert all(CONTEXT_FALLBACKS not in e["model_info"] for e in config["model_list"])
 
 

@@ -255,6 +255,12 @@ def routes(plan: Plan) -> dict:
     if fallbacks:
         out["fallbacks"] = fallbacks
         out["fallback_on_unsupported_params"] = False
+        # a backend's context-window (or content-policy) error is not a failure: without these LiteLLM would send
+        # it to `fallbacks` too; an empty list per model raises it as it is (context_fallbacks are decided before
+        # routing, on the counted prompt: max_tokens_clamp.py)
+        none = [{m.served_name: []} for m in plan.served if m.fallbacks]
+        out["context_window_fallbacks"] = none
+        out["content_policy_fallbacks"] = none
     aliases = {
         alias: {"model": m.served_name, "hidden": not m.list_aliases} for m in plan.served for alias in m.aliases
     }
