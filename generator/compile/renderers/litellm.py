@@ -258,7 +258,7 @@ def routes(plan: Plan) -> dict:
         # a backend's context-window (or content-policy) error is not a failure: without these LiteLLM would send
         # it to `fallbacks` too; an empty list per model raises it as it is (context_fallbacks are decided before
         # routing, on the counted prompt: max_tokens_clamp.py)
-        none = [{m.served_name: []} for m in plan.served if m.fallbacks]
+        none: list[dict[str, list[str]]] = [{m.served_name: []} for m in plan.served if m.fallbacks]
         out["context_window_fallbacks"] = none
         out["content_policy_fallbacks"] = none
     aliases = {
