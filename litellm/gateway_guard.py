@@ -120,13 +120,8 @@ def person_models(person: people.Person) -> list[str]:
     /v1/models lists (`list_aliases: true`). Any alias of theirs is theirs: the guard puts its model in the body."""
     if person.models is None:
         return []
-    aliases = getattr(gateway_backends.router(), "model_group_alias", None)
-    listed = [
-        name
-        for name, target in (aliases.items() if isinstance(aliases, dict) else ())
-        if isinstance(target, dict) and not target.get("hidden") and target.get("model") in person.models
-    ]
-    return sorted({*person.models, *listed})
+    listed = gateway_backends.listed_aliases(gateway_backends.router())
+    return sorted({*person.models, *(alias for alias, model in listed.items() if model in person.models)})
 
 
 def person_auth(person: people.Person) -> UserAPIKeyAuth:

@@ -13,8 +13,8 @@ import importlib.util
 import json
 from pathlib import Path
 
-from ..plan import HostedSpec, ModelPlan, RequestLimits
-from .rules import Finding, max_tokens_for
+from ..plan import HostedSpec, ModelPlan
+from .rules import Finding, limits_plan, max_tokens_for
 from .schema import Defaults, HostedEntry
 
 LITELLM_PREFIX = {"openai": "openai", "anthropic": "anthropic", "openai-compatible": "openai"}
@@ -48,10 +48,8 @@ def known(entry: HostedEntry) -> dict:
     return {}
 
 
-def hosted_plans(
-    entries: dict[str, HostedEntry], defaults: Defaults, limits_of
-) -> tuple[list[ModelPlan], list[Finding]]:
-    """One ModelPlan per hosted entry (`limits_of(defaults, own)` merges `limits:`); findings name model and field."""
+def hosted_plans(entries: dict[str, HostedEntry], defaults: Defaults) -> tuple[list[ModelPlan], list[Finding]]:
+    """One ModelPlan per hosted entry; findings name model and field."""
     plans: list[ModelPlan] = []
     findings: list[Finding] = []
     for name, entry in entries.items():
@@ -75,7 +73,6 @@ def hosted_plans(
             "max_tokens": max_tokens,
         }
         tools = entry.tools if entry.tools is not None else bool(info.get("supports_function_calling"))
-        limits: RequestLimits = limits_of(defaults.limits, entry.limits)
         plans.append(
             ModelPlan(
                 name=name,
@@ -96,7 +93,7 @@ def hosted_plans(
                 trust_remote_code=False,
                 litellm_params=dict(sorted(params.items())),
                 api_key_env=entry.api_key_env,
-                limits=limits,
+                limits=limits_plan(defaults.limits, entry.limits),
                 hosted=HostedSpec(
                     provider=entry.provider,
                     model=entry.model,

@@ -25,7 +25,6 @@ from ..plan import (
     PersonPlan,
     Plan,
     RedisPlan,
-    RequestLimits,
 )
 from . import adapters as lora
 from . import fit, model_files, pooling, routing, rules
@@ -226,18 +225,12 @@ def _model_plan(
         k8s=_k8s_plan(file.defaults.k8s, entry.k8s),
         volumes=rules.merged_volumes(file.defaults.volumes, entry.volumes),
         media_domains=domains,
-        limits=_limits_plan(file.defaults.limits, entry.limits),
+        limits=rules.limits_plan(file.defaults.limits, entry.limits),
         replica_of=name if entry.replicas > 1 else "",
         replica=replica if entry.replicas > 1 else 0,
         replicas=entry.replicas,
         adapters=adapters,
     )
-
-
-def _limits_plan(defaults: Limits, own: Limits) -> RequestLimits:
-    """`defaults.limits` under the model's `limits:`, field by field (the fields the model sets win)."""
-    k = Limits(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
-    return RequestLimits(n=k.n, best_of=k.best_of, tools=k.tools, logit_bias=k.logit_bias, request_bytes=k.request_size)
 
 
 def _k8s_plan(defaults: ModelK8s, own: ModelK8s) -> ModelK8sPlan:
@@ -389,7 +382,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     findings += rules.unique(models)
     findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)
-    hosted, found = hosted_plans(file.hosted, file.defaults, _limits_plan)
+    hosted, found = hosted_plans(file.hosted, file.defaults)
     findings += found
     routed, found, warned = routing.routes({**file.models, **file.hosted}, [*models, *hosted])
     models, hosted = routed[: len(models)], routed[len(models) :]

@@ -7,9 +7,9 @@ import graphlib
 import itertools
 from collections import defaultdict
 
-from ..plan import ModelPlan, Mount, OnDemandPlan
+from ..plan import ModelPlan, Mount, OnDemandPlan, RequestLimits
 from .fit import CONTEXT_OVERHEAD
-from .schema import BACKEND_CACHES, VOLUME, ModelEntry
+from .schema import BACKEND_CACHES, VOLUME, Limits, ModelEntry
 from .sizes import GIB, fmt_bytes, parse_size
 from .vllm_command import Catalog, ServeCommand
 
@@ -612,3 +612,9 @@ def metrics_ports(metrics, gateway_port: int) -> list[Finding]:
         owner = "the gateway's" if g.port == gateway_port else "Prometheus's (metrics.port)"
         findings.append((("metrics", "grafana", "port"), f"port {g.port} is {owner} port; pick another (e.g. 3000)"))
     return findings
+
+
+def limits_plan(defaults: Limits, own: Limits) -> RequestLimits:
+    """`defaults.limits` under the model's `limits:`, field by field (the fields the model sets win)."""
+    k = Limits(**{**defaults.model_dump(exclude_unset=True), **own.model_dump(exclude_unset=True)})
+    return RequestLimits(n=k.n, best_of=k.best_of, tools=k.tools, logit_bias=k.logit_bias, request_bytes=k.request_size)

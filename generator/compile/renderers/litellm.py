@@ -142,21 +142,18 @@ def model_entry(
     m: ModelPlan, plan: Plan, api_base: Callable[[ModelPlan], str], controller_host: str | None = None
 ) -> dict:
     timeout, stream_timeout = plan.gateway.request_timeout, plan.gateway.stream_timeout
-    if m.on_demand and plan.controller:
+    params: dict[str, object]
+    if m.hosted is not None:  # an API somebody else serves: its provider's LiteLLM route, its base if not the default
+        params = {"model": m.hosted.route, **({"api_base": m.hosted.api_base} if m.hosted.api_base else {})}
+    elif m.on_demand and plan.controller:
         host = controller_host or ("127.0.0.1" if api_base is local_api_base else CONTROLLER_SERVICE)
-        base = controller_api_base(m, plan, host)
+        params = {"model": f"hosted_vllm/{m.served_name}", "api_base": controller_api_base(m, plan, host)}
         # the controller may hold a request for up to load_timeout while the model loads: the gateway waits that
         # long on top of its own timeouts, so the client gets the controller's 503 + Retry-After, not a timeout
         wait = int(plan.controller.load_timeout + 0.999)
         timeout, stream_timeout = timeout + wait, stream_timeout + wait
-    elif m.hosted is None:
-        base = api_base(m)
-    params: dict[str, object]
-    if m.hosted is not None:  # an API somebody else serves: its provider's LiteLLM route, its base if not the default
-        h = m.hosted
-        params = {"model": h.route, **({"api_base": h.api_base} if h.api_base else {})}
     else:
-        params = {"model": f"hosted_vllm/{m.served_name}", "api_base": base}
+        params = {"model": f"hosted_vllm/{m.served_name}", "api_base": api_base(m)}
     params |= {
         "api_key": f"os.environ/{m.api_key_env}",
         **m.litellm_params,

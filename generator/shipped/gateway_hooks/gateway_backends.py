@@ -115,14 +115,29 @@ def deployments(rt: Any, model: str) -> list:
         return []
 
 
+def _aliases(rt: Any) -> dict:
+    aliases = getattr(rt, "model_group_alias", None)
+    return aliases if isinstance(aliases, dict) else {}
+
+
+def _alias_entry(target: object) -> tuple[str | None, bool]:
+    """One router_settings.model_group_alias value: (the model it names, listed in /v1/models). LiteLLM takes a
+    name (listed) or {model, hidden}."""
+    model = target.get("model") if isinstance(target, dict) else target
+    listed = not (isinstance(target, dict) and target.get("hidden"))
+    return (model if isinstance(model, str) else None), listed
+
+
 def alias_target(rt: Any, name: object) -> str | None:
     """The model an alias names (router_settings.model_group_alias: models.yml `aliases:`), or None."""
-    aliases = getattr(rt, "model_group_alias", None)
-    if not isinstance(name, str) or not isinstance(aliases, dict) or name not in aliases:
-        return None
-    target = aliases[name]
-    target = target.get("model") if isinstance(target, dict) else target
-    return target if isinstance(target, str) else None
+    aliases = _aliases(rt)
+    return _alias_entry(aliases[name])[0] if isinstance(name, str) and name in aliases else None
+
+
+def listed_aliases(rt: Any) -> dict[str, str]:
+    """The aliases /v1/models lists (`list_aliases: true`) -> the model each names."""
+    entries = {alias: _alias_entry(target) for alias, target in _aliases(rt).items()}
+    return {alias: model for alias, (model, listed) in entries.items() if listed and model is not None}
 
 
 def model_names(rt: Any) -> list[str]:
