@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 3-4x faster here
 PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
-.PHONY: help venv venv-vllm regenerate apply k8s check lint schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
+.PHONY: help venv venv-vllm regenerate apply k8s check lint schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools browser page-screenshots compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -116,7 +116,7 @@ usage: venv ## per person and model: requests and tokens in/out since the gatewa
 # or uses a stack, in order, the other the unit and docs tests beside them (tests/conftest.py); never two stacks at
 # once (they starved each other on 2 cores beside CI's compose stack: docs/testing.md)
 TEST_WORKERS ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 1)
-test: venv venv-vllm demo-models promtool bench-tools redis-server ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
+test: venv venv-vllm demo-models promtool bench-tools redis-server browser ## unit + integration tests (integration: CPU stack, or GATEWAY_URL/GATEWAY_KEY)
 	$(PY) -m pytest$(if $(filter-out 1,$(TEST_WORKERS)), -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 parsers: venv venv-vllm demo-models ## the parser conformance matrix alone, every tool-call / reasoning family x API x mode through the gateway (make test: GLM-4.7 and Qwen3 only; docs/parsers.md)
@@ -169,6 +169,16 @@ bench-tools: ## nginx, the benchmark's mock backend (installed with apt when mis
 redis-server: ## Debian's redis-server, the local stack's Redis when models.yml needs one (installed with apt when missing: tools/apt.sh)
 	@command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || { \
 	  echo "installing redis-server (the local stack's Redis)"; tools/apt.sh install --no-recommends redis-server; }
+
+browser: ## Debian's chromium and chromium-driver, the real browser the page's tests drive (installed with apt when missing: tools/apt.sh)
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { \
+	  echo "installing chromium + chromium-driver (the page's tests: tests/integration/test_page.py)"; \
+	  tools/apt.sh install --no-recommends chromium chromium-driver; }
+
+page-screenshots: ## copy the screenshots of the gateway's page make test took (.cache/page-screenshots) over docs/images/
+	@ls .cache/page-screenshots/page-*.png >/dev/null 2>&1 || { \
+	  echo "no screenshots in .cache/page-screenshots: make test takes them"; exit 2; }
+	@mkdir -p docs/images && cp .cache/page-screenshots/page-*.png docs/images/ && ls -l docs/images/page-*.png
 
 promtool: ## Debian's promtool (checks the generated Prometheus config), unpacked into .cache/promtool (no service)
 	@[ -x .cache/promtool/usr/bin/promtool ] || command -v promtool >/dev/null || { \

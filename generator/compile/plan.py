@@ -219,6 +219,7 @@ class GatewayPlan:
     backend_internet: bool
     admin_ui: bool
     autoheal: bool
+    ui: bool = True  # the gateway's page at /gateway/ (gateway_hooks/gateway_page.py)
     metrics: str = "full"  # full: LiteLLM's prometheus callback; light: the guard's two counters
     master_key_env: str = "LITELLM_MASTER_KEY"
     k8s: GatewayK8sPlan = GatewayK8sPlan()

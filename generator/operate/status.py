@@ -4,10 +4,11 @@
     python -m generator.operate.status --watch    # refreshes in place until Ctrl-C
     python -m generator.operate.status --json     # {"gateway": {...}, "models": [{...}, ...]} for scripts
 
-Every target is read the same way: the gateway's `/gateway/status` route (generator/shipped/gateway_hooks/
-gateway_status.py), which probes each backend's /health and /metrics from inside the stack and
-returns cumulative counters. Rates (tokens/s, requests/s) and the TTFT median over the last interval
-are computed here from two samples, so the route holds no state and any gateway worker answers.
+Every target is read the same way: the gateway's `/gateway/report` route (generator/shipped/gateway_hooks/
+gateway_status.py), which probes each backend's /health and /metrics from inside the stack twice, `--interval`
+apart, and answers the report of the two samples (status_report.py: rates, the TTFT median over the interval,
+usage per person); the gateway's page (/gateway/) reads the same route. The route holds no state, so any gateway
+worker answers. Here, only what models.yml says is added (GPUs, a model the running config lacks).
 
 Where the gateway and its key are found (first that applies):
   --url / --key, or GATEWAY_URL / GATEWAY_KEY (as tests/integration use them);
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -46,9 +46,10 @@ from ..compile.load.loader import load_plan
 from ..compile.output import read_env_file
 from ..compile.plan import Plan
 from ..errors import ConfigError, print_problems
+from ..shipped.gateway_hooks import status_report
 from .runtime.processes import started_at
 
-ROUTE = "/gateway/status"
+ROUTE = "/gateway/report"  # generator/shipped/gateway_hooks/gateway_status.py; the page reads it too
 DEFAULT_STATE = Path(".cache/local-stack")
 STATE_STYLE = {
     "healthy": "green",
@@ -63,7 +64,6 @@ STATE_STYLE = {
     "stopped": "blue",
     "failed": "red",
 }
-FINE = {"healthy", "loaded", "loading", "draining", "asleep", "stopped"}  # exit 0
 
 
 # --- where the gateway is ---------------------------------------------------------------------
@@ -158,181 +158,103 @@ def answers(url: str, timeout: float) -> bool:
         return False
 
 
-# --- one sample, and what two samples say ------------------------------------------------------
-def fetch(client: httpx.Client, target: Target) -> dict:
-    """The route's JSON, or {"error": ..., "state": ...} when the gateway cannot be asked."""
+# --- the gateway's report ------------------------------------------------------------------------
+def fetch(client: httpx.Client, target: Target, interval: float) -> dict:
+    """The report the gateway computes from two samples `interval` seconds apart (its /gateway/report route, the one
+    the page reads), with models.yml's view added; when the route cannot be asked, a report that says why."""
     try:
-        r = client.get(target.url + ROUTE, headers={"Authorization": f"Bearer {target.key}"})
+        r = client.get(
+            target.url + ROUTE,
+            params={"interval": interval},
+            headers={"Authorization": f"Bearer {target.key}"},
+            timeout=client.timeout.read + interval if client.timeout.read is not None else None,
+        )
     except httpx.HTTPError as exc:
-        return {"state": "down", "error": f"{target.url}: {type(exc).__name__}: {exc}"}
+        return report(None, {"state": "down", "error": f"{target.url}: {type(exc).__name__}: {exc}"}, target)
     if r.status_code == 401:
-        return {
+        failed = {
             "state": "unauthorized",
             "error": f"{target.url} refused the key from {target.keys} (401; the gateway of {target.where})",
         }
+        return report(None, failed, target)
     if r.status_code != 200:
-        return {"state": "unhealthy", "error": f"{target.url}{ROUTE} answered {r.status_code}: {r.text[:200]}"}
-    return r.json()
-
-
-def rate(before: float | None, after: float | None, seconds: float) -> float | None:
-    """Per second between two readings of a counter; a counter that went down was reset (its process
-    restarted), so everything it counts now is new."""
-    if before is None or after is None or seconds <= 0:
-        return None
-    return (after - before if after >= before else after) / seconds
-
-
-def quantile(q: float, before: dict | None, after: dict | None) -> float | None:
-    """The q-quantile of the observations between two readings of a cumulative histogram
-    ({"buckets": [["0.5", count], ..., ["+Inf", count]]}), interpolated within its bucket as Prometheus's
-    histogram_quantile does; None without new observations."""
-    if not after or not after.get("buckets"):
-        return None
-    old = {float(le): n for le, n in (before or {}).get("buckets", [])}
-    reset = before is None or after.get("count", 0) < before.get("count", 0)
-    buckets = sorted((float(le), n - (0 if reset else old.get(float(le), 0))) for le, n in after["buckets"])
-    total = buckets[-1][1]
-    if total <= 0:
-        return None
-    rank, lower, below = q * total, 0.0, 0.0
-    for le, cumulative in buckets:
-        if cumulative >= rank:
-            if math.isinf(le):
-                return lower  # above the largest finite bound: that bound is all we know
-            inside = cumulative - below
-            return lower + (le - lower) * ((rank - below) / inside if inside > 0 else 1.0)
-        lower, below = le, cumulative
-    return lower
-
-
-def _m(entry: dict | None, field: str):
-    return ((entry or {}).get("metrics") or {}).get(field)
+        return report(
+            None,
+            {"state": "unhealthy", "error": f"{target.url}{ROUTE} answered {r.status_code}: {r.text[:200]}"},
+            target,
+        )
+    rep = r.json()
+    rep["gateway"]["url"] = target.url
+    return with_plan(rep, target.plan)
 
 
 def report(before: dict | None, after: dict, target: Target) -> dict:
-    """What status shows: states, gauges and counters of `after`, rates over the interval since `before`."""
-    gw_after = after.get("gateway") or {}
-    gw_before = (before or {}).get("gateway") or {}
-    seconds = after["time"] - before["time"] if before and "time" in before and "time" in after else 0.0
-    gm_after, gm_before = gw_after.get("metrics") or {}, gw_before.get("metrics") or {}
-    gateway = {
-        "url": target.url,
-        "state": after.get("state") or gw_after.get("state", "unhealthy"),
-        "error": after.get("error") or gw_after.get("metrics_error"),
-        "workers": gw_after.get("workers"),
-        "answered": "error" not in after,  # False: the route could not be asked (down, key refused, ...)
-        "requests_total": gm_after.get("requests_total"),
-        "errors_total": gm_after.get("errors_total"),  # the backends' failures (5xx, 408, 429)
-        "client_errors_total": gm_after.get("client_errors_total"),  # other 4xx: what clients got wrong
-        "requests_per_s": rate(gm_before.get("requests_total"), gm_after.get("requests_total"), seconds),
-        "interval_s": round(seconds, 3) if seconds else None,
-    }
-    found = {m["name"]: m for m in after.get("models") or []}
-    previous = {m["name"]: m for m in (before or {}).get("models") or []}
+    """The report of two samples of the status route (status_report.py, as the gateway's /gateway/report computes
+    it), with models.yml's view added (with_plan)."""
+    return with_plan(status_report.report(before, after, target.url), target.plan)
+
+
+def with_plan(rep: dict, plan: Plan | None) -> dict:
+    """What the gateway does not know, from models.yml: each backend's GPUs, the models' order, and a row for a
+    planned model the running config lacks (down: "not in the gateway's config"; a hosted model has no GPU of ours)."""
+    if plan is None:
+        return rep
     # one row per backend: a replicated model's replicas under their own names (<model>-<i>), the others under the
     # name clients send; the gateway's counters are per name clients send
-    planned = (
-        [(m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name) for m in target.plan.models]
-        + [(m.served_name, None, m.served_name) for m in target.plan.hosted]  # hosted: no GPU of ours
-        if target.plan
-        else []
-    )
-    names = [n for n, _, _ in planned] + sorted(set(found) - {n for n, _, _ in planned})
-    gpus = {n: g for n, g, _ in planned if g is not None}
-    served = {n: s for n, _, s in planned} | {n: e.get("model") or n for n, e in found.items() if n not in gpus}
-    # LoRA adapters: under the backend(s) that serve them (the plan's, else what the gateway reports)
-    adapters = (
-        {
-            n: [a.name for a in m.adapters]
-            for m in target.plan.models
-            for n in [m.name if m.replicas > 1 else m.served_name]
-        }
-        if target.plan
-        else {}
-    )
-    adapters |= {n: e.get("adapters") or [] for n, e in found.items() if n not in adapters}
+    planned: list[tuple[str, tuple[int, ...] | None, str, tuple]] = [
+        (m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name, m.adapters) for m in plan.models
+    ]
+    planned += [(m.served_name, None, m.served_name, ()) for m in plan.hosted]
+    backends = {r["name"]: r for r in rep["models"] if not r.get("adapter_of")}
+    adapters: dict[str, list[dict]] = {}
+    for r in rep["models"]:
+        if r.get("adapter_of"):
+            adapters.setdefault(r["adapter_of"], []).append(r)
+    reachable, gm = rep["gateway"].get("answered", True), rep.get("counters")
     models = []
-    for name in names:
-        cur, old = found.get(name), previous.get(name)
-        model = served.get(name, name)
-        reachable = "error" not in after
-        models.append(
-            {
-                "name": name,
-                "adapter_of": None,  # a LoRA adapter's row: the backend row it is served by
-                "state": cur["state"] if cur else ("down" if reachable else "unknown"),
-                "reason": cur["reason"]
-                if cur
-                else ("not in the gateway's config" if reachable else "the gateway did not answer"),
-                "gpus": list(gpus[name]) if name in gpus else None,
-                "requests_running": _m(cur, "requests_running"),
-                "requests_waiting": _m(cur, "requests_waiting"),
-                "kv_cache_usage": _m(cur, "kv_cache_usage"),
-                "prompt_tokens_per_s": rate(_m(old, "prompt_tokens_total"), _m(cur, "prompt_tokens_total"), seconds),
-                "generation_tokens_per_s": rate(
-                    _m(old, "generation_tokens_total"), _m(cur, "generation_tokens_total"), seconds
-                ),
-                "ttft_p50_s": quantile(0.5, _m(old, "ttft_seconds"), _m(cur, "ttft_seconds")) if old else None,
-                "preemptions_total": _m(cur, "preemptions_total"),
-                "model": model,
-                "gateway_requests_total": (gm_after.get("requests_by_model") or {}).get(model, 0.0)
-                if gm_after
-                else None,
-                "gateway_errors_total": (gm_after.get("errors_by_model") or {}).get(model, 0.0) if gm_after else None,
-                "gateway_client_errors_total": (gm_after.get("client_errors_by_model") or {}).get(model, 0.0)
-                if gm_after
-                else None,
-                # requests this model's fallbacks answered since the gateway started: {fallback: {reason: n}}
-                "fallbacks": (gm_after.get("fallbacks") or {}).get(model, {}) if gm_after else None,
-            }
-        )
-        models += [adapter_row(models[-1], adapter, gm_after) for adapter in adapters.get(name, [])]
-    return {"gateway": gateway, "models": models, "people": usage(gm_after, gw_after.get("budgets") or {})}
+    for name, gpus, served, planned_adapters in planned:
+        row = backends.pop(name, None) or {
+            **{k: None for k in ROW_FIELDS},
+            "name": name,
+            "state": "down" if reachable else "unknown",
+            "reason": "not in the gateway's config" if reachable else "the gateway did not answer",
+            "model": served,
+            **status_report.model_counters(gm, served),
+        }
+        row["gpus"] = list(gpus) if gpus is not None else None
+        found = adapters.pop(name, None)
+        rows = found or [status_report.adapter_row(row, a.name, gm or {}) for a in planned_adapters]
+        models += [row, *({**a, "gpus": row["gpus"]} for a in rows)]
+    for name in sorted(backends):  # served, but not in this models.yml
+        models += [backends[name], *adapters.get(name, [])]
+    return {**rep, "models": models}
 
 
-def adapter_row(base: dict, adapter: str, gm: dict) -> dict:
-    """A LoRA adapter's row: its base backend's state (the same vLLM serves it; the backend's load, tokens and KV
-    cache are the base's row, shared), the gateway's counters under the adapter's own name."""
-    by = lambda field: (gm.get(field) or {}).get(adapter, 0.0) if gm else None  # noqa: E731
-    return {
-        **{k: None for k in base},
-        "name": adapter,
-        "adapter_of": base["name"],
-        "model": adapter,
-        "state": base["state"],
-        "reason": base["reason"],
-        "gpus": base["gpus"],
-        "gateway_requests_total": by("requests_by_model"),
-        "gateway_errors_total": by("errors_by_model"),
-        "gateway_client_errors_total": by("client_errors_by_model"),
-    }
+ROW_FIELDS = (  # a model's row (status_report.report), for a planned model the gateway does not serve
+    "name",
+    "adapter_of",
+    "state",
+    "reason",
+    "gpus",
+    "hosted",
+    "requests_running",
+    "requests_waiting",
+    "kv_cache_usage",
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+    "ttft_p50_s",
+    "preemptions_total",
+    "model",
+)
 
 
-def usage(metrics: dict, budgets: dict) -> list[dict]:
-    """One row per person and model (models.yml people:): requests and tokens in/out since the gateway started
-    (LiteLLM's counters, labelled with the person's name), and the token budget used this UTC day / month."""
-    rows = []
-    for person, models in (metrics.get("people") or {}).items():
-        for model, c in models.items():
-            rows.append(
-                {
-                    "person": person,
-                    "model": model,
-                    **{k: c.get(k, 0.0) for k in ("requests", "input_tokens", "output_tokens")},
-                }
-            )
-    for person, b in budgets.items():
-        rows.append(
-            {
-                "person": person,
-                "model": "(budget)",
-                "tokens_today": b.get("day"),
-                "tokens_this_month": b.get("month"),
-                "limits": b.get("limits"),
-            }
-        )
-    return rows
+def budget_text(row: dict) -> str:
+    """A person's tokens this UTC day and month, each of its budget when they have one."""
+    limits = row.get("limits") or {}
+    return ", ".join(
+        f"{row[field]}{f' of {limits[period]}' if period in limits else ''} tokens {words}"
+        for period, field, words in (("day", "tokens_today", "today"), ("month", "tokens_this_month", "this month"))
+    )
 
 
 def render_usage(rep: dict) -> Table:
@@ -348,14 +270,10 @@ def render_usage(rep: dict) -> Table:
     table.add_column("model", no_wrap=True)
     for name in ("requests", "tokens in", "tokens out"):
         table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("")  # a person's tokens this day and month, of their budgets
     for r in rep.get("people") or []:
-        if r["model"] == "(budget)":
-            limits = r.get("limits") or {}
-            text = ", ".join(
-                f"{r['tokens_today' if p == 'day' else 'tokens_this_month']} of {v} tokens this {p}"
-                for p, v in limits.items()
-            )
-            table.add_row(r["person"], Text("budget (UTC)", style="dim"), "", "", text)
+        if r["model"] == status_report.BUDGET_ROW:
+            table.add_row(r["person"], Text("tokens (UTC)", style="dim"), "", "", "", budget_text(r))
         else:
             table.add_row(
                 r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"])
@@ -363,8 +281,7 @@ def render_usage(rep: dict) -> Table:
     return table
 
 
-def healthy(rep: dict) -> bool:
-    return rep["gateway"]["state"] == "healthy" and all(m["state"] in FINE for m in rep["models"])
+healthy = status_report.healthy
 
 
 # --- the terminal view ---------------------------------------------------------------------------
@@ -487,14 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     with httpx.Client(timeout=args.timeout, trust_env=False) as client:
         if args.watch:
             return watch(client, target, args.interval)
-        first = fetch(client, target)
-        before: dict | None = None
-        if "error" not in first:
-            time.sleep(args.interval)
-            before, after = first, fetch(client, target)
-        else:
-            after = first
-        rep = report(before if before and "error" not in before else None, after, target)
+        rep = fetch(client, target, args.interval)
     if args.json:
         print(json.dumps(rep, indent=1))
     elif args.usage:
@@ -511,14 +421,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def watch(client: httpx.Client, target: Target, interval: float) -> int:
-    before = None
     try:
         with Live(Text("asking the gateway..."), refresh_per_second=4, screen=False) as live:
-            while True:
-                after = fetch(client, target)
-                live.update(render(report(before, after, target)))
-                before = after if "error" not in after else None
-                time.sleep(interval)
+            while True:  # the gateway takes its two samples `interval` apart: each answer is a fresh interval
+                rep = fetch(client, target, interval)
+                live.update(render(rep))
+                if not rep["gateway"].get("answered", True):
+                    time.sleep(interval)
     except KeyboardInterrupt:
         return 0
 

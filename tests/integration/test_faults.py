@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from generator.compile.load.loader import load_plan
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import free_ports
+from tests.integration.browser import chromium, page_errors, screenshot, sign_in, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -212,12 +213,32 @@ def _ask(gateway, path: str, model: str) -> tuple[int | str, str, float]:
     return r.status_code, r.headers.get("x-litellm-model-group", ""), time.monotonic() - start
 
 
-def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_and_recovers(gateway):
+@pytest.fixture
+def admin_page(gateway):
+    """The gateway's page in a real browser, signed in with the master key: the admin's view of the stack."""
+    if gateway.stack is None:
+        pytest.skip("needs a local stack (this session's or the running `make demo`), not GATEWAY_URL")
+    with chromium() as driver:
+        sign_in(driver, gateway.url.removesuffix("/v1"), gateway.key)
+        yield driver
+        assert page_errors(driver) == []
+
+
+def page_states(driver) -> dict[str, str]:
+    """Each model's state as the admin's view shows it (its row's state word)."""
+    return driver.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('#stack tbody tr')]"
+        ".map(tr => [tr.dataset.model, tr.querySelector('[data-state]').dataset.state]))"
+    )
+
+
+def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_and_recovers(gateway, admin_page):
     """Kill one real vLLM backend while requests for it keep arriving on chat, responses and messages. With
     `fallbacks:` (the CPU demo's reasoner: docs/routing.md) none is lost and its fallback answers every one sent after
     the kill; without, each gets a fast 5xx. The other model keeps answering, `make status` reads the dead one down,
     and once the backend is back the gateway serves it again without a restart. (A person who may not use the
-    fallback, and a model down from the start: tests/integration/test_partial_availability.py.)"""
+    fallback, and a model down from the start: tests/integration/test_partial_availability.py.) The admin's page, open
+    in a real browser all along, shows the dead backend down within 15 s and healthy again once it is back."""
     if gateway.stack is None:
         pytest.skip("needs a local stack (this session's or the running `make demo`), not GATEWAY_URL")
     if len(gateway.plan.models) < 2:
@@ -234,7 +255,10 @@ def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_a
         except openai.APIStatusError as exc:
             return exc.status_code, time.monotonic() - start
 
-    assert _states(gateway) == {m.served_name: "healthy" for m in gateway.plan.models}
+    healthy = {m.served_name: "healthy" for m in gateway.plan.models}
+    assert _states(gateway) == healthy
+    wait_for(lambda: page_states(admin_page) == healthy, 20, "the admin's page: every model healthy")
+    screenshot(admin_page, "page-admin")
     answers: list[tuple[str, float, int | str, str, float]] = []  # (path, sent, status, answered by, seconds)
     killed = threading.Event()
     after_kill = iter(range(AFTER_KILL))
@@ -255,6 +279,7 @@ def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_a
             gateway.stack.kill(victim.name)
             killed.set()
             dead_at = time.monotonic()
+            wait_for(lambda: page_states(admin_page)[victim.served_name] == "down", 15, "the page: the killed one down")
             for f in running:
                 f.result()
         # `make status` (the gateway's /gateway/status route) reads it down within 15 s; the other stays healthy
@@ -276,6 +301,7 @@ def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_a
         loading = _states_while_loading(gateway, victim)
     # while it loads, status never calls it healthy before vLLM's own /health does
     assert loading[-1] == "healthy" and set(loading[:-1]) <= {"down"}, loading
+    wait_for(lambda: page_states(admin_page) == healthy, 15, "the admin's page: the backend healthy again")
     deadline = time.monotonic() + 30  # the router tries the model itself first again: no cooldown for it
     while (got := _ask(gateway, "/chat/completions", victim.served_name))[:2] != (200, victim.served_name):
         assert time.monotonic() < deadline, f"the gateway did not serve the backend again after it came back: {got}"

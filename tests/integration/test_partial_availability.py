@@ -36,6 +36,8 @@ HOSTED_KEY_ENV = "HOSTED_API_KEY"
 HOSTED_KEY = "hosted-" + secrets.token_urlsafe(16)  # the provider's key: never in a generated file or a log
 LONG = "word " * 1500  # ~4,500 of the scripted tokenizer's tokens: over small's context, far under good's
 APIS = ("chat", "responses", "messages")
+# models.yml text the gateway's page must show as text (a script that ran would set the page's title)
+SCRIPT_DESCRIPTION = "Hosted <script>document.title='run'</script> <b>stand-in</b>"
 
 
 def _models_yml(
@@ -47,6 +49,7 @@ gateway: {{port: {gateway_port}, workers: 1}}  # one gateway worker: ~8 CPU-s le
 people:
   sam: {{models: [broken, small, hosted-api]}}  # not good: no fallback for sam (and no limit: no Redis)
 hosted-api:                  # a hosted model: a stand-in API on this machine that wants its own key
+  description: {SCRIPT_DESCRIPTION!r}
   provider: openai-compatible
   model: fake
   api_base: http://127.0.0.1:{api_port}/v1
@@ -308,6 +311,23 @@ def test_status_counts_what_each_models_fallbacks_answered(partial_stack, keys):
     assert fallbacks["broken"]["good"]["error"] >= len(APIS), fallbacks
     assert fallbacks["small"]["good"]["context"] >= len(APIS), fallbacks
     assert set(fallbacks) == {"broken", "small"}, fallbacks
+
+
+def test_a_persons_page_shows_models_yml_text_as_text(partial_stack, keys):
+    """sam's page in a real browser: his models only (hosted included, each of its kind), and a description with
+    `<script>` and `<b>` in models.yml shown as those characters: nothing of it runs or renders."""
+    from selenium.webdriver.common.by import By
+
+    from tests.integration.browser import chromium, page_errors, sign_in, table, wait_for
+
+    with chromium() as driver:
+        sign_in(driver, f"http://127.0.0.1:{partial_stack[2]}", keys["sam"])
+        rows = {r[0]: r for r in wait_for(lambda: table(driver, "models"), what="sam's models")}
+        assert list(rows) == ["broken", "hosted-api", "small"]
+        assert rows["hosted-api"][1] == "chat (hosted)" and rows["hosted-api"][6] == SCRIPT_DESCRIPTION
+        assert rows["small"][2:4] == [f"{SMALL_CONTEXT:,}", "64"] and rows["small"][6] == ""  # its alias is hidden
+        assert driver.title == "LLM gateway" and not driver.find_elements(By.CSS_SELECTOR, "#models script, #models b")
+        assert page_errors(driver) == []
 
 
 def test_the_cpu_demo_models_get_a_fit_estimate_from_their_files():

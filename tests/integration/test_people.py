@@ -8,9 +8,16 @@ ci-bot: {models: [tool-caller], tpm: 2000}."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
+import openai
 import pytest
 
 from generator.operate.keys import LOCAL_HEADER, drop_key, person_key, write_hashes
@@ -18,6 +25,8 @@ from generator.shipped.gateway_hooks.people import API_KEY_PREFIX, key_hash
 from tests.conftest import host_ports_lock
 
 RELOAD = 5.0  # seconds the issue allows for a key change to reach the running gateway
+ROOT = Path(__file__).resolve().parents[2]
+N_PAGE_REQUESTS = 3  # ann's requests before she opens her page
 
 
 @pytest.fixture(scope="module")
@@ -402,6 +411,99 @@ def test_a_revoked_key_is_401_within_seconds_and_a_stream_in_flight_runs_to_its_
     write_hashes(plan, stack.env_path, folder)
     wait_until(lambda: status(gateway, people["bob"], "reasoner") == 200, RELOAD)
     assert status(gateway, key, "reasoner") == 401
+
+
+def make_usage(gateway) -> list[dict]:
+    """`make usage`'s rows (status --usage reads the same report; --json prints them), for this gateway."""
+    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.operate.status",
+            "--json",
+            "--interval",
+            "0",
+            "--models",
+            gateway.plan.source,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    return json.loads(out.stdout)["people"]
+
+
+def test_a_persons_page_shows_their_models_limits_and_the_usage_make_usage_shows(gateway, people):
+    """ann opens /gateway/ in a real browser with her key: exactly her `models:` (the other model absent), her limits,
+    her usage equal to `make usage`'s rows for her after N more requests, and a connection snippet for the OpenAI SDK
+    that, copied from the page and run, gets an answer. A wrong key: a clear message and no data."""
+    from selenium.webdriver.common.by import By
+
+    from tests.integration.browser import (
+        WRONG_KEY_LOGGED,
+        chromium,
+        page_errors,
+        screenshot,
+        shown,
+        sign_in,
+        table,
+        wait_for,
+    )
+
+    ann = next(p for p in gateway.plan.people if p.name == "ann")
+    asked = lambda rows: sum(r["requests"] for r in rows if r["person"] == "ann" and r["model"] == "reasoner")  # noqa: E731
+    before = asked(make_usage(gateway))
+    client = gateway.client(key=people["ann"])
+    for i in range(N_PAGE_REQUESTS):  # a 429 of her rpm is counted too (the rpm test used her minute)
+        with contextlib.suppress(openai.RateLimitError):
+            client.chat.completions.create(
+                model="reasoner", max_tokens=4, messages=[{"role": "user", "content": f"{i}"}]
+            )
+    # LiteLLM counts after the answer: until her requests are all counted and her tokens settle
+    wait_until(
+        lambda: asked(rows := make_usage(gateway)) == before + N_PAGE_REQUESTS and rows == make_usage(gateway), 30
+    )
+    root = gateway.url.removesuffix("/v1")
+    with chromium() as driver:
+        sign_in(driver, root, "sk-not-a-key-of-this-gateway")
+        message = wait_for(lambda: driver.find_element(By.ID, "sign-in-error").text, what="the wrong key's message")
+        assert message == "That key is not valid for this gateway."
+        assert not shown(driver, "person") and not shown(driver, "admin") and not table(driver, "models")
+
+        sign_in(driver, root, people["ann"])
+        wait_for(lambda: shown(driver, "person") and table(driver, "models"), what="ann's page")
+        expected = [r for r in make_usage(gateway) if r["person"] == "ann"]
+        assert driver.find_element(By.ID, "who").text == "signed in as ann"
+        assert [row[0] for row in table(driver, "models")] == sorted(ann.models)  # the tool-caller is absent
+        limits = dict(zip(*[[e.text for e in driver.find_elements(By.TAG_NAME, t)] for t in ("dt", "dd")]))
+        assert limits["requests a minute"] == "10" and limits["tokens a day (UTC)"] == "no limit", limits
+        per_model = [r for r in expected if r["model"] != "(budget)"]
+        assert [
+            [r["model"], f"{r['requests']:,.0f}", f"{r['input_tokens']:,.0f}", f"{r['output_tokens']:,.0f}"]
+            for r in per_model
+        ] == table(driver, "usage")
+        assert next(r for r in per_model if r["model"] == "reasoner")["requests"] >= N_PAGE_REQUESTS
+        budget = next(r for r in expected if r["model"] == "(budget)")
+        assert driver.find_element(By.ID, "tokens").text == (
+            f"{budget['tokens_today']:,} tokens today, {budget['tokens_this_month']:,} tokens this month"
+        )
+        assert people["ann"] in driver.find_element(By.CSS_SELECTOR, "[data-snippet=openai] pre").get_attribute(
+            "textContent"
+        )
+        screenshot(driver, "page-person")
+        assert page_errors(driver, expected=(WRONG_KEY_LOGGED,)) == []
+        # bob's snippet is the one run: ann's minute of requests may be used up (a 429 is no answer)
+        driver.find_element(By.ID, "sign-out").click()
+        sign_in(driver, root, people["bob"])
+        wait_for(lambda: driver.find_element(By.ID, "who").text == "signed in as bob", what="bob's page")
+        assert [row[0] for row in table(driver, "models")] == sorted(m.served_name for m in gateway.plan.served)
+        snippet = driver.find_element(By.CSS_SELECTOR, "[data-snippet=openai] pre").get_attribute("textContent")
+        assert people["bob"] in snippet and gateway.key not in driver.page_source
+    run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0 and run.stdout.strip(), run.stderr[-2000:]
 
 
 def test_no_key_or_hash_in_logs_or_metrics(gateway, people):

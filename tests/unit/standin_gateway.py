@@ -1,6 +1,7 @@
 """A stand-in for the gateway's status side (no LiteLLM): `/health/liveliness` answers 200 to anyone,
-`/gateway/status` answers the route's JSON (generator/shipped/gateway_hooks/gateway_status.py) to its own key
-only, 401 to any other, as the real gateway does.
+`/gateway/report` answers the report of two samples of the status route's JSON (generator/shipped/gateway_hooks/
+gateway_status.py, computed by the real status_report.py) to its own key only, 401 to any other, as the real gateway
+does.
 
     python tests/unit/standin_gateway.py PORT KEY MODEL [MODEL ...]
 """
@@ -11,6 +12,10 @@ import http.server
 import json
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from generator.shipped.gateway_hooks import status_report
 
 
 def route_json(models: list[str]) -> dict:
@@ -52,8 +57,9 @@ def serve(port: int, key: str, models: list[str]) -> None:
         def do_GET(self):
             if self.path == "/health/liveliness":
                 code, body = 200, b'"I\'m alive!"'
-            elif self.path == "/gateway/status" and self.headers.get("Authorization") == f"Bearer {key}":
-                code, body = 200, json.dumps(route_json(models)).encode()
+            elif self.path.startswith("/gateway/report?") and self.headers.get("Authorization") == f"Bearer {key}":
+                url = f"http://127.0.0.1:{port}"
+                code, body = 200, json.dumps(status_report.report(None, route_json(models), url)).encode()
             else:
                 code, body = 401, b'{"error": "Authentication Error"}'
             self.send_response(code)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi import HTTPException
 
-from generator.compile.renderers.litellm import GATEWAY_MODULES
+from generator.compile.renderers.litellm import GATEWAY_MODULES, PAGE_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "litellm"
@@ -309,7 +309,10 @@ def test_the_config_names_the_hook_with_or_without_the_clamp(tmp_path, clamp, in
     module, name = render_litellm(plan)["litellm_settings"]["callbacks"][0].split(".")
     assert hasattr(load_like_litellm(module), name)
     assert instance == name
-    assert set(gateway_modules(plan)) == {f"litellm/{m}.py" for m in GATEWAY_MODULES}  # defaults and 400s stay on
+    assert set(gateway_modules(plan)) == {  # defaults and 400s stay on
+        *(f"litellm/{m}.py" for m in GATEWAY_MODULES),
+        *(f"litellm/{name}" for name in PAGE_FILES),
+    }
 
 
 # --- /v1/messages/count_tokens ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from generator.compile.load.loader import load_plan
 from generator.compile.output import ENV_FILE, read_env_file, render_files
 from generator.compile.renderers.k8s import ENV_FILE as K8S_ENV_FILE
 from generator.compile.renderers.k8s import k8s_warnings
-from generator.compile.renderers.litellm import GATEWAY_MODULES
+from generator.compile.renderers.litellm import GATEWAY_MODULES, PAGE_FILES
 from tests.unit.golden import GOLDEN, assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,7 +193,7 @@ def test_same_input_same_bytes_and_a_second_run_writes_nothing(tmp_path, capsys)
             if p.is_file() and p.name != "secrets.env"
         }
 
-    assert generated(a) == generated(b) and len(generated(a)) == 7 + len(GATEWAY_MODULES)
+    assert generated(a) == generated(b) and len(generated(a)) == 7 + len(GATEWAY_MODULES) + len(PAGE_FILES)
     capsys.readouterr()
     assert main(["k8s", "--models", str(ROOT / "models.yml"), "--out", str(a), "-q"]) == 0
     assert "already up to date" in capsys.readouterr().out
@@ -407,7 +407,11 @@ def test_backends_accept_only_the_gateway_and_nothing_is_exposed(repo_docs):
 def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(repo, repo_docs):
     kustomization = yaml.safe_load(repo["k8s/kustomization.yaml"])
     (gen,) = kustomization["configMapGenerator"]
-    assert gen["files"] == ["gateway/config.yaml", *(f"gateway/{mod}.py" for mod in GATEWAY_MODULES)]
+    assert gen["files"] == [
+        "gateway/config.yaml",
+        *(f"gateway/{mod}.py" for mod in GATEWAY_MODULES),
+        *(f"gateway/{name}" for name in PAGE_FILES),
+    ]
     config = yaml.safe_load(repo["k8s/gateway/config.yaml"])
     assert config["general_settings"]["custom_auth"] == "gateway_guard.user_api_key_auth"
     assert config["litellm_settings"]["callbacks"] == [
@@ -449,7 +453,7 @@ def test_kubectl_kustomize_builds_it_and_every_object_validates(tmp_path):
     (config_map,) = by_kind(docs, "ConfigMap").values()
     keys = read_env_file(tmp_path / K8S_ENV_FILE)
     assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == keys
-    assert set(config_map["data"]) == {"config.yaml", *(f"{mod}.py" for mod in GATEWAY_MODULES)}
+    assert set(config_map["data"]) == {"config.yaml", *(f"{mod}.py" for mod in GATEWAY_MODULES), *PAGE_FILES}
     assert all(d["metadata"].get("namespace") == "llm-gateway" for d in docs if d["kind"] != "Namespace")
     refs = {
         e["valueFrom"]["secretKeyRef"]["name"]

@@ -147,10 +147,10 @@ def test_the_budget_counter_adds_a_persons_tokens_in_a_copy_loaded_by_path(tmp_p
         added.append((name, tokens))
 
     monkeypatch.setattr(copy, "add_tokens", add)
-    for alias, tokens in (("bob", 7), ("ann", 5), (None, 9)):  # ann has no budget, None is the master key
+    for alias, tokens in (("bob", 7), ("ann", 5), (None, 9), ("eve", 3)):  # None: the master key; eve: nobody
         payload = {"metadata": {"user_api_key_alias": alias}, "total_tokens": tokens}
         asyncio.run(copy.budget_counter.async_log_success_event({"standard_logging_object": payload}, None, None, None))
-    assert added == [("bob", 7)]
+    assert added == [("bob", 7), ("ann", 5)]  # every person's day and month (their page shows them), budget or not
 
 
 def test_kubernetes_gets_the_hashes_as_a_secret_of_their_own(write, tmp_path):

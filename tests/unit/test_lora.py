@@ -16,7 +16,13 @@ from generator.compile.load.loader import load_plan
 from generator.compile.load.vllm_command import load_catalog
 from generator.compile.output import render_files
 from generator.compile.renderers.clients import agent_models
-from generator.compile.renderers.litellm import ADAPTER_OF, NO_PROMPT_LOGPROBS, local_api_base, render_litellm
+from generator.compile.renderers.litellm import (
+    ADAPTER_OF,
+    DESCRIPTION,
+    NO_PROMPT_LOGPROBS,
+    local_api_base,
+    render_litellm,
+)
 from generator.operate.status import Target, report
 from tests.unit.golden import assert_golden
 
@@ -237,11 +243,12 @@ def test_each_adapter_is_a_gateway_model_on_its_bases_backend(dirs, plan):
     assert twelve["litellm_params"]["temperature"] == 0.7
     assert twelve["model_info"]["max_output_tokens"] == 100
     for e in (one, twelve):  # the base's context and parsers: the clamp and the tool 400s apply alike
-        assert {k: v for k, v in e["model_info"].items() if k not in ("max_output_tokens", ADAPTER_OF)} == {
-            k: v for k, v in base["model_info"].items() if k != "max_output_tokens"
-        }
+        assert {
+            k: v for k, v in e["model_info"].items() if k not in ("max_output_tokens", ADAPTER_OF, DESCRIPTION)
+        } == {k: v for k, v in base["model_info"].items() if k not in ("max_output_tokens", DESCRIPTION)}
         assert e["model_info"][ADAPTER_OF] == "chat"
     assert ADAPTER_OF not in base["model_info"]
+    assert one["model_info"][DESCRIPTION] == "terse" and DESCRIPTION not in twelve["model_info"]
 
 
 def test_client_configs_and_people_know_the_adapters(dirs, plan):

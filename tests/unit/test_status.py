@@ -19,6 +19,7 @@ from generator.compile.load.loader import load_plan
 from generator.operate import status
 from generator.operate.runtime.ports import free_port
 from generator.operate.runtime.processes import started_at
+from generator.shipped.gateway_hooks import status_report
 
 HOOKS = Path(__file__).resolve().parents[2] / "generator/shipped/gateway_hooks"
 sys.path.insert(0, str(HOOKS))
@@ -110,7 +111,7 @@ litellm_output_tokens_metric_total{api_key_alias="ann",requested_model="reasoner
 """  # noqa: E501 - /metrics lines as LiteLLM writes them
     g = route.gateway_metrics(text)
     assert g["people"] == {"ann": {"reasoner": {"requests": 5.0, "input_tokens": 30.0, "output_tokens": 12.0}}}
-    rows = status.usage(g, {"ann": {"day": 42, "month": 42, "limits": {"day": 1000}}})
+    rows = status_report.usage(g, {"ann": {"day": 42, "month": 42, "limits": {"day": 1000}}})
     assert rows[0] == {
         "person": "ann",
         "model": "reasoner",
@@ -244,9 +245,9 @@ def test_a_port_that_accepts_but_never_answers_is_unhealthy_within_the_probe_tim
 
 # --- the CLI: rates, quantiles, report ---------------------------------------------------------------
 def test_rate_is_per_second_and_a_reset_counter_counts_from_zero():
-    assert status.rate(100, 160, 2.0) == 30
-    assert status.rate(100, 40, 2.0) == 20  # the backend restarted: 40 new since
-    assert status.rate(None, 5, 2.0) is None and status.rate(1, 5, 0) is None
+    assert status_report.rate(100, 160, 2.0) == 30
+    assert status_report.rate(100, 40, 2.0) == 20  # the backend restarted: 40 new since
+    assert status_report.rate(None, 5, 2.0) is None and status_report.rate(1, 5, 0) is None
 
 
 def _hist(counts: dict[str, float]) -> dict:
@@ -256,17 +257,17 @@ def _hist(counts: dict[str, float]) -> dict:
 def test_ttft_p50_over_the_interval_only():
     before = _hist({"0.1": 10, "0.5": 10, "1.0": 10, "+Inf": 10})  # 10 fast ones before the interval
     after = _hist({"0.1": 10, "0.5": 12, "1.0": 14, "+Inf": 14})  # then 2 in (0.1, 0.5], 2 in (0.5, 1.0]
-    assert status.quantile(0.5, before, after) == pytest.approx(0.5)
-    assert status.quantile(0.25, before, after) == pytest.approx(0.3)  # halfway through (0.1, 0.5]
-    assert status.quantile(0.5, after, after) is None  # no request in the interval
-    assert status.quantile(0.5, None, after) == pytest.approx(
+    assert status_report.quantile(0.5, before, after) == pytest.approx(0.5)
+    assert status_report.quantile(0.25, before, after) == pytest.approx(0.3)  # halfway through (0.1, 0.5]
+    assert status_report.quantile(0.5, after, after) is None  # no request in the interval
+    assert status_report.quantile(0.5, None, after) == pytest.approx(
         0.07
     )  # no earlier reading: all 14, rank 7 of 10 in [0, 0.1]
 
 
 def test_quantile_in_the_open_bucket_is_the_largest_finite_bound():
     after = _hist({"0.1": 0, "1.0": 0, "+Inf": 3})
-    assert status.quantile(0.5, None, after) == 1.0
+    assert status_report.quantile(0.5, None, after) == 1.0
 
 
 def _sample(t: float, prompt: float, gen: float, requests: float, state: str = "healthy", ttft=None) -> dict:
@@ -314,7 +315,7 @@ def demo_target() -> status.Target:
 
 def test_report_json_shape_and_rates_from_two_samples(demo_target):
     rep = status.report(_sample(100.0, 1000, 50, 10), _sample(104.0, 1400, 90, 14), demo_target)
-    assert set(rep) == {"gateway", "models", "people"}
+    assert set(rep) == {"gateway", "models", "people", "counters"}
     g = rep["gateway"]
     assert g["state"] == "healthy" and g["workers"] == 2 and g["requests_per_s"] == 1.0 and g["interval_s"] == 4.0
     by_name = {m["name"]: m for m in rep["models"]}
@@ -598,7 +599,7 @@ def test_no_key_is_exit_2_with_where_it_looked(tmp_path, monkeypatch, capsys, cl
 
 
 def test_nan_free_math():
-    assert not math.isnan(status.quantile(0.5, None, _hist({"1": 1, "+Inf": 1})))
+    assert not math.isnan(status_report.quantile(0.5, None, _hist({"1": 1, "+Inf": 1})))
 
 
 # --- the gateway's metrics in every target ---------------------------------------------------------------

@@ -424,6 +424,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         backend_internet=g.backend_internet,
         admin_ui=g.admin_ui,
         autoheal=g.autoheal,
+        ui=g.ui,
         metrics=g.metrics,
         k8s=GatewayK8sPlan(replicas=g.k8s.replicas, expose=g.k8s.expose, namespace=g.k8s.namespace),
     )

@@ -568,6 +568,9 @@ class Gateway(_Strict):
     HF_HUB_OFFLINE=1."""
     admin_ui: StrictBool = False
     """LiteLLM's UI and admin routes (keys, users, config); off: the routes answer 403, the UI and API docs 404."""
+    ui: StrictBool = True
+    """The gateway's own page at /gateway/ (docs/page.md): each person's models, limits, usage and connection
+    snippets, the admin's view of the stack; false: not served (404)."""
     metrics: Literal["full", "light"] = "full"
     """The gateway's own metrics. full: LiteLLM's prometheus callback (requests, errors, latencies, tokens, by
     model, key, team...). light: only the request and error counters by model and status that make status, the

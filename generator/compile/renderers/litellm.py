@@ -27,6 +27,7 @@ GATEWAY_MODULES = (
     "fallbacks",
     "gateway_backends",
     "gateway_metrics",
+    "gateway_page",
     SERVE_MODULE,
     START_MODULE,
     "gateway_status",
@@ -38,6 +39,7 @@ GATEWAY_MODULES = (
     "request_shapes",
     ROUTING_MODULE,
     "stack_redis",
+    "status_report",
     REPAIRS_MODULE,
     "worker_gc",
 )
@@ -58,13 +60,29 @@ HOOKS_DIR = Path(__file__).resolve().parents[2] / "shipped" / "gateway_hooks"
 SUPERVISOR_MODULE = "gateway_supervisor"
 
 
+# the gateway's page (gateway_page.py serves them from its folder): file -> the comment that opens its header
+PAGE_FILES = {
+    "gateway_page.html": ("<!--", " -->"),
+    "gateway_page.js": ("//", ""),
+    "gateway_page.css": ("/*", " */"),
+    "gateway_page.svg": ("<!--", " -->"),
+}
+
+
 def gateway_modules(plan: Plan, folder: str = "litellm", regenerate: str = "make regenerate") -> dict[str, str]:
     """Python modules the LiteLLM config names (and the ones they import), copied next to config.yaml,
-    where LiteLLM loads them by path; they find each other through their own folder."""
-    return {
+    where LiteLLM loads them by path; they find each other through their own folder. The page's files go beside
+    them."""
+    files = {
         f"{folder}/{mod}.py": header(plan, regenerate=regenerate) + (HOOKS_DIR / f"{mod}.py").read_text()
         for mod in GATEWAY_MODULES
     }
+    for name, (opens, closes) in PAGE_FILES.items():
+        text = header(plan, opens, regenerate)
+        if closes:  # one comment per line, closed on its line
+            text = "".join(f"{line}{closes}\n" for line in text.splitlines())
+        files[f"{folder}/{name}"] = text + (HOOKS_DIR / name).read_text()
+    return files
 
 
 PEOPLE_FILE = "people.json"  # beside config.yaml; gateway_hooks/people.py reads it again whenever it changes
@@ -170,6 +188,8 @@ def model_entry(
             "supports_tool_choice": m.auto_tool_choice,
             "supports_reasoning": m.reasoning_parser is not None,
         }
+    if m.description:  # the gateway's page shows it (as text)
+        info[DESCRIPTION] = m.description
     if m.hosted is not None:  # no backend of ours: nothing asks it to count a prompt; status asks its /models
         info[HOSTED] = m.hosted.provider
     if m.context_fallbacks:  # max_tokens_clamp.py sends a prompt + budget over the context to the first that fits
@@ -196,6 +216,7 @@ def model_entry(
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
 CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info: models.yml `context_fallbacks:` (served names)
 HOSTED = "gateway_hosted"  # model_info of a hosted model: its provider (gateway_backends.py reads it)
+DESCRIPTION = "gateway_description"  # model_info: models.yml `description:` (gateway_page.py shows it)
 
 
 def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
@@ -213,6 +234,9 @@ def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:
     }
     info = {**copy.deepcopy(base["model_info"]), "max_output_tokens": a.max_tokens, ADAPTER_OF: m.served_name}
     info.pop(CONTEXT_FALLBACKS, None)  # the base model's routes, not the adapter's
+    info.pop(DESCRIPTION, None)
+    if a.description:
+        info[DESCRIPTION] = a.description
     return {"model_name": a.name, "litellm_params": params, "model_info": info}
 
 
@@ -303,8 +327,8 @@ def render_litellm(
     # light: no callback, the request guard counts requests and errors (request_counters.py)
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"] + (["prometheus"] if g.metrics == "full" else [])
-    if any(p.tokens_per_day or p.tokens_per_month for p in plan.people):
-        litellm_settings["callbacks"].append("people.budget_counter")  # counts tokens against their budgets
+    if plan.people and plan.redis is not None:  # each person's tokens per day and month, in the stack's Redis
+        litellm_settings["callbacks"].append("people.budget_counter")  # (their page, make usage; their budgets)
     if any(m.tool_parser for m in plan.models):  # docs/parsers.md: what vLLM's parsers get wrong in streams
         litellm_settings["callbacks"].append(f"{REPAIRS_MODULE}.repair_instance")
     router_settings: dict = {

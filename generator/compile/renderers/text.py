@@ -11,7 +11,9 @@ from ..plan import Plan
 GENERATED_MARK = b"# GENERATED from "  # how orphan detection recognises a file we wrote
 # JSON has no comments: a generated JSON file that must be recognised opens with this key (json_header)
 JSON_MARK = b'{\n  "_generated": "GENERATED from '
-GENERATED_MARKS = (GENERATED_MARK, JSON_MARK)
+# the gateway's page files (renderers/litellm.py PAGE_FILES): the header in HTML, script and style comments
+PAGE_MARKS = (b"<!-- GENERATED from ", b"// GENERATED from ", b"/* GENERATED from ")
+GENERATED_MARKS = (GENERATED_MARK, JSON_MARK, *PAGE_MARKS)
 
 
 def header(plan: Plan, comment: str = "#", regenerate: str = "make regenerate") -> str:

@@ -12,8 +12,8 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
    past the model's other `limits:` a 400 naming the field and the bound (request_guard.py, request_shapes.py);
 4. at import, it puts count_tokens.py's ``/v1/messages/count_tokens`` route (answered from the
    model's own backend, never forwarded elsewhere) and gateway_status.py's ``/gateway/status``
-   (backends' health and metrics, for `make status`; the key only) in front of LiteLLM's, and the
-   request guard in front of LiteLLM's middlewares.
+   (backends' health and metrics, for `make status`; the key only), gateway_page.py's page (``/gateway/``) and
+   ``/gateway/me`` in front of LiteLLM's, and the request guard in front of LiteLLM's middlewares.
 
 Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
 
@@ -44,6 +44,7 @@ if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: f
 import backend_client  # noqa: E402
 import count_tokens  # noqa: E402
 import gateway_backends  # noqa: E402
+import gateway_page  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
 import people  # noqa: E402
@@ -208,6 +209,7 @@ def skip_failing_otel_seed() -> bool:
 try:
     count_tokens.install(user_api_key_auth)
     gateway_status.install(check_key)
+    gateway_page.install(is_master, KEY_PROBLEM)
     request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit, hide_ui=not ADMIN_ROUTES, route_check=route_problem)
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass

@@ -9,6 +9,9 @@ and ``/metrics``, and its own metrics process (LiteLLM's metrics server, started
 Stateless: each call probes afresh and returns cumulative counters with the gateway's clock; the
 client computes rates from two calls. So any worker of any replica answers the same.
 
+``GET /gateway/report?interval=S``: the report of two samples S seconds apart (status_report.py): what `make
+status`, `make usage` and the page (gateway_page.py) show.
+
 ``GET /gateway/routes``: every route of the gateway's OpenAPI schema, with its methods.
 
 Both need the master key (Authorization: Bearer, or x-api-key), checked by the guard. Installed in front
@@ -50,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import gateway_backends as gb  # noqa: E402
+import status_report  # noqa: E402
 from error_kinds import backend_failure  # noqa: E402  (also the Prometheus rules' and dashboard's)
 from gateway_start import METRICS_PORT_ENV  # noqa: E402  (gateway_start.py starts the metrics process on it)
 
@@ -58,6 +62,10 @@ PATH = "/gateway/status"
 # person's key (tests/integration/test_people.py); LiteLLM 1.108 adds routes at start and lazily, so no import lists
 # them
 ROUTES_PATH = "/gateway/routes"
+# the report of two samples of `status()` `interval` seconds apart (status_report.py): what `make status`, `make usage`
+# and the page's admin view show
+REPORT_PATH = "/gateway/report"
+REPORT_MAX_INTERVAL = 10.0
 PROBE_CONNECT_TIMEOUT = 2.0
 PROBE_READ_TIMEOUT = 3.0
 
@@ -281,16 +289,19 @@ async def gateway() -> dict:
 REPLICA = "gateway_replica"  # model_info of a replicated model's deployment: the replica's name (<model>-<i>)
 
 
-async def budgets_used() -> dict[str, dict[str, int]]:
-    """Tokens each person with a budget used this UTC day and month (people.py counts them in the stack's Redis)."""
+async def budgets_used(name: str | None = None) -> dict[str, dict[str, int]]:
+    """Tokens each person (or only `name`) used this UTC day and month, with their budgets (people.py counts them in
+    the stack's Redis; without one: nothing)."""
     try:
         import people
 
         people.DIRECTORY.refresh()
+        if people.redis_client() is None:
+            return {}
         return {
             p.name: {**await people.used_tokens(p.name), "limits": people.budgets(p)}
             for p in people.DIRECTORY.people.values()
-            if people.budgets(p)
+            if name is None or p.name == name
         }
     except Exception:  # noqa: BLE001  no Redis, no people: status still answers
         return {}
@@ -321,6 +332,24 @@ async def status() -> dict:
     return {"time": now, "gateway": gw, "models": models}
 
 
+def interval_of(value: str | None) -> float:
+    """?interval= in seconds, within 0..REPORT_MAX_INTERVAL (default 1; not a number: 1)."""
+    try:
+        seconds = float(value) if value is not None else 1.0
+    except ValueError:
+        seconds = 1.0
+    return min(max(seconds, 0.0), REPORT_MAX_INTERVAL) if seconds == seconds else 1.0
+
+
+async def report(interval: float, url: str) -> dict:
+    """status_report.report of two samples `interval` seconds apart (0: one sample, no rates)."""
+    first = await status()
+    if interval <= 0:
+        return status_report.report(None, first, url.rstrip("/"))
+    await asyncio.sleep(interval)
+    return status_report.report(first, await status(), url.rstrip("/"))
+
+
 def install(check_key: Callable[[str], Awaitable[object]]) -> None:
     """Put the route in front of LiteLLM's own (once per process)."""
     from litellm.proxy.proxy_server import app
@@ -334,6 +363,12 @@ def install(check_key: Callable[[str], Awaitable[object]]) -> None:
         return JSONResponse(await status())
 
     routes.insert(0, APIRoute(PATH, endpoint, methods=["GET"], name="gateway_status", include_in_schema=False))
+
+    async def reporting(request: Request) -> JSONResponse:
+        await check_key(request.headers.get("x-api-key") or request.headers.get("authorization", ""))
+        return JSONResponse(await report(interval_of(request.query_params.get("interval")), str(request.base_url)))
+
+    routes.insert(0, APIRoute(REPORT_PATH, reporting, methods=["GET"], name="gateway_report", include_in_schema=False))
 
     async def listing(request: Request) -> JSONResponse:
         await check_key(request.headers.get("x-api-key") or request.headers.get("authorization", ""))

@@ -11,8 +11,9 @@ once a second per worker), so adding a person, changing limits, rotating or revo
 A person's request is handed to LiteLLM as a `UserAPIKeyAuth` whose `api_key` is ``person:<name>`` (never the key or
 its hash: LiteLLM shows `api_key` in its 429 bodies and in the `hashed_api_key` metric label) with the person's
 name as `key_alias` and `user_id`, the models and rpm/tpm/parallel limits; LiteLLM's own limiter (v3) counts those,
-in the stack's Redis when there is one (every worker and replica share one count). Token budgets per day/month are
-counted here, in the same Redis (LiteLLM's budgets are spend in dollars, and every self-hosted model costs 0).
+in the stack's Redis when there is one (every worker and replica share one count). Tokens per day/month (every
+person's, against their budgets when they have some) are counted here, in the same Redis (LiteLLM's budgets are
+spend in dollars, and every self-hosted model costs 0).
 Standard library only, plus `redis` (a LiteLLM dependency) for the budgets.
 """
 
@@ -215,7 +216,7 @@ DIRECTORY = Directory()
 
 def _budget_counter() -> Any:
     """LiteLLM callback (config: litellm_settings.callbacks "people.budget_counter") that adds each answered
-    request's tokens to its person's day and month, when that person has a token budget."""
+    request's tokens to its person's day and month (in the stack's Redis: none, nothing is counted)."""
     from litellm.integrations.custom_logger import CustomLogger
 
     class BudgetCounter(CustomLogger):
@@ -225,7 +226,7 @@ def _budget_counter() -> Any:
                 name = (payload.get("metadata") or {}).get("user_api_key_alias")
                 DIRECTORY.refresh()  # LiteLLM loads this module by path: its own copy, not the guard's
                 person = DIRECTORY.people.get(name) if isinstance(name, str) else None
-                if person is not None and budgets(person):
+                if person is not None:  # every person's day and month: their page and `make usage` show them
                     await add_tokens(person.name, int(payload.get("total_tokens") or 0))
             except Exception as exc:  # noqa: BLE001  counting must never break an answer already given
                 print(f"people: could not count tokens: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

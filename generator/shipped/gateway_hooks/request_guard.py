@@ -3,7 +3,8 @@
 For a POST to one of the APIs of request_shapes.py (chat, completions, responses, messages, count_tokens,
 embeddings), in this order:
 
-1. no master key in any header LiteLLM reads a key from: 401 (the body is never parsed);
+1. no valid key in any header LiteLLM reads a key from: 401 (the body is never parsed; a wrong key waits
+   WRONG_KEY_DELAY first, on every route);
 2. a body larger than the largest `limits.request_size` of any model: 413, read to its end but not kept
    (answering before the client finished sending would look like a reset connection);
 3. not JSON, or not a JSON object: 400;
@@ -26,6 +27,7 @@ looks first (scope["parsed_body"]), so it is not parsed twice. Errors use each A
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -45,6 +47,9 @@ MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")
 CHECKED = "gateway_guard_checked"  # scope key: the middleware judged this request (custom auth need not)
 # LiteLLM's order: x-litellm-api-key wins over Authorization, then Azure's api-key, then Anthropic's x-api-key
 KEY_HEADERS = (b"x-litellm-api-key", b"authorization", b"api-key", b"x-api-key")
+# seconds a wrong key waits for its 401, on every route (the page's login and the APIs alike): guesses are slowed down
+# the same in every worker and replica, with no state to share; a missing key is answered at once
+WRONG_KEY_DELAY = 1.0
 # when the config names no limits (a hand-written config). LiteLLM's own max_request_size_mb is enterprise-only;
 # a 128K-token prompt is well under 1 MiB of text
 DEFAULT_REQUEST_BYTES = 16 * 1024 * 1024
@@ -456,6 +461,7 @@ class RequestGuard:
             headers = dict(scope.get("headers") or [])
             sent = [headers[h].decode("latin-1") for h in KEY_HEADERS if h in headers]
             if sent and not any(self.key_is_valid(k) for k in sent):
+                await asyncio.sleep(WRONG_KEY_DELAY)
                 return await refuse(receive, send, 401, self.key_problem)
             # a route the key may not ask: 403 here too (LiteLLM's error path after custom auth puts the raw key in its
             # failure metric's hashed_api_key label)
@@ -487,6 +493,8 @@ class RequestGuard:
         headers = dict(scope.get("headers") or [])
         if not any(self.key_is_valid(headers[h].decode("latin-1")) for h in KEY_HEADERS if h in headers):
             await read_body(receive, -1)  # to its end, kept nowhere: the body of a stranger is not read
+            if any(h in headers for h in KEY_HEADERS):  # a key was sent, and is wrong: a guess is slowed down
+                await asyncio.sleep(WRONG_KEY_DELAY)
             return Refusal(401, self.key_problem), b""
         try:
             limit = largest_request()
