@@ -158,6 +158,7 @@ class ModelPlan:
     # model_info.mode); decided by the command and the model's config, and how (kind_from, for the summary)
     kind: str = "chat"
     kind_from: str = ""
+    max_logprobs: int = 20  # vLLM --max-logprobs (its default 20; -1: the vocabulary): logprobs per token it computes
     adapters: tuple[AdapterPlan, ...] = ()  # LoRA adapters this backend serves besides the model (chat only)
     # routes between models (compile/load/routing.py, docs/routing.md); served names, models.yml order
     fallbacks: tuple[str, ...] = ()  # tried in turn when this model fails before its first byte

@@ -115,6 +115,25 @@ def test_past_each_bound_every_api_answers_400_naming_field_and_bound(gateway, a
     )
 
 
+LOGPROBS = {  # API -> a body asking more logprobs per token than the demo's backends compute (vLLM's default 20)
+    "completions": ("logprobs", {"logprobs": 437}),
+    "chat": ("top_logprobs", {"logprobs": True, "top_logprobs": 21}),
+    "responses": ("top_logprobs", {"top_logprobs": 21}),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", LOGPROBS)
+def test_more_logprobs_than_the_backend_computes_is_a_400_naming_the_field(gateway, api, stream):
+    """The fuzz test found it (fuzz_regressions.jsonl): streamed, vLLM's refusal reached the client as LiteLLM's 500."""
+    field, extra = LOGPROBS[api]
+    r = post(gateway, APIS[api][0], {"model": model(gateway), **BASE[api], **extra, "stream": stream})
+    assert r.status_code == 400, f"{r.status_code}: {r.text[:300]}"
+    assert f"`{field}` asks" in r.text and "over the 20 that" in r.text and "--max-logprobs" in r.text
+    ok = {**BASE[api], **extra, field: 2}
+    assert post(gateway, APIS[api][0], {"model": model(gateway), **ok}).status_code == 200
+
+
 @pytest.mark.parametrize(
     "method,path",
     [

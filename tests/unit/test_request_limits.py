@@ -56,3 +56,33 @@ def test_the_rendered_config_carries_each_models_limits(plan):
 def test_a_wrong_limit_names_model_field_and_fix(problems, limits, expected):
     (msg,) = problems(MODEL + f"  limits: {limits}\n")
     assert expected in msg and "m" in msg, msg
+
+
+def test_the_backends_max_logprobs_reaches_the_guard_which_refuses_more(plan, monkeypatch):
+    """vLLM refuses more logprobs per token than --max-logprobs (default 20); streamed, LiteLLM made that a 500 (the
+    fuzz test found it), so the guard answers it 400 naming the field, per API."""
+    from generator.compile.renderers.litellm import MAX_LOGPROBS
+    from tests.unit.test_gateway_hooks import load_like_litellm
+    from tests.unit.test_routing import Router
+
+    default, raised = (render_litellm(plan(MODEL + extra))["model_list"][0] for extra in ("", "  limits: {n: 2}\n"))
+    assert default["model_info"][MAX_LOGPROBS] == 20 == raised["model_info"][MAX_LOGPROBS]
+    (wider,) = render_litellm(plan(MODEL.replace("4096", "4096 --max-logprobs 50")))["model_list"]
+    assert wider["model_info"][MAX_LOGPROBS] == 50
+    guard = load_like_litellm("request_guard")
+    import gateway_backends as gb
+
+    monkeypatch.setattr(gb, "router", lambda: Router({**default, "model_name": "m"}))
+    problem = lambda api, **body: guard.logprobs_problem(api, {"model": "m", **body})  # noqa: E731
+    refused = problem("completions", logprobs=437)
+    assert refused.status == 400 and refused.param == "logprobs" and "over the 20 that m's backend" in refused.message
+    assert problem("chat", logprobs=True, top_logprobs=21).param == "top_logprobs"
+    assert problem("responses", top_logprobs=-1).param == "top_logprobs"  # -1: the whole vocabulary
+    assert problem("completions", prompt_logprobs=21).param == "prompt_logprobs"
+    for fine in (
+        problem("completions", logprobs=20),
+        problem("chat", logprobs=True, top_logprobs=0),
+        problem("messages", top_logprobs=99),  # not an API of vLLM's logprobs
+        guard.logprobs_problem("completions", {"model": "other", "logprobs": 437}),  # no bound known: vLLM's to say
+    ):
+        assert fine is None

@@ -348,6 +348,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                 adapters,
                 lora_args,
             )
+            # vLLM refuses more logprobs per token than this: the guard answers it 400 first (a stream's would be a 500)
+            plan = dataclasses.replace(
+                plan, max_logprobs=int(cmd.value("--max-logprobs") or catalog.flags["--max-logprobs"]["default"])
+            )
             plan, found = _with_on_demand(plan, entry, cmd, file)
             findings += found
             verdict = _fit(plan, cmd, meta, fraction, file.gpu_memory)

@@ -188,6 +188,8 @@ def model_entry(
             "supports_tool_choice": m.auto_tool_choice,
             "supports_reasoning": m.reasoning_parser is not None,
         }
+    if m.hosted is None and not m.pooling:  # the guard answers more logprobs per token than vLLM computes 400
+        info[MAX_LOGPROBS] = m.max_logprobs
     if m.description:  # the gateway's page shows it (as text)
         info[DESCRIPTION] = m.description
     if m.hosted is not None:  # no backend of ours: nothing asks it to count a prompt; status asks its /models
@@ -217,6 +219,7 @@ ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: 
 CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info: models.yml `context_fallbacks:` (served names)
 HOSTED = "gateway_hosted"  # model_info of a hosted model: its provider (gateway_backends.py reads it)
 DESCRIPTION = "gateway_description"  # model_info: models.yml `description:` (gateway_page.py shows it)
+MAX_LOGPROBS = "gateway_max_logprobs"  # model_info: the backend's vLLM --max-logprobs (request_guard.py)
 
 
 def adapter_entry(base: dict, m: ModelPlan, a: AdapterPlan) -> dict:

@@ -13,7 +13,10 @@ embeddings), in this order:
    LiteLLM's own request-body check (its list of banned fields): 400 with LiteLLM's reason;
 6. the requested model's `limits:` (model_info.gateway_limits in the rendered config): 400 naming the field
    and the bound (`n`, `best_of`, `tools`, `logit_bias`), 413 for a body over its `request_size`;
-7. a prompt's logprobs (`prompt_logprobs`, or `echo` with completions' `logprobs` / chat's `top_logprobs`) asked
+7. more logprobs per token (completions' `logprobs`, chat's and responses' `top_logprobs`, `prompt_logprobs`) than
+   the model's backend computes (model_info.gateway_max_logprobs: vLLM --max-logprobs, 20 by default): 400 naming
+   the field (vLLM refuses it too, but in a stream LiteLLM made its refusal a 500: the fuzz test found it);
+8. a prompt's logprobs (`prompt_logprobs`, or `echo` with completions' `logprobs` / chat's `top_logprobs`) asked
    of a model whose backend cannot compute them (model_info.gateway_no_prompt_logprobs: LoRA on a CPU backend,
    where vLLM 0.32 stops its engine over them): 400 naming the field.
 
@@ -314,6 +317,47 @@ NO_PROMPT_LOGPROBS = "gateway_no_prompt_logprobs"  # model_info (renderers/litel
 ECHOED = {"completions": "logprobs", "chat": "top_logprobs"}  # with `echo`, vLLM computes the prompt's logprobs too
 
 
+MAX_LOGPROBS = "gateway_max_logprobs"  # model_info (renderers/litellm.py): the backend's vLLM --max-logprobs
+# each API's fields that ask vLLM for N logprobs per token (vLLM's to_sampling_params: chat's and responses'
+# top_logprobs become its `logprobs`); -1 asks for the whole vocabulary
+LOGPROB_FIELDS = {
+    "completions": ("logprobs", "prompt_logprobs"),
+    "chat": ("top_logprobs", "prompt_logprobs"),
+    "responses": ("top_logprobs",),
+}
+
+
+def logprobs_problem(api: str, body: dict) -> Refusal | None:
+    """A 400 naming the field when a request asks for more logprobs per token than the model's backend computes
+    (vLLM --max-logprobs): vLLM refuses it too, but in a stream LiteLLM turns its refusal into a 500."""
+    asked = [
+        (field, value)
+        for field in LOGPROB_FIELDS.get(api, ())
+        if isinstance(value := body.get(field), int) and not isinstance(value, bool) and (value > 0 or value == -1)
+    ]
+    model = body.get("model")
+    if not asked or not isinstance(model, str):
+        return None
+    import gateway_backends as gb
+
+    rt = gb.router()
+    bounds = [gb.as_int(gb.info(d).get(MAX_LOGPROBS)) for d in (gb.deployments(rt, model) if rt is not None else [])]
+    known = [b for b in bounds if b is not None]
+    if not known or -1 in known:  # no bound in the config (a hand-written one), or the whole vocabulary
+        return None
+    most = min(known)
+    for field, value in asked:
+        if value == -1 or value > most:
+            what = "every token of the vocabulary" if value == -1 else f"{value}"
+            return Refusal(
+                400,
+                f"invalid request: `{field}` asks {what} logprobs per token, over the {most} that {model}'s backend "
+                "computes (vLLM --max-logprobs in its command)",
+                field,
+            )
+    return None
+
+
 def prompt_logprobs_problem(api: str, body: dict) -> Refusal | None:
     """A 400 when the request asks vLLM for its prompt's logprobs (vLLM's to_sampling_params: `prompt_logprobs`, or
     `echo` with the API's logprobs field) and the model's backend cannot compute them."""
@@ -358,6 +402,7 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
             )
     return (
         limits_problem(body, size, model_limits(body.get("model")))
+        or logprobs_problem(api, body)
         or prompt_logprobs_problem(api, body)
         or kind_problem(api, body.get("model"))
     )
