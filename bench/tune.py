@@ -101,12 +101,15 @@ VARIANTS = (
     ),
     Variant("generated without prometheus", generated=True, without_prometheus=True),
     Variant("generated without prometheus, again (noise floor)", generated=True, without_prometheus=True),
-    # gateway.metrics: light: no callback; the request guard counts requests and errors (request_counters.py)
+    # gateway.metrics: light (the default since issue 47): no callback; the request guard counts requests and errors,
+    # people.py's callback a person's tokens (request_counters.py); full: LiteLLM's prometheus callback besides
     Variant("generated, light metrics", generated=True, gateway_metrics="light"),
+    Variant("generated, full metrics", generated=True, gateway_metrics="full"),
     # only the two counters status and the dashboard read, with only the labels they group by
     Variant(
         "generated, prometheus with 2 metrics",
         generated=True,
+        gateway_metrics="full",
         config={
             "litellm_settings": {
                 "prometheus_metrics_config": [

@@ -221,7 +221,7 @@ class GatewayPlan:
     admin_ui: bool
     autoheal: bool
     ui: bool = True  # the gateway's page at /gateway/ (gateway_hooks/gateway_page.py)
-    metrics: str = "full"  # full: LiteLLM's prometheus callback; light: the guard's two counters
+    metrics: str = "light"  # light: the guard's and people.py's counters; full: LiteLLM's prometheus callback
     master_key_env: str = "LITELLM_MASTER_KEY"
     k8s: GatewayK8sPlan = GatewayK8sPlan()
 

@@ -158,7 +158,6 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     # clamp off: the hook module still ships (tools/prompt checks and defaults), without the clamp
     assert yaml.safe_load(files["k8s/gateway/config.yaml"])["litellm_settings"]["callbacks"] == [
         "max_tokens_clamp.checks_only_instance",
-        "prometheus",
         "replica_routing.routing_instance",
     ]
     warnings = " ".join(k8s_warnings(load_plan(write(EVERYTHING))))
@@ -416,7 +415,6 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
     assert config["general_settings"]["custom_auth"] == "gateway_guard.user_api_key_auth"
     assert config["litellm_settings"]["callbacks"] == [
         "max_tokens_clamp.proxy_handler_instance",
-        "prometheus",
         "tool_call_repairs.repair_instance",
     ]  # its models take tools
     services = by_kind(repo_docs, "Service")

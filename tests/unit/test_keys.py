@@ -131,8 +131,8 @@ def test_people_syntax_errors_name_the_field(problems, text, problem):
     assert any(problem in p for p in found), found
 
 
-def test_the_budget_counter_adds_a_persons_tokens_in_a_copy_loaded_by_path(tmp_path, monkeypatch):
-    """LiteLLM loads `people.budget_counter` from the file, a module of its own: it reads the files itself."""
+def test_the_usage_counter_adds_a_persons_tokens_in_a_copy_loaded_by_path(tmp_path, monkeypatch):
+    """LiteLLM loads `people.usage_counter` from the file, a module of its own: it reads the files itself."""
     import asyncio
     import importlib.util
 
@@ -147,10 +147,17 @@ def test_the_budget_counter_adds_a_persons_tokens_in_a_copy_loaded_by_path(tmp_p
         added.append((name, tokens))
 
     monkeypatch.setattr(copy, "add_tokens", add)
+    import request_counters  # what the copy imports from beside it: light metrics count the person's tokens too
+
+    counted = []
+    monkeypatch.setattr(request_counters, "count_tokens", lambda *a: counted.append(a))
+    monkeypatch.setenv(request_counters.ENV, "1")
     for alias, tokens in (("bob", 7), ("ann", 5), (None, 9), ("eve", 3)):  # None: the master key; eve: nobody
         payload = {"metadata": {"user_api_key_alias": alias}, "total_tokens": tokens}
-        asyncio.run(copy.budget_counter.async_log_success_event({"standard_logging_object": payload}, None, None, None))
+        payload |= {"prompt_tokens": tokens - 1, "completion_tokens": 1, "model_group": "m"}
+        asyncio.run(copy.usage_counter.async_log_success_event({"standard_logging_object": payload}, None, None, None))
     assert added == [("bob", 7), ("ann", 5)]  # every person's day and month (their page shows them), budget or not
+    assert counted == [("bob", "m", 6, 1), ("ann", "m", 4, 1)]
 
 
 def test_kubernetes_gets_the_hashes_as_a_secret_of_their_own(write, tmp_path):
@@ -246,10 +253,8 @@ def test_a_429_without_retry_after_gets_the_limiters_window():
     assert sent[1]["headers"] == [(b"Retry-After", b"12")] and sent[2]["headers"] == []
 
 
-def test_light_metrics_with_people_warn_that_usage_per_person_is_not_counted(plan):
+def test_light_metrics_count_usage_per_person_so_nothing_is_said(plan):
+    """light (the default) counts requests and tokens per person (request_counters.py): make usage works either way."""
     light = MODELS.replace("gateway: {port: 4000}", "gateway: {port: 4000, metrics: light}")
-    (warning,) = [w for w in plan(light).warnings if "per person" in w]
-    assert "gateway.metrics: full" in warning and "enforced either way" in warning
-    assert not [w for w in plan(MODELS).warnings if "per person" in w]  # full (the default): nothing to say
-    no_people = light.split("people:")[0] + light.split("ci-bot:\n")[1]
-    assert not [w for w in plan(no_people).warnings if "per person" in w]
+    assert not [w for w in plan(light).warnings if "per person" in w]
+    assert plan(MODELS).gateway.metrics == "light"

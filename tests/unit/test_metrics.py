@@ -165,8 +165,9 @@ def test_metrics_are_on_by_default_and_off_means_no_prometheus_at_all(models):
 
 
 def test_light_gateway_metrics_drop_litellms_callback_and_turn_the_guards_counters_on(models):
-    full = load_plan(models(CPU_STACK))
+    full = load_plan(models("gateway: {metrics: full}\n" + CPU_STACK))
     light = load_plan(models("gateway: {metrics: light}\n" + CPU_STACK))
+    assert load_plan(models(CPU_STACK)).gateway.metrics == "light"  # the default (issue 47)
 
     def callbacks(plan):
         return render_litellm(plan, local_api_base)["litellm_settings"]["callbacks"]

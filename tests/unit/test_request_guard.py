@@ -382,17 +382,23 @@ def test_light_metrics_count_each_request_let_through_by_model_and_status_and_no
     import request_counters as counters  # the copy the guard imports (beside it)
 
     total, failed = f"{counters.REQUESTS}_total", f"{counters.FAILED}_total"
-    before = _count(total, requested_model="m", status_code="200")
+    before = _count(total, requested_model="m", status_code="200", api_key_alias="")
     monkeypatch.delenv(counters.ENV, raising=False)
     assert guard("/v1/chat/completions", {"model": "m", "messages": HELLO})[0] == 200  # full: not counted here
-    assert _count(total, requested_model="m", status_code="200") == before
+    assert _count(total, requested_model="m", status_code="200", api_key_alias="") == before
     monkeypatch.setenv(counters.ENV, "1")
     assert guard("/v1/chat/completions", {"model": "m", "messages": HELLO})[0] == 200
     assert guard("/openai/deployments/m/chat/completions", {"messages": HELLO})[0] == 200  # the model in the path
-    assert _count(total, requested_model="m", status_code="200") == before + 2
+    assert _count(total, requested_model="m", status_code="200", api_key_alias="") == before + 2
     refused = _count(failed, requested_model="m", exception_status="400", exception_class="")
     assert guard("/v1/chat/completions", {"model": "m", "messages": "not a list"})[0] == 400  # the guard's own 400
     assert _count(failed, requested_model="m", exception_status="400", exception_class="") == refused  # as LiteLLM's
+    import people  # the copy the guard imports: a person's request carries their name (the master key's: "")
+
+    monkeypatch.setattr(people.DIRECTORY, "who", lambda key: people.Person("ann", None, *[None] * 5))
+    ann = _count(total, requested_model="m", status_code="200", api_key_alias="ann")
+    assert guard("/v1/chat/completions", {"model": "m", "messages": HELLO})[0] == 200
+    assert _count(total, requested_model="m", status_code="200", api_key_alias="ann") == ann + 1
 
 
 def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkeypatch):

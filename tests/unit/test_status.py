@@ -625,7 +625,7 @@ def test_metrics_are_on_in_the_config_and_served_on_the_internal_port_only():
     from generator.compile.renderers.litellm import render_litellm
 
     plan = _demo_plan()
-    assert "prometheus" in render_litellm(plan)["litellm_settings"]["callbacks"]
+    assert "people.usage_counter" in render_litellm(plan)["litellm_settings"]["callbacks"]  # light: people's tokens
     gw = render_compose(plan)["services"]["litellm"]
     assert gw["environment"]["GATEWAY_METRICS_PORT"] == str(GATEWAY_METRICS_PORT)
     assert "PROMETHEUS_METRICS_PORT" not in gw["environment"]  # LiteLLM's CLI would start (and wait on) its own

@@ -447,12 +447,6 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     people, found = _people_plan(file, [*models, *hosted])
     if found:
         raise ConfigError([Problem(src.where(path), ".".join(map(str, path)), msg) for path, msg in found])
-    if people and g.metrics == "light":
-        warnings.append(
-            "gateway.metrics: light counts requests and errors by model only: usage per person "
-            "(make usage, make status, the dashboard's People row) needs gateway.metrics: full; "
-            "people's limits and budgets are enforced either way"
-        )
     notes = []
     if file.gpu_memory is None and any(m.gpus for m in models):
         notes.append(

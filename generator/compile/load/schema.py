@@ -571,11 +571,11 @@ class Gateway(_Strict):
     ui: StrictBool = True
     """The gateway's own page at /gateway/ (docs/page.md): each person's models, limits, usage and connection
     snippets, the admin's view of the stack; false: not served (404)."""
-    metrics: Literal["full", "light"] = "full"
-    """The gateway's own metrics. full: LiteLLM's prometheus callback (requests, errors, latencies, tokens, by
-    model, key, team...). light: only the request and error counters by model and status that make status, the
-    dashboard and the Prometheus rules read, counted by the gateway's request guard (no LiteLLM callback; see
-    docs/benchmarks.md for what each costs)."""
+    metrics: Literal["full", "light"] = "light"
+    """The gateway's own metrics. light (the default): what make status, make usage, the page, the dashboard and
+    the Prometheus rules read (requests and errors by model and status, requests and tokens per person), counted by
+    the gateway's request guard and its usage callback. full: LiteLLM's prometheus callback besides (latencies,
+    spend, keys, teams...), about +19 % gateway CPU per request (docs/benchmarks.md)."""
     autoheal: StrictBool = False
     """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
     redis_image: str = REDIS_IMAGE

@@ -325,13 +325,15 @@ def render_litellm(
         # messages (+20 % CPU per request with an 8K-token prompt, bench/README.md)
     }
     # defaults, tool and prompt-length 400s on every API; the output-budget clamp when it is on;
-    # prometheus (gateway.metrics: full): the gateway's request/error/latency metrics, served only on the
-    # internal metrics port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403);
-    # light: no callback, the request guard counts requests and errors (request_counters.py)
+    # prometheus (gateway.metrics: full): LiteLLM's request/error/latency metrics, served only on the internal metrics
+    # port (gateway_process.GATEWAY_METRICS_PORT; the public /metrics stays closed: 401/403); light (the default): no
+    # callback, the request guard counts requests and errors, people.py's callback a person's tokens
     hook = "proxy_handler_instance" if g.clamp_max_tokens else "checks_only_instance"
     litellm_settings["callbacks"] = [f"{HOOK_MODULE}.{hook}"] + (["prometheus"] if g.metrics == "full" else [])
-    if plan.people and plan.redis is not None:  # each person's tokens per day and month, in the stack's Redis
-        litellm_settings["callbacks"].append("people.budget_counter")  # (their page, make usage; their budgets)
+    # each person's tokens: per day and month in the stack's Redis (their budgets, page, make usage), and with light
+    # metrics the per-person token counters LiteLLM's callback would count (request_counters.py)
+    if plan.people and (plan.redis is not None or g.metrics == "light"):
+        litellm_settings["callbacks"].append("people.usage_counter")
     if any(m.tool_parser for m in plan.models):  # docs/parsers.md: what vLLM's parsers get wrong in streams
         litellm_settings["callbacks"].append(f"{REPAIRS_MODULE}.repair_instance")
     router_settings: dict = {

@@ -214,30 +214,41 @@ async def used_tokens(name: str, now: dt.datetime | None = None) -> dict[str, in
 DIRECTORY = Directory()
 
 
-def _budget_counter() -> Any:
-    """LiteLLM callback (config: litellm_settings.callbacks "people.budget_counter") that adds each answered
-    request's tokens to its person's day and month (in the stack's Redis: none, nothing is counted)."""
+def _usage_counter() -> Any:
+    """LiteLLM callback (config: litellm_settings.callbacks "people.usage_counter") that adds each answered request's
+    tokens to its person's day and month in the stack's Redis (when there is one: their budgets, their page, `make
+    usage`) and, with gateway.metrics: light, to the per-person token counters LiteLLM's prometheus callback would
+    have counted (request_counters.py)."""
+    import request_counters
     from litellm.integrations.custom_logger import CustomLogger
 
-    class BudgetCounter(CustomLogger):
+    class UsageCounter(CustomLogger):
         async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
             try:
                 payload = kwargs.get("standard_logging_object") or {}
                 name = (payload.get("metadata") or {}).get("user_api_key_alias")
                 DIRECTORY.refresh()  # LiteLLM loads this module by path: its own copy, not the guard's
                 person = DIRECTORY.people.get(name) if isinstance(name, str) else None
-                if person is not None:  # every person's day and month: their page and `make usage` show them
-                    await add_tokens(person.name, int(payload.get("total_tokens") or 0))
+                if person is None:
+                    return
+                if request_counters.enabled():
+                    request_counters.count_tokens(
+                        person.name,
+                        str(payload.get("model_group") or ""),
+                        int(payload.get("prompt_tokens") or 0),
+                        int(payload.get("completion_tokens") or 0),
+                    )
+                await add_tokens(person.name, int(payload.get("total_tokens") or 0))  # nothing without a Redis
             except Exception as exc:  # noqa: BLE001  counting must never break an answer already given
                 print(f"people: could not count tokens: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
-    return BudgetCounter()
+    return UsageCounter()
 
 
 def __getattr__(name: str) -> Any:
-    """`budget_counter` is made when LiteLLM first asks for it (importing LiteLLM is slow; `make key` imports this
+    """`usage_counter` is made when LiteLLM first asks for it (importing LiteLLM is slow; `make key` imports this
     module for key_hash alone)."""
-    if name == "budget_counter":
-        globals()["budget_counter"] = counter = _budget_counter()
+    if name == "usage_counter":
+        globals()["usage_counter"] = counter = _usage_counter()
         return counter
     raise AttributeError(name)

@@ -41,6 +41,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
+import people  # noqa: E402
 import request_counters as counters  # noqa: E402
 import request_shapes as shapes  # noqa: E402
 import worker_gc  # noqa: E402  (collections only at safe points: CPython's HAMT crash)
@@ -531,7 +532,7 @@ class RequestGuard:
         scope[CHECKED] = True
         send = with_retry_after(send)
         if counters.enabled():
-            send = counted(send, model_of(scope))
+            send = counted(send, model_of(scope), person_of(dict(scope.get("headers") or [])))
         return await self.app(scope, replay, send)
 
     async def check(self, scope: dict, receive: Receive, api: str) -> tuple[Refusal | None, bytes]:
@@ -597,13 +598,22 @@ def model_of(scope: dict) -> str:
     return named[1] if named else ""
 
 
-def counted(send: Send, model: str) -> Send:
+def person_of(headers: dict[bytes, bytes]) -> str:
+    """The name of the person whose key the request carries (people.py), "" for the master key."""
+    try:
+        person = people.DIRECTORY.who(key_of(headers))
+    except Exception:  # noqa: BLE001  never break a request on our own failure
+        return ""
+    return person.name if person is not None else ""
+
+
+def counted(send: Send, model: str, person: str = "") -> Send:
     """`send`, counting the answer's status once (gateway.metrics: light; request_counters.py)."""
 
     async def counting_send(message: dict) -> None:
         if message["type"] == "http.response.start":
             try:
-                counters.count(model, message["status"])
+                counters.count(model, message["status"], person)
             except Exception:  # noqa: BLE001  never break a request on our own failure
                 pass
         await send(message)
