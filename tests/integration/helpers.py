@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
 ASK_WEATHER = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
 
@@ -90,3 +98,28 @@ def fork_server_of(pid: int | None = None, port: int | None = None):
             if "--fork-server" in parent.cmdline():
                 return parent
     return None
+
+
+def status_json(gateway, *extra: str) -> tuple[int, dict]:
+    """`python -m generator.operate.status --json` as a user runs it, pointed at this gateway."""
+    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.operate.status",
+            "--json",
+            "--interval",
+            "1",
+            "--models",
+            gateway.plan.source,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    assert out.stdout, out.stderr
+    return out.returncode, json.loads(out.stdout)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 from generator.operate.keys import LOCAL_HEADER, drop_key, person_key, write_hashes
 from generator.shipped.gateway_hooks.people import API_KEY_PREFIX, key_hash
 from tests.conftest import host_ports_lock
+from tests.integration.helpers import status_json
 
 RELOAD = 5.0  # seconds the issue allows for a key change to reach the running gateway
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,6 @@ def test_an_unknown_key_is_401_and_the_master_key_still_works(gateway, people):
 def test_bad_key_headers_are_401_never_500(gateway, people, header, value):
     """Sent as raw bytes (http.client; httpx refuses a value with surrounding spaces before it leaves)."""
     import http.client
-    import json
     from urllib.parse import urlsplit
 
     url = urlsplit(gateway.url)
@@ -415,25 +414,7 @@ def test_a_revoked_key_is_401_within_seconds_and_a_stream_in_flight_runs_to_its_
 
 def make_usage(gateway) -> list[dict]:
     """`make usage`'s rows (status --usage reads the same report; --json prints them), for this gateway."""
-    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator.operate.status",
-            "--json",
-            "--interval",
-            "0",
-            "--models",
-            gateway.plan.source,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
-    )
-    return json.loads(out.stdout)["people"]
+    return status_json(gateway, "--interval", "0")[1]["people"]
 
 
 def test_a_persons_page_shows_their_models_limits_and_the_usage_make_usage_shows(gateway, people):

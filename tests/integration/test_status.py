@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.helpers import status_json
+
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]
 
@@ -25,31 +27,6 @@ def route(gateway, key: str | None = None) -> httpx.Response:
         timeout=30,
         headers={"Authorization": f"Bearer {key or gateway.key}"},
     )
-
-
-def status_json(gateway, *extra: str) -> tuple[int, dict]:
-    """`python -m generator.operate.status --json` as a user runs it, pointed at this gateway."""
-    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator.operate.status",
-            "--json",
-            "--interval",
-            "1",
-            "--models",
-            gateway.plan.source,
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
-    )
-    assert out.stdout, out.stderr
-    return out.returncode, json.loads(out.stdout)
 
 
 def test_status_json_shows_every_model_healthy_with_its_numbers(gateway):
