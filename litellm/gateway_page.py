@@ -159,8 +159,9 @@ def install(is_master: Callable[[str | None], bool], key_problem: str) -> None:
         return endpoint
 
     new = [APIRoute(ME_PATH, whoami, methods=["GET"], name="gateway_page_me", include_in_schema=False)]
-    new += [
-        APIRoute(PREFIX + name, serve(name), methods=["GET"], name=f"gateway_page_{name or 'index'}") for name in ASSETS
+    new += [  # HEAD too: FastAPI's routes, unlike Starlette's, do not add it for GET (`curl -I` got a 405)
+        APIRoute(PREFIX + name, serve(name), methods=["GET", "HEAD"], name=f"gateway_page_{name or 'index'}")
+        for name in ASSETS
     ]
     new.append(
         APIRoute(PREFIX.rstrip("/"), lambda: RedirectResponse(PREFIX), methods=["GET"], name="gateway_page_redirect")

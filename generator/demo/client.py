@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         f"  export OPENAI_BASE_URL={base_url}\n"
         f"  export OPENAI_API_KEY=$(sed -n 's/^{plan.gateway.master_key_env}=//p' {env})"
     )
+    if plan.gateway.ui:  # the gateway's page (docs/page.md): a person's key or the master key
+        console.print(f"In a browser: {base_url.removesuffix('/v1')}/gateway/ (sign in with that key, or a person's)")
     return 0
 
 

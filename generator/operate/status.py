@@ -257,7 +257,9 @@ def budget_text(row: dict) -> str:
     )
 
 
-def render_usage(rep: dict) -> Table:
+def render_usage(rep: dict) -> Group:
+    """The requests and tokens per person and model since the gateway started, then one line per person with their
+    tokens this UTC day and month (of their budgets)."""
     table = Table(
         box=None,
         header_style="bold",
@@ -270,15 +272,14 @@ def render_usage(rep: dict) -> Table:
     table.add_column("model", no_wrap=True)
     for name in ("requests", "tokens in", "tokens out"):
         table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("")  # a person's tokens this day and month, of their budgets
-    for r in rep.get("people") or []:
-        if r["model"] == status_report.BUDGET_ROW:
-            table.add_row(r["person"], Text("tokens (UTC)", style="dim"), "", "", "", budget_text(r))
-        else:
+    rows = rep.get("people") or []
+    for r in rows:
+        if r["model"] != status_report.BUDGET_ROW:
             table.add_row(
                 r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"])
             )
-    return table
+    days = [Text(f"{r['person']}: {budget_text(r)} (UTC)") for r in rows if r["model"] == status_report.BUDGET_ROW]
+    return Group(table, *days)
 
 
 healthy = status_report.healthy
@@ -328,7 +329,7 @@ def render(rep: dict) -> Group | Text:
             "-" if m["ttft_p50_s"] is None else f"{1000 * m['ttft_p50_s']:.0f} ms",
             _num(m["gateway_errors_total"]),
         )
-    notes: list[Text | Table] = [
+    notes: list[Text | Table | Group] = [
         Text(f"{m['name']}: {m['reason']}", style="dim")
         for m in rep["models"]
         if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")

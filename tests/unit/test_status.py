@@ -120,6 +120,15 @@ litellm_output_tokens_metric_total{api_key_alias="ann",requested_model="reasoner
         "output_tokens": 12.0,
     }
     assert rows[1]["model"] == "(budget)" and rows[1]["tokens_today"] == 42
+    from rich.console import Console
+
+    rows.append({"person": "bob", "model": "(budget)", "tokens_today": 7, "tokens_this_month": 9, "limits": {}})
+    console = Console(width=80, record=True)
+    console.print(status.render_usage({"people": rows}))
+    lines = console.export_text().splitlines()
+    assert "ann     reasoner         5         30          12" in lines  # make usage at 80 columns
+    assert "ann: 42 of 1000 tokens today, 42 tokens this month (UTC)" in lines  # of a budget only where one is set
+    assert "bob: 7 tokens today, 9 tokens this month (UTC)" in lines
 
 
 @pytest.mark.parametrize(
