@@ -328,6 +328,8 @@ def test_a_persons_page_shows_models_yml_text_as_text(partial_stack, keys):
         assert rows["small"][2:4] == [f"{SMALL_CONTEXT:,}", "64"] and rows["small"][6] == ""  # its alias is hidden
         assert driver.title == "LLM gateway" and not driver.find_elements(By.CSS_SELECTOR, "#models script, #models b")
         assert page_errors(driver) == []
+    head = httpx.head(f"http://127.0.0.1:{partial_stack[2]}/gateway/", timeout=10)  # `curl -I` answered 405 once
+    assert head.status_code == 200 and "script-src 'self'" in head.headers["content-security-policy"]
 
 
 def test_the_cpu_demo_models_get_a_fit_estimate_from_their_files():
