@@ -265,7 +265,8 @@ async def backend(name: str, dep: object) -> dict:
     return {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed}
 
 
-async def gateway() -> dict:
+async def gateway(person: str | None = None) -> dict:
+    """The gateway's state and counters, with every person's tokens this day and month (or only `person`'s)."""
     port = os.environ.get(METRICS_PORT_ENV)
     out: dict = {
         "state": "healthy",
@@ -284,7 +285,7 @@ async def gateway() -> dict:
         )
         return out
     out["metrics"] = gateway_metrics(resp.text)
-    out["budgets"] = await budgets_used()
+    out["budgets"] = await budgets_used(person)
     return out
 
 

@@ -45,7 +45,10 @@ def person(module, name="ann", models=("chat", "embed")):
 
 
 def test_a_person_sees_their_models_only_with_what_each_takes(page, monkeypatch):
-    async def gateway():
+    asked = []
+
+    async def gateway(person=None):
+        asked.append(person)
         metrics = {"people": {"ann": {"chat": {"requests": 3.0}}, "bob": {"other": {"requests": 9.0}}}}
         budgets = {
             "ann": {"day": 40, "month": 40, "limits": {"day": 1000}},
@@ -55,6 +58,7 @@ def test_a_person_sees_their_models_only_with_what_each_takes(page, monkeypatch)
 
     monkeypatch.setattr(page.gateway_status, "gateway", gateway)
     me = asyncio.run(page.me(person(page)))
+    assert asked == ["ann"]  # only her tokens this day and month are read from Redis
     assert me["admin"] is False and me["person"] == "ann"
     cards = {m["name"]: m for m in me["models"]}
     assert list(cards) == ["chat", "embed"]  # not `other` or the adapter `terse`: not in ann's models

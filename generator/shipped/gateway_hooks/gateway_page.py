@@ -56,7 +56,7 @@ HEADERS = {
     "cache-control": "no-store",
     "x-frame-options": "DENY",
 }
-ADAPTER_OF = "gateway_adapter_of"  # renderers/litellm.py: a LoRA adapter's base model
+ADAPTER_OF = gateway_status.ADAPTER_OF  # model_info of a LoRA adapter: its base model
 DESCRIPTION = "gateway_description"  # renderers/litellm.py: models.yml `description:`
 
 
@@ -119,7 +119,7 @@ async def me(person: people.Person | None) -> dict:
     out: dict = {"admin": person is None, "person": None if person is None else person.name}
     out["models"] = models_for(person, rt)
     if person is not None:
-        gw = await gateway_status.gateway()
+        gw = await gateway_status.gateway(person.name)  # their tokens this day and month only, not everyone's
         rows = status_report.usage(gw.get("metrics") or {}, gw.get("budgets") or {})
         out["limits"] = limits_of(person)
         out["usage"] = [r for r in rows if r["person"] == person.name]
