@@ -78,6 +78,13 @@ def name_the_answerer(data: dict) -> None:
             return
 
 
+def falls_back(rt: Any, model: object) -> bool:
+    """`model` has fallbacks on failure (LiteLLM's router_settings.fallbacks: [{model: [fallback, ...]}])."""
+    return isinstance(model, str) and any(
+        isinstance(item, dict) and item.get(model) for item in (getattr(rt, "fallbacks", None) or [])
+    )
+
+
 def attempt_of(kwargs: dict) -> tuple[str, str] | None:
     """(model asked, model tried) when this call of LiteLLM's router is an attempt on a fallback; None otherwise
     (the router keeps them in `metadata` for chat and completions, in `litellm_metadata` for the other APIs)."""

@@ -188,6 +188,9 @@ class MaxTokensClamp(CustomLogger):
         super().__init__()
         self.clamp = clamp
         self._notes: OrderedDict[str, dict[str, str]] = OrderedDict()  # litellm_call_id -> headers of its answer
+        # litellm_call_id -> the proxy's data of a request whose model has fallbacks on failure: an attempt on one
+        # marks it so that the answer names the model that answered (fallbacks.name_the_answerer)
+        self._may_fall_back: OrderedDict[str, dict] = OrderedDict()
 
     def _note(self, data: dict, header: str, value: str) -> None:
         call_id = data.get("litellm_call_id")
@@ -196,9 +199,22 @@ class MaxTokensClamp(CustomLogger):
             while len(self._notes) > 10_000:  # a request that never reached the header hook
                 self._notes.popitem(last=False)
 
+    def _remember(self, data: dict) -> None:
+        call_id = data.get("litellm_call_id")
+        if isinstance(call_id, str) and fallbacks.falls_back(gb.router(), data.get("model")):
+            self._may_fall_back[call_id] = data
+            while len(self._may_fall_back) > 1_000:  # a request that never reached the header or failure hook
+                self._may_fall_back.popitem(last=False)
+
+    def _forget(self, data: object) -> None:
+        call_id = data.get("litellm_call_id") if isinstance(data, dict) else None
+        if isinstance(call_id, str):
+            self._may_fall_back.pop(call_id, None)
+
     async def async_pre_call_hook(self, user_api_key_dict, cache, data, call_type):
         try:
             await self._handle(data, call_type, getattr(user_api_key_dict, "models", None))
+            self._remember(data)
         except HTTPException:
             raise  # the 400s this hook means to give
         except Exception as e:  # noqa: BLE001 - never break a request
@@ -220,6 +236,9 @@ class MaxTokensClamp(CustomLogger):
         except Exception as e:  # noqa: BLE001 - never break a request
             verbose_proxy_logger.warning("max_tokens_clamp: fallback check skipped after error: %r", e)
         self._note(kwargs, fallbacks.HEADER, f"{asked}->{tried}")
+        # the router's attempt has a copy of the request's metadata: the proxy's own data decides what the answer's
+        # events name (a stream's are renamed to the model asked unless it is marked)
+        fallbacks.name_the_answerer(self._may_fall_back.get(str(kwargs.get("litellm_call_id")), {}))
         return kwargs
 
     async def log_success_fallback_event(self, original_model_group, kwargs, original_exception):
@@ -324,6 +343,7 @@ class MaxTokensClamp(CustomLogger):
         request_headers: dict | None = None,
         litellm_call_info: dict | None = None,
     ) -> dict | None:
+        self._forget(data)
         call_id = data.get("litellm_call_id") if isinstance(data, dict) else None
         return self._notes.pop(call_id, None) if isinstance(call_id, str) else None
 
@@ -338,6 +358,7 @@ class MaxTokensClamp(CustomLogger):
         A backend's (the on-demand controller's) `Retry-After` reaches the client as `Retry-After`: LiteLLM
         passes a provider's headers on only renamed (`llm_provider-retry-after`), which no client's retry logic
         reads. LiteLLM uses an exception's own `headers` when it has them (common_request_processing)."""
+        self._forget(request_data)
         retry = retry_after_of(original_exception)
         if retry and not getattr(original_exception, "headers", None):
             try:

@@ -169,13 +169,19 @@ def keys(partial_stack) -> dict[str, str]:
 HELLO_TEXT = "Say hello."
 
 
+REQUESTS = {  # api -> (text, output budget) -> (path, body without the model)
+    "chat": lambda text, n: (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": text}], "max_tokens": n},
+    ),
+    "responses": lambda text, n: ("/v1/responses", {"input": text, "max_output_tokens": n}),
+    "messages": lambda text, n: ("/v1/messages", {"messages": [{"role": "user", "content": text}], "max_tokens": n}),
+}
+
+
 def ask(port: int, key: str, api: str, model: str, text: str, budget: int = 32, **extra) -> tuple[int, dict, dict]:
     """(status, headers, body) of one request on `api`; the prompt is `text`."""
-    path, body = {
-        "chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": text}], "max_tokens": budget}),
-        "responses": ("/v1/responses", {"input": text, "max_output_tokens": budget}),
-        "messages": ("/v1/messages", {"messages": [{"role": "user", "content": text}], "max_tokens": budget}),
-    }[api]
+    path, body = REQUESTS[api](text, budget)
     # a hang would end in a timeout, not in the assertions
     r = httpx.post(
         f"http://127.0.0.1:{port}{path}",
@@ -211,6 +217,39 @@ def test_a_down_models_requests_are_answered_by_its_fallback(partial_stack, keys
     assert status == 200, body
     assert headers["x-gateway-fallback"] == "broken->good" and headers["x-litellm-model-group"] == "good"
     assert body["model"] == "good"  # the answer names the model that answered
+
+
+def streamed_models(port: int, key: str, api: str, model: str, text: str) -> tuple[dict, list[str]]:
+    """(headers, every `model` a streamed answer on `api` names): each chat chunk's, the Responses API's
+    response.created / response.completed response's, the Messages API's message_start message's."""
+    path, body = REQUESTS[api](text, 32)
+    named = []
+    with httpx.stream(
+        "POST",
+        f"http://127.0.0.1:{port}{path}",
+        json={"model": model, **body, "stream": True},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    ) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                continue
+            event = json.loads(line[5:])
+            holder = event.get("response") or event.get("message") or event
+            if isinstance(holder, dict) and "model" in holder:
+                named.append(holder["model"])
+        return dict(r.headers), named
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_down_models_streamed_answers_name_the_fallback_in_every_event(partial_stack, keys, api):
+    """A client that streams reads the model from the events, not the body: each event that names a model names
+    the one that answered (LiteLLM's Anthropic stream named the model asked for in message_start)."""
+    _, _, port = partial_stack
+    headers, named = streamed_models(port, keys["master"], api, "broken", HELLO_TEXT)
+    assert headers["x-gateway-fallback"] == "broken->good"
+    assert named and set(named) == {"good"}, named
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -320,9 +320,10 @@ def dep(name: str, context: int, tools: bool = True, max_tokens: int = 512, fall
 
 
 class Router:
-    def __init__(self, *deps: dict, aliases: dict | None = None):
+    def __init__(self, *deps: dict, aliases: dict | None = None, fallbacks: list | None = None):
         self.model_list = list(deps)
         self.model_group_alias = aliases or {}
+        self.fallbacks = fallbacks or []  # router_settings.fallbacks
 
     def get_model_list(self, model_name):
         return [d for d in self.model_list if d["model_name"] == model_name]
@@ -333,6 +334,7 @@ ROUTER = Router(
     dep("notools", HUGE // 2, tools=False),
     dep("big", BIG, max_tokens=1000),
     dep("huge", HUGE, max_tokens=2000),
+    fallbacks=[{"small": ["big"]}],
 )
 
 
@@ -436,6 +438,24 @@ def test_a_fallback_attempt_the_request_does_not_fit_is_refused_so_the_router_tr
     long = [{"role": "user", "content": "x" * (BIG + 10)}]
     with pytest.raises(HTTPException, match="big holds 16384 tokens"):
         asyncio.run(handler.async_pre_call_deployment_hook(attempt("small", "big", messages=long), "acompletion"))
+
+
+def test_an_answer_a_fallback_gave_is_marked_to_name_it_in_the_proxys_own_request(hook):
+    """The router's attempt carries a copy of the request's metadata; what a stream's events name (LiteLLM renames
+    them to the model asked unless marked) is read from the proxy's data, which the pre-call hook saw."""
+    handler = hook.MaxTokensClamp()
+    proxy_data = chat(100, litellm_metadata={})
+    asyncio.run(handler.async_pre_call_hook(type("Key", (), {"models": []})(), None, proxy_data, "acompletion"))
+    other = {**chat(100, litellm_metadata={}), "model": "big", "litellm_call_id": "c2"}  # big has no fallbacks
+    asyncio.run(handler.async_pre_call_hook(type("Key", (), {"models": []})(), None, other, "acompletion"))
+    assert list(handler._may_fall_back) == ["c1"]  # only a request that may fall back is kept, until answered
+    asyncio.run(handler.async_pre_call_deployment_hook(attempt("small", "big", messages=[]), "acompletion"))
+    assert proxy_data["litellm_metadata"] == {hook.fallbacks.RAW_MODEL_NAME: True}
+    asyncio.run(handler.async_post_call_response_headers_hook(proxy_data, None, None))
+    assert not handler._may_fall_back
+    asyncio.run(handler.async_pre_call_hook(type("Key", (), {"models": []})(), None, chat(100), "acompletion"))
+    asyncio.run(handler.async_post_call_failure_hook(chat(100), ValueError("down"), None))
+    assert not handler._may_fall_back  # a failed request is forgotten too
 
 
 def test_the_router_reports_an_attempt_in_either_metadata(hook):
