@@ -29,6 +29,7 @@ if HERE not in sys.path:  # LiteLLM loads the hooks by path, not as a package: f
 import gateway_backends as gb  # noqa: E402
 
 HEADER = "x-gateway-fallback"
+HEADER_BYTES = HEADER.encode()
 COUNTER = "gateway_fallbacks"  # prometheus_client adds _total
 CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info (renderers/litellm.py)
 ALL_MODELS = ("all-proxy-models", "*")  # what LiteLLM's key `models` uses for "every model"
@@ -76,6 +77,14 @@ def name_the_answerer(data: dict) -> None:
         if isinstance(data.get(key), dict):
             data[key][RAW_MODEL_NAME] = True
             return
+
+
+def answered_by(headers: object) -> str | None:
+    """The model that answered, from an ASGI response's headers, when a fallback did (HEADER: asked->answered)."""
+    for name, value in headers if isinstance(headers, (list, tuple)) else ():
+        if name.lower() == HEADER_BYTES:
+            return value.decode("latin-1").rpartition("->")[2] or None
+    return None
 
 
 def falls_back(rt: Any, model: object) -> bool:

@@ -12,7 +12,8 @@ works with either level:
     litellm_output_tokens_metric_total{api_key_alias, requested_model}
 
 Requests are counted once per request the guard let through to LiteLLM (as the callback counts only what LiteLLM
-handles), with the HTTP status LiteLLM answered (for a stream: the status it started with) and the person's name
+handles), under the model that answered (a fallback's, as the callback's `model_group`; else the model asked for),
+with the HTTP status LiteLLM answered (for a stream: the status it started with) and the person's name
 (models.yml people:; "" for the master key); tokens from each answered request's usage, as LiteLLM's callback counts
 them. The workers write them to
 PROMETHEUS_MULTIPROC_DIR (gateway_start.py sets it, GATEWAY_METRICS_PORT being set), and the gateway's metrics

@@ -43,6 +43,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
+import fallbacks  # noqa: E402
 import people  # noqa: E402
 import request_counters as counters  # noqa: E402
 import request_shapes as shapes  # noqa: E402
@@ -610,12 +611,13 @@ def person_of(headers: dict[bytes, bytes]) -> str:
 
 
 def counted(send: Send, model: str, person: str = "") -> Send:
-    """`send`, counting the answer's status once (gateway.metrics: light; request_counters.py)."""
+    """`send`, counting the answer's status once (gateway.metrics: light; request_counters.py), under the model that
+    answered: a fallback's answer is its fallback's, as its tokens are (people.py), not the model asked for's."""
 
     async def counting_send(message: dict) -> None:
         if message["type"] == "http.response.start":
             try:
-                counters.count(model, message["status"], person)
+                counters.count(fallbacks.answered_by(message.get("headers")) or model, message["status"], person)
             except Exception:  # noqa: BLE001  never break a request on our own failure
                 pass
         await send(message)

@@ -48,6 +48,7 @@ def _models_yml(
 gateway: {{port: {gateway_port}, workers: 1}}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
 people:
   sam: {{models: [broken, small, hosted-api]}}  # not good: no fallback for sam (and no limit: no Redis)
+  pat: {{models: [broken, good]}}               # broken's fallback too
 hosted-api:                  # a hosted model: a stand-in API on this machine that wants its own key
   description: {SCRIPT_DESCRIPTION!r}
   provider: openai-compatible
@@ -157,9 +158,9 @@ def keys(partial_stack) -> dict[str, str]:
     """The master key and sam's (made as `make key` makes it; the gateway reads it within seconds)."""
     _, state, gateway_port = partial_stack
     plan = load_plan(state.parent / "models.yml")
-    sam = person_key(state / ".env", plan.people[0], LOCAL_HEADER)
+    sam, pat = (person_key(state / ".env", person, LOCAL_HEADER) for person in plan.people)
     write_hashes(plan, state / ".env", state / "litellm")
-    out = {"master": read_env_file(state / ".env")["LITELLM_MASTER_KEY"], "sam": sam}
+    out = {"master": read_env_file(state / ".env")["LITELLM_MASTER_KEY"], "sam": sam, "pat": pat}
     deadline = time.monotonic() + 15
     while ask(gateway_port, out["sam"], "chat", "small", HELLO_TEXT)[0] == 401 and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -350,6 +351,26 @@ def test_status_counts_what_each_models_fallbacks_answered(partial_stack, keys):
     assert fallbacks["broken"]["good"]["error"] >= len(APIS), fallbacks
     assert fallbacks["small"]["good"]["context"] >= len(APIS), fallbacks
     assert set(fallbacks) == {"broken", "small"}, fallbacks
+
+
+def test_usage_counts_a_fallbacks_answer_under_the_model_that_answered(partial_stack, keys):
+    """pat asks broken, good answers: pat's request and its tokens are good's (one row, not a request without tokens
+    under broken and tokens without a request under good); the hand-over itself is counted per pair above."""
+    _, _, port = partial_stack
+    status, headers, body = ask(port, keys["pat"], "chat", "broken", HELLO_TEXT)
+    assert status == 200 and headers["x-gateway-fallback"] == "broken->good", body
+    deadline = time.monotonic() + 10  # tokens are counted by LiteLLM's success callback, after the answer is sent
+    while True:
+        r = httpx.get(
+            f"http://127.0.0.1:{port}/gateway/report", headers={"Authorization": f"Bearer {keys['master']}"}, timeout=30
+        )
+        rows = [row for row in r.json()["people"] if row["person"] == "pat"]
+        if sum(row["output_tokens"] for row in rows) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [(row["model"], row["requests"]) for row in rows] == [("good", 1)], rows
+    assert rows[0]["input_tokens"] == body["usage"]["prompt_tokens"], (rows, body["usage"])
+    assert rows[0]["output_tokens"] == body["usage"]["completion_tokens"], (rows, body["usage"])
 
 
 def test_a_persons_page_shows_models_yml_text_as_text(partial_stack, keys):

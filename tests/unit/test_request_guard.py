@@ -494,3 +494,33 @@ def test_a_route_the_key_may_not_ask_is_a_403_before_litellm_sees_the_key():
     assert ask("GET", "/health").status_code == 200
     assert ask("GET", "/health/readiness", "Bearer person").status_code == 200
     assert reached == ["/health", "/health/readiness"]
+
+
+def test_light_metrics_count_a_fallbacks_answer_under_the_model_that_answered(monkeypatch):
+    """A request to m500 that its fallback m200 answered (x-gateway-fallback): counted under m200, as its tokens are
+    (people.py) and as LiteLLM's callback counts an answered request (its model_group)."""
+    module = load_like_litellm("request_guard")
+    import request_counters as counters
+
+    monkeypatch.setenv(counters.ENV, "1")
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"x-gateway-fallback", b"m500->m200")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "no key")
+    labels = {"status_code": "200", "api_key_alias": ""}
+    asked, answered = (_count(f"{counters.REQUESTS}_total", requested_model=m, **labels) for m in ("m500", "m200"))
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
+            return await c.post(
+                "/v1/chat/completions",
+                json={"model": "m500", "messages": HELLO},
+                headers={"Authorization": f"Bearer {KEY}"},
+            )
+
+    assert asyncio.run(go()).status_code == 200
+    assert _count(f"{counters.REQUESTS}_total", requested_model="m200", **labels) == answered + 1
+    assert _count(f"{counters.REQUESTS}_total", requested_model="m500", **labels) == asked
