@@ -89,6 +89,12 @@ CLIENT_CONTROL = (
     "stream_timeout",
     "max_retries",
     "num_retries",
+    # ... and these (2026-11-28): `request_timeout` (a string was a 500), `deployment_id` (the backend answered 401),
+    # the SDK client's `default_headers` and `organization`
+    "request_timeout",
+    "deployment_id",
+    "default_headers",
+    "organization",
 )
 # bound name -> (request field, how much of it the request asks)
 LIMITED: dict[str, Callable[[object], int | None]] = {

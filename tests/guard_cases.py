@@ -169,6 +169,16 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
         "`messages` must be absent",
     ),  # the route walk: a 500
     ("completions", {"logprobs": True}, "`logprobs` must be an integer"),
+    # chat fields LiteLLM handed the OpenAI SDK's completions call: each a 500 (the fuzz test's added fields)
+    (
+        "completions",
+        {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+        "`tools` must be absent: tool calls are made on /v1/chat/completions",
+    ),
+    ("completions", {"tool_choice": "auto"}, "`tool_choice` must be absent"),
+    ("completions", {"response_format": {"type": "json_object"}}, "`response_format` must be absent"),
+    ("completions", {"max_completion_tokens": 4}, "`max_completion_tokens` must be absent: /v1/completions takes"),
+    ("completions", {"reasoning_effort": "low"}, "`reasoning_effort` must be absent: a /v1/chat/completions field"),
     ("responses", {"input": 5}, "`input` must be a string or a list of input items"),
     ("responses", {"input": [{"role": "user", "content": 5}]}, "`input[0].content` must be a string or a list"),
     ("responses", {"input": [{"type": "function_call", "name": "f"}]}, "`input[0].arguments` is required"),
@@ -271,3 +281,8 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
         "`messages[0].content[0].type` must be one of text, image",
     ),
 ]
+
+
+def bounded(bounds) -> list[tuple[str, str]]:
+    """(api, bound) for each API that takes the bounded field: /v1/completions takes no tools (a 400 of its own)."""
+    return [(api, bound) for api in BASE for bound in bounds if (api, bound) != ("completions", "tools")]

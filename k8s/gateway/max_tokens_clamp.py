@@ -365,9 +365,37 @@ class MaxTokensClamp(CustomLogger):
                 original_exception.headers = {"retry-after": retry}  # type: ignore[attr-defined]  # any exception type
             except AttributeError:  # an exception type with a read-only headers property: left as it is
                 pass
+        if (refusal := refused_in_stream(original_exception)) is not None:
+            # /v1/completions answers from the exception's own fields (it does not take the hook's answer)
+            for field, value in (("status_code", 400), ("message", refusal.message), ("type", refusal.type)):
+                try:
+                    setattr(original_exception, field, value)
+                except AttributeError:  # an exception type with read-only fields: LiteLLM's 500 stands
+                    return refusal
+            original_exception.param = refusal.param  # type: ignore[attr-defined]  # any exception type
+            return refusal
         return not_an_embedding_model(request_data, original_exception) or hosted_failure(
             request_data, original_exception
         )
+
+
+def refused_in_stream(exc: BaseException) -> gb.RequestError | None:
+    """A backend's 400 that LiteLLM 1.108.7 answered as a 500: a streamed /v1/completions request vLLM refuses
+    (a logit_bias or allowed token id out of the vocabulary, a structured output it cannot compile...) gets its 400
+    as the stream's first event, and LiteLLM's text-completion stream wraps it as a MidStreamFallbackError. The
+    backend's own error (the OpenAI SDK's, with the body vLLM sent) is in the exception's chain: its 400 and its
+    message, as the same request unstreamed gets them."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen and len(seen) < 16:
+        seen.add(id(cause))
+        body = getattr(cause, "body", None)
+        if type(cause).__module__.split(".")[0] == "openai" and isinstance(body, dict) and body.get("code") == 400:
+            refusal = gb.RequestError(str(body.get("message") or cause))
+            refusal.param = body.get("param") if isinstance(body.get("param"), str) else None
+            return refusal
+        cause = getattr(cause, "original_exception", None) or cause.__cause__ or cause.__context__
+    return None
 
 
 def hosted_failure(request_data: dict, exc: Exception) -> HTTPException | None:

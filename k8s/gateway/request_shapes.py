@@ -50,6 +50,14 @@ TOKENS = kind(
 )
 
 
+def absent(why: str) -> Check:
+    """A field this API does not take, whatever its value, null too (`fields` asks it about a null one): `at` must
+    be absent, and why."""
+    check = kind(lambda v: False, f"absent: {why}")
+    check.even_null = True  # type: ignore[attr-defined]  # a function's attribute, read by fields()
+    return check
+
+
 def one_of(*values: str) -> Check:
     return kind(lambda v: v in values, "one of " + ", ".join(values))
 
@@ -90,7 +98,9 @@ def fields(spec: dict[str, Check], required: tuple[str, ...] = (), what: str = "
             if v.get(key) is None:
                 return f"`{_join(at, key)}` is required"
         for key, sub in spec.items():
-            if v.get(key) is not None and (why := sub(v[key], _join(at, key))) is not None:
+            if key not in v or (v[key] is None and not getattr(sub, "even_null", False)):
+                continue
+            if (why := sub(v[key], _join(at, key))) is not None:
                 return why
         return None
 
@@ -269,6 +279,35 @@ PROMPT = either(
         min_items=1,
     ),
 )
+
+# OpenAI chat fields LiteLLM 1.108.7 hands the OpenAI SDK's completions.create() as arguments on /v1/completions,
+# which takes none of them: each was a 500 ("got an unexpected keyword argument"), found by the fuzz test's added
+# fields. tests/unit/test_request_shapes.py checks this list against LiteLLM's own list of chat fields.
+TOOLS_ELSEWHERE = absent("tool calls are made on /v1/chat/completions, /v1/responses or /v1/messages")
+CHAT_ONLY = {
+    **dict.fromkeys(("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"), TOOLS_ELSEWHERE),
+    "response_format": absent("/v1/completions takes vLLM's `structured_outputs` (or use /v1/chat/completions)"),
+    "max_completion_tokens": absent("/v1/completions takes `max_tokens`"),
+    "top_logprobs": absent("/v1/completions takes `logprobs`, an integer"),
+    **dict.fromkeys(
+        (
+            "reasoning_effort",
+            "thinking",
+            "verbosity",
+            "modalities",
+            "audio",
+            "prediction",
+            "web_search_options",
+            "include_server_side_tool_invocations",
+            "store",
+            "service_tier",
+            "safety_identifier",
+            "prompt_cache_key",
+            "prompt_cache_retention",
+        ),
+        absent("a /v1/chat/completions field, not taken on /v1/completions"),
+    ),
+}
 COMPLETIONS = shape(
     fields(
         {
@@ -279,9 +318,8 @@ COMPLETIONS = shape(
             "echo": BOOL,
             "suffix": STRING,
             # LiteLLM 1.108.7 passes its own messages on as well: a 500 "got multiple values for keyword argument"
-            "messages": kind(
-                lambda v: False, "absent: /v1/completions takes `prompt` (messages go to /v1/chat/completions)"
-            ),
+            "messages": absent("/v1/completions takes `prompt` (messages go to /v1/chat/completions)"),
+            **CHAT_ONLY,
         },
         required=("model", "prompt"),
     )

@@ -70,6 +70,28 @@ TYPES = (
 )
 
 
+# OpenAI chat fields the shapes here leave out: the fuzz test adds them, and the other APIs' fields, to every API's
+# bodies (LiteLLM 1.108.7 handed such fields to the OpenAI SDK's completions call on /v1/completions: a 500)
+MORE_OPENAI_FIELDS = (
+    "parallel_tool_calls",
+    "functions",
+    "function_call",
+    "reasoning_effort",
+    "verbosity",
+    "modalities",
+    "audio",
+    "prediction",
+    "web_search_options",
+    "store",
+    "service_tier",
+    "safety_identifier",
+    "prompt_cache_key",
+    "top_logprobs",
+    "logprobs",
+    "metadata",
+)
+
+
 def parts(part: st.SearchStrategy) -> st.SearchStrategy:
     return TEXT | st.lists(part, min_size=1, max_size=2)
 

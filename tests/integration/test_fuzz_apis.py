@@ -1,8 +1,8 @@
 """Fuzzing every API of the real gateway in front of its real backends: no request, however wrong, costs more than
 a 4xx. Per API, FUZZ_REQUESTS (2,000) bodies drawn by Hypothesis from the API's request shape (fuzz_schemas.py)
-and then broken: a field replaced by any JSON, something inside replaced, a
-required field dropped, a `type` anywhere inside (content part, block, input item, tool) made another API's or an
-unknown one, the body replaced by other JSON or by bytes. Each must get an answer under 500 within
+and then broken: a field replaced by any JSON, something inside replaced, a required field dropped, a field of
+another API (or an OpenAI chat field) added, a `type` anywhere inside (content part, block, input item, tool) made
+another API's or an unknown one, the body replaced by other JSON or by bytes. Each must get an answer under 500 within
 ANSWER_TIMEOUT seconds, on a connection that is not reset, a streamed answer must carry no 5xx error event, and the
 gateway must serve a normal request afterwards. Seeded (FUZZ_SEED), bounded in count and time (FUZZ_SECONDS per
 API); prints the count per API and the time. One failing body per kind of failure is appended to fuzz_regressions.jsonl
@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FUZZ_COUNT
-from tests.guard_cases import BASE, HELLO
-from tests.integration.fuzz_schemas import APIS, TYPES, Body
+from tests.guard_cases import BASE, HELLO, bounded
+from tests.integration.fuzz_schemas import APIS, MORE_OPENAI_FIELDS, TYPES, Body
 
 FUZZ_REQUESTS = int(os.environ.get("FUZZ_REQUESTS", 2000))  # per API
 # per API: past it, no more requests are sent (and the test fails: fewer than FUZZ_REQUESTS). A bound against a
@@ -85,16 +85,24 @@ def retyped(body: object, at: tuple, kind: str) -> object:
     return [*body[:head], retyped(body[head], rest, kind), *body[head + 1 :]]
 
 
-def bodies(shape: Body) -> st.SearchStrategy:
-    """Well-formed bodies and broken ones: bytes, or JSON data to send."""
+def bodies(shape: Body, others: tuple[Body, ...] = ()) -> st.SearchStrategy:
+    """Well-formed bodies and broken ones: bytes, or JSON data to send. `others`: the other APIs' shapes, whose
+    fields (well-formed as there, or any JSON) are added as fields this API does not take."""
     good, fields = shape.strategy, list(shape.fields)
+    foreign = sorted(({f for other in others for f in other.fields} | set(MORE_OPENAI_FIELDS)) - set(fields))
 
     @st.composite
     def broken(draw):
         body = draw(good)
-        how = draw(st.sampled_from(["field", "inside", "drop", "extra", "type", "type"]))  # "type": every position
+        how = draw(st.sampled_from(["field", "inside", "drop", "extra", "foreign", "type", "type"]))  # "type": each
         if how == "type" and (places := typed_places(body)):  # a content part, block or item of another type
             return retyped(body, draw(st.sampled_from(places)), draw(st.sampled_from(TYPES) | st.text(max_size=10)))
+        if how == "foreign" and others:  # another API's field, as that API takes it or as any JSON
+            theirs = draw(draw(st.sampled_from(others)).strategy)
+            if (new := sorted(set(theirs) - set(body))) and draw(st.booleans()):
+                key = draw(st.sampled_from(new))
+                return {**body, key: theirs[key]}
+            return {**body, draw(st.sampled_from(foreign)): draw(JSON)}
         if how == "field":
             return {**body, draw(st.sampled_from(fields)): draw(JSON)}
         if how == "inside":
@@ -195,7 +203,7 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_
             deadline=None,
             suppress_health_check=ALL_CHECKS,
         )
-        @given(bodies(schema_of(models)))
+        @given(bodies(schema_of(models), tuple(other(models) for name, (_, other) in APIS.items() if name != api)))
         def fuzz(body):
             nonlocal sent
             if time.monotonic() - start > FUZZ_SECONDS:
@@ -253,8 +261,7 @@ ASKS = {  # bound -> (request field, how a request asks for k of it)
 }
 
 
-@pytest.mark.parametrize("bound", ASKS)
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api,bound", bounded(ASKS))
 def test_any_value_past_a_bound_is_a_400_naming_field_and_bound(gateway, api, bound):
     m = gateway.plan.models[0]
     most = getattr(m.limits, bound)

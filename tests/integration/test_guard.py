@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from tests.guard_cases import BAD, BASE, GOOD, HELLO
+from tests.guard_cases import BAD, BASE, GOOD, HELLO, bounded
 from tests.integration.fuzz_schemas import APIS
 
 
@@ -47,6 +47,8 @@ CLIENT_FIELDS = {  # field -> a value LiteLLM would act on
     "headers": [],  # a 500
     "timeout": [],  # a 500
     "num_retries": 50,
+    "request_timeout": "x",  # a 500 (2026-11-28)
+    "deployment_id": "x",  # the backend's 401
 }
 
 
@@ -101,8 +103,7 @@ TOOLS_OF = {  # each API's own tool shape, so that only the count is wrong
 }
 
 
-@pytest.mark.parametrize("bound", BOUNDS)
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api,bound", bounded(BOUNDS))
 def test_past_each_bound_every_api_answers_400_naming_field_and_bound(gateway, api, bound):
     field, value, most = BOUNDS[bound]
     if field == "tools" and api in TOOLS_OF:
@@ -132,6 +133,25 @@ def test_more_logprobs_than_the_backend_computes_is_a_400_naming_the_field(gatew
     assert f"`{field}` asks" in r.text and "over the 20 that" in r.text and "--max-logprobs" in r.text
     ok = {**BASE[api], **extra, field: 2}
     assert post(gateway, APIS[api][0], {"model": model(gateway), **ok}).status_code == 200
+
+
+BACKEND_REFUSALS = {  # a field vLLM refuses with a 400 only the backend can know -> what its message says
+    "logit_bias": ({"logit_bias": {"999999999": 1}}, "out-of-vocab token ids"),
+    "allowed_token_ids": ({"allowed_token_ids": [999999999]}, "out-of-vocab token id"),
+    "structured_outputs": ({"structured_outputs": {"regex": "("}}, "invalid regex"),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("case", BACKEND_REFUSALS)
+def test_a_completions_request_the_backend_refuses_is_its_400_streamed_or_not(gateway, case, stream):
+    """Streamed, vLLM sends its refusal as the stream's first event and LiteLLM 1.108.7's text-completion stream
+    made it a 500 (MidStreamFallbackError); the failure hook gives the backend's own 400 and message."""
+    extra, message = BACKEND_REFUSALS[case]
+    r = post(
+        gateway, APIS["completions"][0], {"model": model(gateway), **BASE["completions"], **extra, "stream": stream}
+    )
+    assert r.status_code == 400 and message in r.text, f"{r.status_code}: {r.text[:300]}"
 
 
 @pytest.mark.parametrize(

@@ -186,6 +186,10 @@ def test_a_form_body_is_a_400_asking_for_json(guard):
         "stream_timeout",
         "max_retries",
         "num_retries",
+        "request_timeout",
+        "deployment_id",
+        "default_headers",
+        "organization",
     ],
 )
 def test_fields_that_choose_where_litellm_sends_the_request_are_a_400(guard, field):
@@ -524,3 +528,32 @@ def test_light_metrics_count_a_fallbacks_answer_under_the_model_that_answered(mo
     assert asyncio.run(go()).status_code == 200
     assert _count(f"{counters.REQUESTS}_total", requested_model="m200", **labels) == answered + 1
     assert _count(f"{counters.REQUESTS}_total", requested_model="m500", **labels) == asked
+
+
+def test_a_field_an_api_does_not_take_is_refused_even_when_null(shapes):
+    """`messages: null` on /v1/completions was a 500 (LiteLLM passed messages=None beside its own; found by the
+    fuzz test's added fields); a null of a field the API takes is left to the backend's defaults."""
+    body = {"model": "m", "prompt": "hi", "max_tokens": 4}
+    assert "`messages` must be absent" in (shapes.problem("completions", {**body, "messages": None}) or "")
+    assert shapes.problem("completions", {**body, "temperature": None}) is None
+
+
+def test_every_chat_field_litellm_would_hand_the_sdks_completions_call_is_refused_on_completions():
+    """LiteLLM 1.108.7 passes the OpenAI chat fields it knows (litellm.OPENAI_CHAT_COMPLETION_PARAMS) to the OpenAI
+    SDK's completions.create() as arguments on /v1/completions: each one that call does not take was a 500. Every
+    one is refused by the guard (a chat-only field, or one the gateway's config decides); a LiteLLM upgrade that
+    adds a field fails here until request_shapes.CHAT_ONLY or the guard's CLIENT_CONTROL names it."""
+    import inspect
+
+    import litellm
+    from openai.resources.completions import AsyncCompletions
+
+    module = load_like_litellm("request_guard")
+    taken = set(inspect.signature(AsyncCompletions.create).parameters)
+    leaks = sorted(set(litellm.OPENAI_CHAT_COMPLETION_PARAMS) - taken - {"messages"})
+    assert leaks, "the cross-check found nothing to check"
+    body = {"model": "m", "prompt": "hi", "max_tokens": 4}
+    unrefused = [
+        f for f in leaks if f not in module.CLIENT_CONTROL and module.shapes.COMPLETIONS({**body, f: 1}) is None
+    ]
+    assert not unrefused, unrefused

@@ -554,3 +554,27 @@ def test_status_asks_a_hosted_api_its_model_list_with_the_providers_headers(monk
     lab = {"litellm_params": {"api_key": "os.environ/PROVIDER_KEY", "api_base": "http://h:1/v1/"}, "model_info": {}}
     lab["model_info"]["gateway_hosted"] = "openai-compatible"
     assert gb.hosted_request(lab) == ("http://h:1/v1/models", {"Authorization": "Bearer sk-secret"})
+
+
+def test_a_backends_400_inside_a_streams_error_chain_is_answered_as_that_400(hook):
+    """A streamed /v1/completions refusal reaches the failure hook as LiteLLM's 500 wrapping the OpenAI SDK's
+    error with the body vLLM sent; the hook answers its 400, message and field, and writes them on the exception
+    (the completions route answers from the exception's own fields)."""
+    import httpx
+    import openai
+
+    sdk = openai.APIError(
+        "refused", httpx.Request("POST", "http://b/v1/completions"), body={"message": "bad bias", "code": 400}
+    )
+    sdk.body["param"] = "logit_bias"
+    inner = RuntimeError("APIConnectionError")
+    inner.__cause__ = sdk
+    outer = RuntimeError("litellm.InternalServerError: MidStreamFallbackError")
+    outer.original_exception = inner
+    outer.status_code = 500
+    handler = hook.MaxTokensClamp()
+    answer = asyncio.run(handler.async_post_call_failure_hook({"model": "small"}, outer, None))
+    assert (answer.status_code, answer.detail, answer.param) == (400, "bad bias", "logit_bias")
+    assert (outer.status_code, outer.message, outer.param) == (400, "bad bias", "logit_bias")
+    down = openai.APIError("down", httpx.Request("POST", "http://b"), body={"message": "x", "code": 503})
+    assert asyncio.run(handler.async_post_call_failure_hook({"model": "small"}, down, None)) is None  # not a 400
