@@ -37,6 +37,9 @@ def start_server(sock: Path) -> subprocess.Popen:
         start_new_session=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        # SIGINT as a terminal gives it, whatever the launcher did: a shell's `cmd &` without job control (`nohup
+        # make test &`) ignores it, the children inherit that, and the SIGINT test's child would never end
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -177,3 +180,30 @@ def test_a_process_group_is_running_until_its_last_member_is_gone_or_a_zombie():
     while group_members(leader.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert group_members(leader.pid) == [] and group_members(None) == []
+
+
+def test_an_exit_that_comes_with_the_pid_is_not_lost(tmp_path):
+    """A child that ends at once (a backend that fails at start-up) can have its exit line sent before the client
+    read the pid's: both come in one read. Its exit code is the child's, not UNKNOWN_EXIT (seen in CI as 255 for
+    `exit 3`, under load)."""
+    import threading
+
+    path = tmp_path / "s.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def answer_both_at_once():
+        conn, _ = listener.accept()
+        conn.makefile("rb").readline()
+        conn.sendall(b'{"pid": 4194300}\n{"exit": 3}\n')
+        conn.close()
+
+    server = threading.Thread(target=answer_both_at_once)
+    server.start()
+    try:
+        child = vllm_fork.fork(str(path), ["exit", "3"], {}, str(tmp_path), str(tmp_path / "c.log"), server_wait=5)
+        assert child.wait(5) == 3 and child.poll() == 3
+    finally:
+        server.join(5)
+        listener.close()

@@ -116,7 +116,18 @@ class ForkedProcess:
             self._read(left)
         return self.returncode
 
+    def _exited(self) -> bool:
+        """The server's exit line, once it is whole in the buffer (it may have come with the pid: a child that
+        ended at once)."""
+        if b"\n" not in self._buf:
+            return False
+        self.returncode = int(json.loads(self._buf.split(b"\n", 1)[0])["exit"])
+        self._close()
+        return True
+
     def _read(self, timeout: float) -> None:
+        if self._exited():
+            return
         if self._conn is None:  # the server ended first: the OS says whether the child still runs
             if running_group(self.pid) is None:
                 self.returncode = UNKNOWN_EXIT
@@ -131,9 +142,7 @@ class ForkedProcess:
             data = b""
         if data:
             self._buf += data
-            if b"\n" in self._buf:
-                self.returncode = int(json.loads(self._buf.split(b"\n", 1)[0])["exit"])
-                self._close()
+            self._exited()
             return
         self._close()
         self._read(0)
