@@ -176,6 +176,11 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
         "`tools` must be absent: tool calls are made on /v1/chat/completions",
     ),
     ("completions", {"tool_choice": "auto"}, "`tool_choice` must be absent"),
+    ("messages", {"response_format": -7}, "`response_format` must be"),  # the fuzz test's added fields: a 500
+    ("chat", {"structured_outputs": "x"}, "`structured_outputs` must be an object"),  # vLLM's own 500
+    ("completions", {"structured_outputs": [1]}, "`structured_outputs` must be an object"),
+    ("responses", {"structured_outputs": -7}, "`structured_outputs` must be an object"),
+    ("messages", {"structured_outputs": "x"}, "`structured_outputs` must be an object"),
     ("completions", {"response_format": {"type": "json_object"}}, "`response_format` must be absent"),
     ("completions", {"max_completion_tokens": 4}, "`max_completion_tokens` must be absent: /v1/completions takes"),
     ("completions", {"reasoning_effort": "low"}, "`reasoning_effort` must be absent: a /v1/chat/completions field"),

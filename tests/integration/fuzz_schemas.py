@@ -70,9 +70,10 @@ TYPES = (
 )
 
 
-# OpenAI chat fields the shapes here leave out: the fuzz test adds them, and the other APIs' fields, to every API's
-# bodies (LiteLLM 1.108.7 handed such fields to the OpenAI SDK's completions call on /v1/completions: a 500)
-MORE_OPENAI_FIELDS = (
+# OpenAI chat fields (and vLLM's own) the shapes here leave out: the fuzz test adds them, and the other APIs' fields,
+# to every API's bodies (LiteLLM 1.108.7 handed such fields to the OpenAI SDK's completions call on /v1/completions,
+# a 500; vLLM 0.32 answers a structured_outputs that is no object with a 500)
+MORE_FIELDS = (
     "parallel_tool_calls",
     "functions",
     "function_call",
@@ -89,6 +90,7 @@ MORE_OPENAI_FIELDS = (
     "top_logprobs",
     "logprobs",
     "metadata",
+    "structured_outputs",
 )
 
 

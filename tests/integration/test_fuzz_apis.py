@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import FUZZ_COUNT
 from tests.guard_cases import BASE, HELLO, bounded
-from tests.integration.fuzz_schemas import APIS, MORE_OPENAI_FIELDS, TYPES, Body
+from tests.integration.fuzz_schemas import APIS, MORE_FIELDS, TYPES, Body
 
 FUZZ_REQUESTS = int(os.environ.get("FUZZ_REQUESTS", 2000))  # per API
 # per API: past it, no more requests are sent (and the test fails: fewer than FUZZ_REQUESTS). A bound against a
@@ -89,7 +89,7 @@ def bodies(shape: Body, others: tuple[Body, ...] = ()) -> st.SearchStrategy:
     """Well-formed bodies and broken ones: bytes, or JSON data to send. `others`: the other APIs' shapes, whose
     fields (well-formed as there, or any JSON) are added as fields this API does not take."""
     good, fields = shape.strategy, list(shape.fields)
-    foreign = sorted(({f for other in others for f in other.fields} | set(MORE_OPENAI_FIELDS)) - set(fields))
+    foreign = sorted(({f for other in others for f in other.fields} | set(MORE_FIELDS)) - set(fields))
 
     @st.composite
     def broken(draw):

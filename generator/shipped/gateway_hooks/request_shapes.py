@@ -245,6 +245,8 @@ SAMPLING = {  # fields the OpenAI APIs (and vLLM's extensions of them) share
     "max_tokens": POSITIVE,
     "stop": STOP,
     "logit_bias": LOGIT_BIAS,
+    # vLLM's own; anything but an object is vLLM 0.32's 500 ("'int' object has no attribute 'get'") on every API
+    "structured_outputs": OBJECT,
 }
 CHAT = shape(
     fields(
@@ -396,6 +398,7 @@ RESPONSES = shape(
             "presence_penalty": NUMBER,
             "frequency_penalty": NUMBER,
             "repetition_penalty": NUMBER,
+            "structured_outputs": OBJECT,
             "input": either(
                 "a string or a list of input items (messages {role, content} or {type, ...})",
                 STRING,
@@ -520,6 +523,10 @@ MESSAGES = shape(
             "temperature": NUMBER,
             "top_p": NUMBER,
             "top_k": INTEGER,
+            # chat fields LiteLLM passes on to the chat call it makes: a response_format that is no {type, ...} was
+            # its 500 "Unsupported response_format type" (the fuzz test's added fields, 2026-11-28)
+            "response_format": RESPONSE_FORMAT,
+            "structured_outputs": OBJECT,
         },
         required=("model", "messages"),
     )
