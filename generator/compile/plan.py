@@ -113,6 +113,8 @@ class HostedSpec:
     key_env: str  # the environment variable that holds the provider's key (the keys file or the environment)
     route: str  # LiteLLM's name for it: <LiteLLM provider>/<model> (openai-compatible APIs take LiteLLM's openai/)
     context_from: str = ""  # where the context came from: "" (models.yml) or LiteLLM's model map
+    chat_only: bool = False  # the API is asked for chat completions only: LiteLLM turns /v1/responses and /v1/messages
+    # requests into chat completions for it (an OpenAI-compatible API need not serve OpenAI's /v1/responses)
 
 
 @dataclass(frozen=True)

@@ -243,6 +243,32 @@ def streamed_models(port: int, key: str, api: str, model: str, text: str) -> tup
         return dict(r.headers), named
 
 
+def streamed_text(port: int, key: str, api: str, model: str) -> str:
+    """The text a streamed answer on `api` carries, from its deltas (chat's, the Responses API's output_text,
+    the Messages API's text_delta)."""
+    path, body = REQUESTS[api](HELLO_TEXT, 32)
+    text = ""
+    with httpx.stream(
+        "POST",
+        f"http://127.0.0.1:{port}{path}",
+        json={"model": model, **body, "stream": True},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    ) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            if not line.startswith("data: {"):
+                continue
+            event = json.loads(line[6:])
+            if api == "chat":
+                text += "".join((c.get("delta") or {}).get("content") or "" for c in event.get("choices") or [])
+            elif event.get("type") == "response.output_text.delta":
+                text += event["delta"]
+            elif event.get("type") == "content_block_delta" and event["delta"].get("type") == "text_delta":
+                text += event["delta"]["text"]
+    return text
+
+
 @pytest.mark.parametrize("api", APIS)
 def test_a_down_models_streamed_answers_name_the_fallback_in_every_event(partial_stack, keys, api):
     """A client that streams reads the model from the events, not the body: each event that names a model names
@@ -312,6 +338,11 @@ def test_a_hosted_model_answers_a_persons_key_and_its_key_is_in_no_file_or_log(p
     for key in (keys["master"], keys["sam"]):
         status, _, body = ask(port, key, "chat", "hosted-api", HELLO_TEXT)
         assert status == 200 and body["choices"][0]["message"]["content"] == "ok", body
+    for api in ("responses", "messages"):  # the stand-in serves chat completions only, as many such APIs do (404s)
+        status, _, body = ask(port, keys["sam"], api, "hosted-api", HELLO_TEXT)
+        text = body["output"][-1]["content"][0]["text"] if api == "responses" else body["content"][0]["text"]
+        assert status == 200 and text == "ok", body
+        assert streamed_text(port, keys["sam"], api, "hosted-api") == "Hello there"  # the stand-in's stream
     leaked = [p for p in state.rglob("*") if p.is_file() and p.name != ".env" and HOSTED_KEY.encode() in p.read_bytes()]
     assert not leaked, leaked
 

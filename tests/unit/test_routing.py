@@ -275,6 +275,13 @@ def test_a_hosted_model_takes_what_litellms_map_knows_and_what_models_yml_says(p
     assert entries["lab"]["litellm_params"]["api_base"] == "http://10.0.0.5:8000/v1"
     assert entries["lab"]["litellm_params"]["api_key"] == "os.environ/PROVIDER_KEY"
     assert entries["lab"]["model_info"]["gateway_hosted"] == "openai-compatible"
+    # an OpenAI-compatible API is asked for chat completions only (the Responses and Messages APIs bridged to them:
+    # LiteLLM's openai/ route would ask it for /v1/responses), OpenAI itself for its own Responses API too
+    assert (lab.hosted.chat_only, mini.hosted.chat_only) == (True, False)
+    assert entries["lab"]["litellm_params"]["use_chat_completions_api"] is True
+    assert "use_chat_completions_api" not in entries["mini"]["litellm_params"]
+    assert config["litellm_settings"]["use_chat_completions_url_for_anthropic_messages"] is True
+    assert "use_chat_completions_url_for_anthropic_messages" not in render_litellm(plan(model("a")))["litellm_settings"]
 
 
 def test_a_hosted_key_is_a_warning_until_it_is_set_in_the_keys_file_or_the_environment(plan, tmp_path, monkeypatch):

@@ -101,6 +101,9 @@ def hosted_plans(entries: dict[str, HostedEntry], defaults: Defaults) -> tuple[l
                     key_env=entry.api_key_env,
                     route=route(entry),
                     context_from="" if entry.context_length else "LiteLLM's model map",
+                    # LiteLLM's openai/ route asks <api_base>/responses for the Responses and Messages APIs, which
+                    # OpenAI serves and an OpenAI-compatible API mostly does not (both were its 404)
+                    chat_only=entry.provider == "openai-compatible",
                 ),
             )
         )

@@ -163,6 +163,8 @@ def model_entry(
     params: dict[str, object]
     if m.hosted is not None:  # an API somebody else serves: its provider's LiteLLM route, its base if not the default
         params = {"model": m.hosted.route, **({"api_base": m.hosted.api_base} if m.hosted.api_base else {})}
+        if m.hosted.chat_only:  # LiteLLM bridges the Responses and Messages APIs to chat completions for it
+            params["use_chat_completions_api"] = True
     elif m.on_demand and plan.controller:
         host = controller_host or ("127.0.0.1" if api_base is local_api_base else CONTROLLER_SERVICE)
         params = {"model": f"hosted_vllm/{m.served_name}", "api_base": controller_api_base(m, plan, host)}
@@ -334,6 +336,10 @@ def render_litellm(
     # metrics the per-person token counters LiteLLM's callback would count (request_counters.py)
     if plan.people and (plan.redis is not None or g.metrics == "light"):
         litellm_settings["callbacks"].append("people.usage_counter")
+    if any(m.hosted is not None and m.hosted.chat_only for m in plan.hosted):
+        # LiteLLM sends /v1/messages for an openai/ route through that API's Responses API, even with the
+        # deployment's use_chat_completions_api (its answer's text was lost there): chat completions instead
+        litellm_settings["use_chat_completions_url_for_anthropic_messages"] = True
     if any(m.tool_parser for m in plan.models):  # docs/parsers.md: what vLLM's parsers get wrong in streams
         litellm_settings["callbacks"].append(f"{REPAIRS_MODULE}.repair_instance")
     router_settings: dict = {
