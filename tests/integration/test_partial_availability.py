@@ -220,34 +220,9 @@ def test_a_down_models_requests_are_answered_by_its_fallback(partial_stack, keys
     assert body["model"] == "good"  # the answer names the model that answered
 
 
-def streamed_models(port: int, key: str, api: str, model: str, text: str) -> tuple[dict, list[str]]:
-    """(headers, every `model` a streamed answer on `api` names): each chat chunk's, the Responses API's
-    response.created / response.completed response's, the Messages API's message_start message's."""
-    path, body = REQUESTS[api](text, 32)
-    named = []
-    with httpx.stream(
-        "POST",
-        f"http://127.0.0.1:{port}{path}",
-        json={"model": model, **body, "stream": True},
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=60,
-    ) as r:
-        assert r.status_code == 200, r.read()
-        for line in r.iter_lines():
-            if not line.startswith("data:") or line.strip() == "data: [DONE]":
-                continue
-            event = json.loads(line[5:])
-            holder = event.get("response") or event.get("message") or event
-            if isinstance(holder, dict) and "model" in holder:
-                named.append(holder["model"])
-        return dict(r.headers), named
-
-
-def streamed_text(port: int, key: str, api: str, model: str) -> str:
-    """The text a streamed answer on `api` carries, from its deltas (chat's, the Responses API's output_text,
-    the Messages API's text_delta)."""
+def stream(port: int, key: str, api: str, model: str) -> tuple[dict, list[dict]]:
+    """(headers, every JSON event) of a streamed answer on `api`."""
     path, body = REQUESTS[api](HELLO_TEXT, 32)
-    text = ""
     with httpx.stream(
         "POST",
         f"http://127.0.0.1:{port}{path}",
@@ -256,17 +231,26 @@ def streamed_text(port: int, key: str, api: str, model: str) -> str:
         timeout=60,
     ) as r:
         assert r.status_code == 200, r.read()
-        for line in r.iter_lines():
-            if not line.startswith("data: {"):
-                continue
-            event = json.loads(line[6:])
-            if api == "chat":
-                text += "".join((c.get("delta") or {}).get("content") or "" for c in event.get("choices") or [])
-            elif event.get("type") == "response.output_text.delta":
-                text += event["delta"]
-            elif event.get("type") == "content_block_delta" and event["delta"].get("type") == "text_delta":
-                text += event["delta"]["text"]
-    return text
+        return dict(r.headers), [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+
+
+def named_models(events: list[dict]) -> list[str]:
+    """Every `model` the events name: each chat chunk's, the Responses API's response.created / response.completed
+    response's, the Messages API's message_start message's."""
+    holders = [event.get("response") or event.get("message") or event for event in events]
+    return [h["model"] for h in holders if isinstance(h, dict) and "model" in h]
+
+
+def streamed_text(api: str, events: list[dict]) -> str:
+    """The text the events carry, from their deltas (chat's, the Responses API's output_text, the Messages API's
+    text_delta)."""
+    if api == "chat":
+        return "".join((c.get("delta") or {}).get("content") or "" for e in events for c in e.get("choices") or [])
+    return "".join(
+        e["delta"] if e.get("type") == "response.output_text.delta" else e["delta"].get("text", "")
+        for e in events
+        if e.get("type") in ("response.output_text.delta", "content_block_delta")
+    )
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -274,7 +258,8 @@ def test_a_down_models_streamed_answers_name_the_fallback_in_every_event(partial
     """A client that streams reads the model from the events, not the body: each event that names a model names
     the one that answered (LiteLLM's Anthropic stream named the model asked for in message_start)."""
     _, _, port = partial_stack
-    headers, named = streamed_models(port, keys["master"], api, "broken", HELLO_TEXT)
+    headers, events = stream(port, keys["master"], api, "broken")
+    named = named_models(events)
     assert headers["x-gateway-fallback"] == "broken->good"
     assert named and set(named) == {"good"}, named
 
@@ -342,7 +327,7 @@ def test_a_hosted_model_answers_a_persons_key_and_its_key_is_in_no_file_or_log(p
         status, _, body = ask(port, keys["sam"], api, "hosted-api", HELLO_TEXT)
         text = body["output"][-1]["content"][0]["text"] if api == "responses" else body["content"][0]["text"]
         assert status == 200 and text == "ok", body
-        assert streamed_text(port, keys["sam"], api, "hosted-api") == "Hello there"  # the stand-in's stream
+        assert streamed_text(api, stream(port, keys["sam"], api, "hosted-api")[1]) == "Hello there"  # the stand-in's
     leaked = [p for p in state.rglob("*") if p.is_file() and p.name != ".env" and HOSTED_KEY.encode() in p.read_bytes()]
     assert not leaked, leaked
 
