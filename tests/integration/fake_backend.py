@@ -5,6 +5,8 @@ request sends `Authorization: Bearer KEY`.
 
 MODE ok: answers (JSON or SSE); hang: accepts and never answers; cut: streams two chunks, then
 drops the connection without `[DONE]` (a backend crash mid-answer); 500: answers every chat with 500.
+In mode ok, a request with `tools` is answered with a call of its first tool with TOOL_ARGUMENTS (streamed: the
+arguments in two pieces), as an OpenAI-compatible API with function calling answers.
 """
 
 from __future__ import annotations
@@ -18,15 +20,26 @@ from aiohttp import web
 
 
 def _chunk(content: str | None = None, finish: str | None = None) -> bytes:
-    delta = {"content": content} if content is not None else {}
-    body = {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": "fake",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return f"data: {json.dumps(body)}\n\n".encode()
+    return _event({"index": 0, "delta": {"content": content} if content is not None else {}, "finish_reason": finish})
+
+
+TOOL_ARGUMENTS = '{"city": "Paris", "days": 2}'
+TOOL_CALL_ID = "call_fake_1"
+
+
+def _tool_chunks(name: str) -> list[bytes]:
+    first = {"index": 0, "id": TOOL_CALL_ID, "type": "function", "function": {"name": name, "arguments": ""}}
+    half = len(TOOL_ARGUMENTS) // 2
+    pieces = [TOOL_ARGUMENTS[:half], TOOL_ARGUMENTS[half:]]
+    deltas = [{"tool_calls": [first]}] + [{"tool_calls": [{"index": 0, "function": {"arguments": a}}]} for a in pieces]
+    return [_event({"index": 0, "delta": d, "finish_reason": None}) for d in deltas] + [
+        _event({"index": 0, "delta": {}, "finish_reason": "tool_calls"})
+    ]
+
+
+def _event(choice: dict) -> bytes:
+    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake"}
+    return f"data: {json.dumps({**body, 'choices': [choice]})}\n\n".encode()
 
 
 def make_app(mode: str, key: str | None = None) -> web.Application:
@@ -36,6 +49,8 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
             await asyncio.sleep(3600)
         if mode == "500":
             return web.json_response({"error": {"message": "backend exploded"}}, status=500)
+        if body.get("tools"):
+            return await tool_call(request, body)
         if not body.get("stream"):
             return web.json_response(
                 {
@@ -58,6 +73,28 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
             request.transport.abort()  # no [DONE], no finish_reason: the connection just dies
             return resp
         await resp.write(_chunk(finish="stop"))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    async def tool_call(request: web.Request, body: dict) -> web.StreamResponse:
+        name = body["tools"][0]["function"]["name"]
+        if not body.get("stream"):
+            call = {"id": TOOL_CALL_ID, "type": "function", "function": {"name": name, "arguments": TOOL_ARGUMENTS}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            return web.json_response(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": "fake",
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                    "usage": {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16},
+                }
+            )
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for chunk in _tool_chunks(name):
+            await resp.write(chunk)
         await resp.write(b"data: [DONE]\n\n")
         return resp
 

@@ -28,6 +28,7 @@ from generator.compile.output import read_env_file
 from generator.operate.keys import LOCAL_HEADER, person_key, write_hashes
 from generator.operate.runtime.ports import free_ports
 
+from . import fake_backend
 from .conftest import DEMO_MODELS, ROOT
 
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -56,6 +57,7 @@ hosted-api:                  # a hosted model: a stand-in API on this machine th
   api_base: http://127.0.0.1:{api_port}/v1
   api_key_env: {HOSTED_KEY_ENV}
   context_length: 8K
+  tools: true                # the stand-in calls the first tool it is given
 gone-api:                    # a hosted model whose API does not answer
   provider: openai-compatible
   model: fake
@@ -220,13 +222,13 @@ def test_a_down_models_requests_are_answered_by_its_fallback(partial_stack, keys
     assert body["model"] == "good"  # the answer names the model that answered
 
 
-def stream(port: int, key: str, api: str, model: str) -> tuple[dict, list[dict]]:
+def stream(port: int, key: str, api: str, model: str, **extra) -> tuple[dict, list[dict]]:
     """(headers, every JSON event) of a streamed answer on `api`."""
     path, body = REQUESTS[api](HELLO_TEXT, 32)
     with httpx.stream(
         "POST",
         f"http://127.0.0.1:{port}{path}",
-        json={"model": model, **body, "stream": True},
+        json={"model": model, **body, **extra, "stream": True},
         headers={"Authorization": f"Bearer {key}"},
         timeout=60,
     ) as r:
@@ -330,6 +332,55 @@ def test_a_hosted_model_answers_a_persons_key_and_its_key_is_in_no_file_or_log(p
         assert streamed_text(api, stream(port, keys["sam"], api, "hosted-api")[1]) == "Hello there"  # the stand-in's
     leaked = [p for p in state.rglob("*") if p.is_file() and p.name != ".env" and HOSTED_KEY.encode() in p.read_bytes()]
     assert not leaked, leaked
+
+
+TOOLS = {  # api -> the get_weather tool in that API's shape
+    "chat": {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+    "responses": {"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
+    "messages": {"name": "get_weather", "input_schema": {"type": "object"}},
+}
+
+
+def tool_call_of(api: str, body: dict) -> tuple[str, dict]:
+    """(name, arguments) of the one tool call in an answer on `api`."""
+    if api == "chat":
+        call = body["choices"][0]["message"]["tool_calls"][0]["function"]
+        return call["name"], json.loads(call["arguments"])
+    if api == "responses":
+        (call,) = [item for item in body["output"] if item["type"] == "function_call"]
+        return call["name"], json.loads(call["arguments"])
+    (call,) = [block for block in body["content"] if block["type"] == "tool_use"]
+    return call["name"], call["input"]
+
+
+def streamed_tool_call(api: str, events: list[dict]) -> tuple[str, dict]:
+    """(name, arguments) of the one tool call a streamed answer on `api` carries, put together from its events."""
+    if api == "chat":
+        calls = [
+            c for e in events for ch in e.get("choices") or [] for c in (ch.get("delta") or {}).get("tool_calls") or []
+        ]
+        name = next(c["function"]["name"] for c in calls if c.get("function", {}).get("name"))
+        return name, json.loads("".join(c["function"].get("arguments") or "" for c in calls))
+    if api == "responses":
+        done = next(e for e in events if e.get("type") == "response.completed")
+        return tool_call_of(api, done["response"])
+    start = next(
+        e for e in events if e.get("type") == "content_block_start" and e["content_block"]["type"] == "tool_use"
+    )
+    pieces = [e["delta"]["partial_json"] for e in events if (e.get("delta") or {}).get("type") == "input_json_delta"]
+    return start["content_block"]["name"], json.loads("".join(pieces))
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_hosted_models_tool_call_reaches_each_api_intact_streamed_or_not(partial_stack, keys, api):
+    """The stand-in answers a call of get_weather (its arguments streamed in two pieces): Claude Code's, Codex's and
+    opencode's APIs each get that call, name and arguments, as the API sent it to chat completions."""
+    _, _, port = partial_stack
+    expected = ("get_weather", json.loads(fake_backend.TOOL_ARGUMENTS))
+    status, _, body = ask(port, keys["sam"], api, "hosted-api", "Weather in Paris?", tools=[TOOLS[api]])
+    assert status == 200 and tool_call_of(api, body) == expected, body
+    _, events = stream(port, keys["sam"], api, "hosted-api", tools=[TOOLS[api]])
+    assert streamed_tool_call(api, events) == expected, events
 
 
 def test_a_hosted_api_that_does_not_answer_is_a_clear_5xx_naming_it_and_nothing_else_is_touched(partial_stack, keys):
