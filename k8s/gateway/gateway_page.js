@@ -6,6 +6,7 @@
 
 const STORE = "llm-gateway-key"; // sessionStorage: this tab only, gone when it closes
 const REFRESH_MS = 5000; // the admin's view asks /gateway/report again this long after its last answer
+const PERSON_REFRESH_MS = 10000; // a person's view asks /gateway/me again (their usage and limits) this long after
 const GOOD = new Set(["healthy", "loaded"]);
 const WAIT = new Set(["loading", "draining", "asleep", "stopped", "starting"]);
 const $ = (id) => document.getElementById(id);
@@ -199,6 +200,28 @@ function showPerson(me, key) {
   showUsage(me);
   showSnippets(me.models || [], key);
   $("person").hidden = false;
+  timer = setTimeout(() => refreshPerson(key), PERSON_REFRESH_MS);
+}
+
+function personRefreshed() {
+  $("person-refreshed").textContent =
+    "updated " + new Date().toLocaleTimeString() + "; refreshes every " + PERSON_REFRESH_MS / 1000 + " s";
+}
+
+async function refreshPerson(key) {
+  // usage and limits only: the models and the snippets stay as they are (a snippet being copied is not redrawn)
+  try {
+    const answer = await ask("/gateway/me", key);
+    if (answer.status === 401) return signedOut("That key is no longer valid for this gateway.");
+    if (answer.status === 200 && answer.body) {
+      showLimits(answer.body.limits || {});
+      showUsage(answer.body);
+      personRefreshed();
+    } else $("person-refreshed").textContent = "the gateway answered " + answer.status + "; trying again";
+  } catch (err) {
+    $("person-refreshed").textContent = "the gateway did not answer (" + err + "); trying again";
+  }
+  timer = setTimeout(() => refreshPerson(key), PERSON_REFRESH_MS);
 }
 
 // --- the admin's view -----------------------------------------------------------------------------------------------
@@ -267,6 +290,7 @@ async function open(key) {
     refresh(key);
   } else {
     showPerson(me, key);
+    personRefreshed();
   }
 }
 

@@ -420,7 +420,8 @@ def make_usage(gateway) -> list[dict]:
 def test_a_persons_page_shows_their_models_limits_and_the_usage_make_usage_shows(gateway, people):
     """ann opens /gateway/ in a real browser with her key: exactly her `models:` (the other model absent), her limits,
     her usage equal to `make usage`'s rows for her after N more requests, and a connection snippet for the OpenAI SDK
-    that, copied from the page and run, gets an answer. A wrong key: a clear message and no data."""
+    that, copied from the page and run, gets an answer, which bob's page, left open, then counts by itself. A wrong
+    key: a clear message and no data."""
     from selenium.webdriver.common.by import By
 
     from tests.integration.browser import (
@@ -483,8 +484,20 @@ def test_a_persons_page_shows_their_models_limits_and_the_usage_make_usage_shows
         assert [row[0] for row in table(driver, "models")] == sorted(m.served_name for m in gateway.plan.served)
         snippet = driver.find_element(By.CSS_SELECTOR, "[data-snippet=openai] pre").get_attribute("textContent")
         assert people["bob"] in snippet and gateway.key not in driver.page_source
-    run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert run.returncode == 0 and run.stdout.strip(), run.stderr[-2000:]
+        bobs = lambda rows: [  # noqa: E731  bob's rows as his page's usage table shows them
+            [r["model"], f"{r['requests']:,.0f}", f"{r['input_tokens']:,.0f}", f"{r['output_tokens']:,.0f}"]
+            for r in rows
+            if r["person"] == "bob" and r["model"] != "(budget)"
+        ]
+        requests = lambda rows: sum(r["requests"] for r in rows if r["person"] == "bob" and r["model"] != "(budget)")  # noqa: E731
+        before = requests(make_usage(gateway))
+        run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert run.returncode == 0 and run.stdout.strip(), run.stderr[-2000:]
+        # his page, left open, shows the snippet's request by itself (it asks /gateway/me again every 10 s)
+        wait_until(lambda: requests(rows := make_usage(gateway)) == before + 1 and rows == make_usage(gateway), 30)
+        expected = bobs(make_usage(gateway))
+        wait_for(lambda: table(driver, "usage") == expected, timeout=25, what="bob's usage, refreshed")
+        assert driver.find_element(By.ID, "person-refreshed").text.startswith("updated ")
 
 
 def test_no_key_or_hash_in_logs_or_metrics(gateway, people):
