@@ -134,6 +134,20 @@ def test_the_hooks_are_mounted_read_only(deployed):
     assert write.returncode != 0 and "Read-only file system" in write.stderr
 
 
+def test_the_gateways_page_is_served_from_its_mounted_files_and_shows_every_model(deployed):
+    """The page's files are mounted beside the hooks (compose/litellm/); in a real browser the admin's view lists
+    every model of the stack healthy, with nothing logged as an error (a file that did not load, a CSP violation)."""
+    from tests.integration.browser import chromium, page_errors, page_states, screenshot, sign_in, wait_for
+
+    models = {m.served_name for m in load_plan(os.environ["GATEWAY_MODELS"]).models}  # as the dashboard test reads it
+    healthy = lambda states: states and all(states.get(m) == "healthy" for m in models) and states  # noqa: E731
+    with chromium() as driver:
+        sign_in(driver, deployed.url.removesuffix("/v1"), deployed.env["LITELLM_MASTER_KEY"])
+        wait_for(lambda: healthy(page_states(driver)), 30, "the admin's view: every backend healthy")
+        screenshot(driver, "page-admin-compose")
+        assert page_errors(driver) == []
+
+
 def test_weights_are_bind_mounted_read_only_into_the_backends(deployed):
     for service in deployed.backends:
         mounts = {m["Destination"]: m for m in inspect(container_of(service))["Mounts"]}

@@ -102,6 +102,14 @@ def screenshot(driver, name: str) -> Path:
     return path
 
 
+def page_states(driver) -> dict[str, str]:
+    """Each model's state as the admin's view shows it (its row's state word)."""
+    return driver.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('#stack tbody tr')]"
+        ".map(tr => [tr.dataset.model, tr.querySelector('[data-state]').dataset.state]))"
+    )
+
+
 WRONG_KEY_LOGGED = "/gateway/me - Failed to load resource: the server responded with a status of 401"
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from generator.compile.load.loader import load_plan
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import free_ports
-from tests.integration.browser import chromium, page_errors, screenshot, sign_in, wait_for
+from tests.integration.browser import chromium, page_errors, page_states, screenshot, sign_in, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -222,14 +222,6 @@ def admin_page(gateway):
         sign_in(driver, gateway.url.removesuffix("/v1"), gateway.key)
         yield driver
         assert page_errors(driver) == []
-
-
-def page_states(driver) -> dict[str, str]:
-    """Each model's state as the admin's view shows it (its row's state word)."""
-    return driver.execute_script(
-        "return Object.fromEntries([...document.querySelectorAll('#stack tbody tr')]"
-        ".map(tr => [tr.dataset.model, tr.querySelector('[data-state]').dataset.state]))"
-    )
 
 
 def test_a_killed_backend_under_load_is_answered_by_its_fallback_or_fails_fast_and_recovers(gateway, admin_page):
