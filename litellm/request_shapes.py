@@ -284,7 +284,7 @@ PROMPT = either(
 
 # OpenAI chat fields LiteLLM 1.108.7 hands the OpenAI SDK's completions.create() as arguments on /v1/completions,
 # which takes none of them: each was a 500 ("got an unexpected keyword argument"), found by the fuzz test's added
-# fields. tests/unit/test_request_shapes.py checks this list against LiteLLM's own list of chat fields.
+# fields. tests/unit/test_request_guard.py checks this list against LiteLLM's own list of chat fields.
 TOOLS_ELSEWHERE = absent("tool calls are made on /v1/chat/completions, /v1/responses or /v1/messages")
 CHAT_ONLY = {
     **dict.fromkeys(("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"), TOOLS_ELSEWHERE),
