@@ -200,28 +200,32 @@ function showPerson(me, key) {
   showUsage(me);
   showSnippets(me.models || [], key);
   $("person").hidden = false;
-  timer = setTimeout(() => refreshPerson(key), PERSON_REFRESH_MS);
 }
 
-function personRefreshed() {
-  $("person-refreshed").textContent =
-    "updated " + new Date().toLocaleTimeString() + "; refreshes every " + PERSON_REFRESH_MS / 1000 + " s";
-}
-
-async function refreshPerson(key) {
+function refreshPerson(me) {
   // usage and limits only: the models and the snippets stay as they are (a snippet being copied is not redrawn)
+  showLimits(me.limits || {});
+  showUsage(me);
+}
+
+function refreshed(line, every) {
+  $(line).textContent = "updated " + new Date().toLocaleTimeString() + "; refreshes every " + every / 1000 + " s";
+}
+
+// asks `path` every `every` ms, from the end of one answer to the next question: `show` draws an answer, `line`
+// says when it was drawn or why it was not; a key no longer valid (401) signs the page out
+async function poll(path, key, every, show, line) {
   try {
-    const answer = await ask("/gateway/me", key);
+    const answer = await ask(path, key);
     if (answer.status === 401) return signedOut("That key is no longer valid for this gateway.");
     if (answer.status === 200 && answer.body) {
-      showLimits(answer.body.limits || {});
-      showUsage(answer.body);
-      personRefreshed();
-    } else $("person-refreshed").textContent = "the gateway answered " + answer.status + "; trying again";
+      show(answer.body);
+      refreshed(line, every);
+    } else $(line).textContent = "the gateway answered " + answer.status + "; trying again";
   } catch (err) {
-    $("person-refreshed").textContent = "the gateway did not answer (" + err + "); trying again";
+    $(line).textContent = "the gateway did not answer (" + err + "); trying again";
   }
-  timer = setTimeout(() => refreshPerson(key), PERSON_REFRESH_MS);
+  timer = setTimeout(() => poll(path, key, every, show, line), every);
 }
 
 // --- the admin's view -----------------------------------------------------------------------------------------------
@@ -244,18 +248,6 @@ function showReport(rep) {
   fill("people", (rep.people || []).map((r) => r.model === "(budget)"
     ? [r.person, "(tokens)", "", "", "", tokensLine(r, r.limits || {})]
     : [r.person, r.model, num(r.requests), num(r.input_tokens), num(r.output_tokens), ""]));
-  $("refreshed").textContent = "updated " + new Date().toLocaleTimeString() + "; refreshes every " + REFRESH_MS / 1000 + " s";
-}
-
-async function refresh(key) {
-  try {
-    const answer = await ask("/gateway/report?interval=1", key);
-    if (answer.status === 200 && answer.body) showReport(answer.body);
-    else $("refreshed").textContent = "the gateway answered " + answer.status + "; trying again";
-  } catch (err) {
-    $("refreshed").textContent = "the gateway did not answer (" + err + "); trying again";
-  }
-  timer = setTimeout(() => refresh(key), REFRESH_MS);
 }
 
 // --- signing in and out ---------------------------------------------------------------------------------------------
@@ -287,10 +279,11 @@ async function open(key) {
   $("who").textContent = me.admin ? "signed in as the admin (master key)" : "signed in as " + me.person;
   if (me.admin) {
     $("admin").hidden = false;
-    refresh(key);
+    poll("/gateway/report?interval=1", key, REFRESH_MS, showReport, "refreshed");
   } else {
     showPerson(me, key);
-    personRefreshed();
+    refreshed("person-refreshed", PERSON_REFRESH_MS);
+    timer = setTimeout(() => poll("/gateway/me", key, PERSON_REFRESH_MS, refreshPerson, "person-refreshed"), PERSON_REFRESH_MS);
   }
 }
 
