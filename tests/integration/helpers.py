@@ -100,26 +100,21 @@ def fork_server_of(pid: int | None = None, port: int | None = None):
     return None
 
 
-def status_json(gateway, *extra: str) -> tuple[int, dict]:
-    """`python -m generator.operate.status --json` as a user runs it, pointed at this gateway."""
-    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator.operate.status",
-            "--json",
-            "--interval",
-            "1",
-            "--models",
-            gateway.plan.source,
-            *extra,
-        ],
+def run_status(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m generator.operate.status --json --interval 1 *args` as a user runs it (`make status JSON=1`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "generator.operate.status", "--json", "--interval", "1", *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
         env=env,
     )
+
+
+def status_json(gateway, *extra: str) -> tuple[int, dict]:
+    """`status --json` pointed at this gateway (GATEWAY_URL, GATEWAY_KEY), with its models.yml."""
+    env = {**os.environ, "GATEWAY_URL": gateway.url, "GATEWAY_KEY": gateway.key}
+    out = run_status("--models", gateway.plan.source, *extra, env=env)
     assert out.stdout, out.stderr
     return out.returncode, json.loads(out.stdout)

@@ -36,7 +36,7 @@ from generator.compile.plan import ControllerPlan, OnDemandPlan
 from generator.demo.scripted_model import NO_END_LOGIT_BIAS
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import free_ports
-from tests.integration.helpers import UNIT, fork_server_of
+from tests.integration.helpers import UNIT, fork_server_of, run_status
 
 pytestmark = pytest.mark.on_demand
 
@@ -245,47 +245,12 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         assert not _port_open(ports[A]) and not _port_open(ports[B])
         # what a user sees: `make status` (python -m generator.operate.status) on this stack shows the controller's
         # states
-        import subprocess
-        import sys
-
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "generator.operate.status",
-                "--json",
-                "--interval",
-                "1",
-                "--state-dir",
-                str(stack.state_dir),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-        )
+        out = run_status("--state-dir", str(stack.state_dir))
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
         # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "generator.operate.status",
-                "--json",
-                "--interval",
-                "1",
-                "--models",
-                stack.plan.source,
-                "--state-dir",
-                str(stack.state_dir),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-        )
+        out = run_status("--models", stack.plan.source, "--state-dir", str(stack.state_dir))
         assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout
     finally:
         sampler.halt.set()

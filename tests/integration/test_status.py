@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration.helpers import status_json
+from tests.integration.helpers import run_status, status_json
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -144,25 +142,7 @@ def test_status_reads_the_local_stack_it_runs_by_its_models_yml_with_that_stacks
     if gateway.stack is None:
         pytest.skip("needs the local stack (this session's or make demo's), not GATEWAY_URL")
     env = {k: v for k, v in os.environ.items() if k not in ("GATEWAY_URL", "GATEWAY_KEY")}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator.operate.status",
-            "--json",
-            "--interval",
-            "1",
-            "--models",
-            gateway.plan.source,
-            "--state-dir",
-            str(gateway.stack.state_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
-    )
+    out = run_status("--models", gateway.plan.source, "--state-dir", str(gateway.stack.state_dir), env=env)
     rep = json.loads(out.stdout)
     assert rep["gateway"]["url"] == gateway.stack.gateway_url and rep["gateway"]["state"] == "healthy", out.stdout
     assert out.returncode == 0, out.stderr
