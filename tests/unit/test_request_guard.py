@@ -405,30 +405,36 @@ def test_light_metrics_count_each_request_let_through_by_model_and_status_and_no
     assert _count(total, requested_model="m", status_code="200", api_key_alias="ann") == ann + 1
 
 
-def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkeypatch):
+def through_the_guard(model: str, status: int, headers: list | None = None) -> int:
+    """The status a chat request for `model` gets through the request guard, in front of an app that answers
+    `status` with `headers` (light metrics counting)."""
     module = load_like_litellm("request_guard")
-    import request_counters as counters
-
-    monkeypatch.setenv(counters.ENV, "1")
 
     async def app(scope, receive, send):
         await receive()
-        await send({"type": "http.response.start", "status": 503, "headers": []})
+        await send({"type": "http.response.start", "status": status, "headers": headers or []})
         await send({"type": "http.response.body", "body": b"{}"})
 
     middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "no key")
-    label = {"requested_model": "m503", "exception_status": "503", "exception_class": ""}
-    before = _count(f"{counters.FAILED}_total", **label)
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
             return await c.post(
                 "/v1/chat/completions",
-                json={"model": "m503", "messages": HELLO},
+                json={"model": model, "messages": HELLO},
                 headers={"Authorization": f"Bearer {KEY}"},
             )
 
-    assert asyncio.run(go()).status_code == 503
+    return asyncio.run(go()).status_code
+
+
+def test_light_metrics_count_an_error_answer_as_a_failure_with_its_status(monkeypatch):
+    import request_counters as counters
+
+    monkeypatch.setenv(counters.ENV, "1")
+    label = {"requested_model": "m503", "exception_status": "503", "exception_class": ""}
+    before = _count(f"{counters.FAILED}_total", **label)
+    assert through_the_guard("m503", 503) == 503
     assert _count(f"{counters.FAILED}_total", **label) == before + 1
 
 
@@ -503,29 +509,12 @@ def test_a_route_the_key_may_not_ask_is_a_403_before_litellm_sees_the_key():
 def test_light_metrics_count_a_fallbacks_answer_under_the_model_that_answered(monkeypatch):
     """A request to m500 that its fallback m200 answered (x-gateway-fallback): counted under m200, as its tokens are
     (people.py) and as LiteLLM's callback counts an answered request (its model_group)."""
-    module = load_like_litellm("request_guard")
     import request_counters as counters
 
     monkeypatch.setenv(counters.ENV, "1")
-
-    async def app(scope, receive, send):
-        await receive()
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"x-gateway-fallback", b"m500->m200")]})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-    middleware = module.RequestGuard(app, lambda k: (k or "").removeprefix("Bearer ") == KEY, "no key")
     labels = {"status_code": "200", "api_key_alias": ""}
     asked, answered = (_count(f"{counters.REQUESTS}_total", requested_model=m, **labels) for m in ("m500", "m200"))
-
-    async def go():
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=middleware), base_url="http://gw") as c:
-            return await c.post(
-                "/v1/chat/completions",
-                json={"model": "m500", "messages": HELLO},
-                headers={"Authorization": f"Bearer {KEY}"},
-            )
-
-    assert asyncio.run(go()).status_code == 200
+    assert through_the_guard("m500", 200, [(b"x-gateway-fallback", b"m500->m200")]) == 200
     assert _count(f"{counters.REQUESTS}_total", requested_model="m200", **labels) == answered + 1
     assert _count(f"{counters.REQUESTS}_total", requested_model="m500", **labels) == asked
 
