@@ -122,7 +122,7 @@ test: venv venv-vllm demo-models promtool bench-tools redis-server browser ## un
 parsers: venv venv-vllm demo-models ## the parser conformance matrix alone, every tool-call / reasoning family x API x mode through the gateway (make test: GLM-4.7 and Qwen3 only; docs/parsers.md)
 	PARSER_FAMILIES=$(or $(FAMILIES),all) $(PY) -m pytest tests/integration/parsers
 
-unit: venv promtool ## unit tests only (no vLLM needed)
+unit: venv venv-vllm demo-models promtool ## unit tests only: no stack (the parser fuzz feeds vLLM's parsers in .venv-vllm's interpreter)
 	$(PY) -m pytest tests/unit
 
 # The fit check (generator/compile/load/model_files.py) allows huggingface_hub >=1.25,<3 (pyproject.toml): LiteLLM keeps
