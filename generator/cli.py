@@ -82,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 3
     if args.check:
-        stale = [(rel, target) for target, files in rendered.items() for rel in stale_files(files, args.out)]
+        stale = [
+            (rel, target)
+            for target, files in rendered.items()
+            for rel in stale_files(files, args.out, TARGETS[target].folders)
+        ]
         for rel, target in stale:
             err.print(
                 f"stale: {rel} differs from what {args.models} generates; run `{TARGETS[target].regenerate}`",
@@ -93,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_DRIFT if stale else 0
     target = TARGETS[args.target]
     files = rendered[args.target]
-    changed = write_files(files, args.out) + [f"(removed) {rel}" for rel in remove_orphans(files, args.out)]
+    changed = write_files(files, args.out)
+    changed += [f"(removed) {rel}" for rel in remove_orphans(files, args.out, target.folders)]
     keys = target.keys_file  # (the file of the stack's keys, its header), or None
     env_file = keys[0] if keys else None
     added = ensure_env_file(args.out / keys[0], plan.secret_envs, keys[1]) if keys else []

@@ -62,17 +62,18 @@ def write_files(files: dict[str, str], out_dir: Path) -> list[str]:
     return changed
 
 
-def stale_files(files: dict[str, str], out_dir: Path) -> list[str]:
+def stale_files(files: dict[str, str], out_dir: Path, folders: tuple[str, ...] = ()) -> list[str]:
     """Paths whose content on disk differs from what would be generated (missing and orphans count)."""
     return [
         rel for rel, text in files.items() if not (out_dir / rel).exists() or (out_dir / rel).read_text() != text
-    ] + orphans(files, out_dir)
+    ] + orphans(files, out_dir, folders)
 
 
-def orphans(files: dict[str, str], out_dir: Path) -> list[str]:
-    """Files we generated earlier (they carry our header) that the current plan no longer produces."""
+def orphans(files: dict[str, str], out_dir: Path, folders: tuple[str, ...] = ()) -> list[str]:
+    """Files we generated earlier (they carry our header) that the current plan no longer produces, in the folders
+    it writes and in `folders` (a target's own: Target.folders)."""
     found = []
-    for folder in sorted({Path(rel).parent for rel in files}):
+    for folder in sorted({Path(rel).parent for rel in files} | {Path(f) for f in folders}):
         for path in sorted((out_dir / folder).glob("*")):
             rel = path.relative_to(out_dir).as_posix()
             if path.is_file() and rel not in files and path.read_bytes().startswith(GENERATED_MARKS):
@@ -80,8 +81,8 @@ def orphans(files: dict[str, str], out_dir: Path) -> list[str]:
     return found
 
 
-def remove_orphans(files: dict[str, str], out_dir: Path) -> list[str]:
-    removed = orphans(files, out_dir)
+def remove_orphans(files: dict[str, str], out_dir: Path, folders: tuple[str, ...] = ()) -> list[str]:
+    removed = orphans(files, out_dir, folders)
     for rel in removed:
         (out_dir / rel).unlink()
     return removed

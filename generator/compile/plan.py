@@ -168,6 +168,9 @@ class ModelPlan:
     aliases: tuple[str, ...] = ()  # other names clients may send for this model
     list_aliases: bool = False  # /v1/models lists the aliases too
     hosted: HostedSpec | None = None  # a hosted model (Plan.hosted, never in Plan.models): no backend of ours
+    # the vLLM parsers this backend runs repaired (compile/load/parser_repairs.py: their names, tool-call first): its
+    # flag_args load the stack's parser plugin, and the renderers give it generator/shipped/parser_repairs/'s files
+    parser_repairs: tuple[str, ...] = ()
 
     @property
     def pooling(self) -> bool:

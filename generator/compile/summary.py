@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from .load.parser_repairs import run_by
 from .load.rules import fmt_tokens
-from .plan import Plan
+from .plan import ModelPlan, Plan
 
 
 def fmt_duration(seconds: float) -> str:
@@ -36,6 +37,15 @@ def routes_line(m) -> str:
     if m.aliases:
         parts.append("also answers to " + ", ".join(m.aliases) + (" (listed)" if m.list_aliases else ""))
     return "; ".join(parts)
+
+
+def repairs_line(m: ModelPlan, vllm_version: str) -> str:
+    """Which of the model's vLLM parsers the stack's repairs replace, and why (load/parser_repairs.py), or ""."""
+    parts = [
+        f"{r.parser} {r.kind} parser" + ("" if i else " replaced by the stack's repair") + f" ({r.why})"
+        for i, r in enumerate(run_by(m))
+    ]
+    return f"vLLM {vllm_version}'s " + "; ".join(parts) if parts else ""
 
 
 def title(plan: Plan) -> str:
@@ -98,6 +108,9 @@ def print_summary(plan: Plan, console: Console, keys_file: str = "compose/.env",
             console.print(
                 f"context {m.name}: {fmt_tokens(m.context)} from {m.context_from}", soft_wrap=True, markup=False
             )
+    for m in plan.models:
+        if m.replica <= 1 and (line := repairs_line(m, plan.vllm_version)):  # a model's replicas run the same
+            console.print(f"parsers {m.entry}: {line}", soft_wrap=True, markup=False)
     for m in plan.served:
         if line := routes_line(m):
             console.print(f"routes {m.served_name}: {line}", soft_wrap=True, markup=False)

@@ -33,7 +33,7 @@ from rich.console import Console
 
 from ..compile.load.loader import load_plan
 from ..compile.output import ENV_FILE, ensure_env_file, read_env_file, remove_orphans, render_files, write_files
-from ..compile.renderers import COMPOSE_FILE
+from ..compile.renderers import COMPOSE_FILE, TARGETS
 from ..compile.renderers.compose import ON_DEMAND_PROFILE
 from ..compile.renderers.stack import ENV_HEADER
 from ..errors import ConfigError, print_problems
@@ -305,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))  # the supervisor's lines after this
-    written = write_files(files, args.out) + [f"(removed) {r}" for r in remove_orphans(files, args.out)]
+    written = write_files(files, args.out)
+    written += [f"(removed) {r}" for r in remove_orphans(files, args.out, TARGETS["stack"].folders)]
     added = ensure_env_file(env_path, plan.secret_envs, ENV_HEADER)
     if plan.people:  # people's key hashes for the people still in models.yml: the gateway reads them within seconds
         write_hashes(plan, env_path, args.out / GATEWAY_DIR)

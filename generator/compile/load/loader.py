@@ -27,7 +27,7 @@ from ..plan import (
     RedisPlan,
 )
 from . import adapters as lora
-from . import fit, model_files, pooling, routing, rules
+from . import fit, model_files, parser_repairs, pooling, routing, rules
 from .hosted import hosted_plans
 from .media import media_env, media_flags, media_warnings
 from .parser_support import parser_warnings
@@ -383,6 +383,8 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
                 f"{name}: --trust-remote-code runs Python code shipped with {plan.model}; "
                 "only keep it for repositories you trust"
             )
+    models, warned = parser_repairs.with_repairs(models, commands)  # the stack's repaired vLLM parsers
+    warnings += warned
     findings += rules.unique(models)
     findings += lora.name_problems(models, {m.entry: m.adapters for m in models if m.adapters and m.replica <= 1})
     findings += rules.gpu_memory_sets(models, fractions, catalog, file.gpu_memory)

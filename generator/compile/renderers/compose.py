@@ -13,12 +13,14 @@ from ..gateway_process import (
     redis_env,
     serve_command,
 )
+from ..load.parser_repairs import MOUNT as REPAIRS_MOUNT
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
 from .litellm import CONTROLLER_SERVICE, SUPERVISOR_MODULE, supervisor_digest
 from .metrics import CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR, PROMETHEUS_PORT
 from .on_demand import CONFIG_FILE, PACKAGE_DIR, PACKAGE_MOUNT, controller_digest
+from .parser_repairs import REPAIRS_DIR, repairs_digest
 
 ON_DEMAND_PROFILE = "on-demand"  # compose profile of the backends the controller starts (unload: stop)
 DOCKER_SOCKET = "/var/run/docker.sock"
@@ -63,13 +65,16 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
     if not plan.gateway.backend_internet:
         env["HF_HUB_OFFLINE"] = "1"
     env.update(m.env)
+    volumes = [f"{v}:{target}" for v, target in BACKEND_CACHES.items()] + [str(v) for v in m.volumes]
+    if m.parser_repairs:  # the plugin its flags name (an on-demand backend's container is this service's too)
+        volumes.append(f"../{REPAIRS_DIR}:{REPAIRS_MOUNT}:ro")
     service: dict = {
         "image": m.image,
         "entrypoint": ["vllm", "serve"],
         "command": list(m.serve_args),
         "environment": env,
         "ipc": "host",
-        "volumes": [f"{v}:{target}" for v, target in BACKEND_CACHES.items()] + [str(v) for v in m.volumes],
+        "volumes": volumes,
         "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
         # 15 retries = 150 s of failed probes before a started backend is called unhealthy; a 30-minute start
         # period: a first start downloads weights and compiles
@@ -98,6 +103,8 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
     labels = {"org.llm-gateway.description": m.description} if m.description else {}
     if plan.gateway.autoheal:
         labels["autoheal"] = "true"
+    if m.parser_repairs:  # vLLM imports the repairs at start: new ones change the label, compose recreates it
+        labels["org.llm-gateway.parser-repairs"] = repairs_digest()
     if labels:
         service["labels"] = labels
     return service

@@ -1,6 +1,7 @@
 """The default target: compose/docker-compose.yml, litellm/config.yaml and the hook modules beside it; with
 `metrics:` on (the default) prometheus/ (and grafana/ when it is opted in), which the compose file mounts; with
-on-demand models litellm/on-demand.json and on-demand/ (the controller's config and modules)."""
+on-demand models litellm/on-demand.json and on-demand/ (the controller's config and modules); with a backend that
+runs a repaired vLLM parser parser-repairs/ (the parser plugin its service mounts)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from .dashboard import grafana_files
 from .litellm import gateway_modules, people_file, render_litellm, supervisor_file
 from .metrics import PROMETHEUS_FILE, RULES_FILE, prometheus_config, recording_rules
 from .on_demand import on_demand_files
+from .parser_repairs import REPAIRS_DIR, repair_files
 from .target import Target
 from .text import dump_yaml, header
 
@@ -32,6 +34,7 @@ def stack_files(plan: Plan) -> dict[str, str]:
         **metrics_files(plan),
         **supervisor_file(plan),
         **on_demand_files(plan),
+        **repair_files(plan),
     }
 
 
@@ -45,4 +48,6 @@ def metrics_files(plan: Plan) -> dict[str, str]:
     return {**files, **grafana_files(plan)}
 
 
-TARGET = Target("stack", stack_files, regenerate="make regenerate", keys_file=(ENV_FILE, ENV_HEADER))
+TARGET = Target(
+    "stack", stack_files, regenerate="make regenerate", keys_file=(ENV_FILE, ENV_HEADER), folders=(REPAIRS_DIR,)
+)

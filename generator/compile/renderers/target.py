@@ -28,3 +28,6 @@ class Target:
     warnings: Callable[[Plan], list[str]] = _no_warnings
     # where clients reach the gateway, for the summary (None: the summary's own local URL)
     gateway_url: Callable[[Plan], str] | None = None
+    # folders only this target writes, written only when some feature needs them: searched for orphans even when the
+    # plan writes nothing there (the feature turned off leaves none behind)
+    folders: tuple[str, ...] = ()

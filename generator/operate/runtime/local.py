@@ -55,11 +55,13 @@ from ...compile.gateway_process import (
     redis_env,
     serve_command,
 )
+from ...compile.load.parser_repairs import MOUNT as REPAIRS_MOUNT
 from ...compile.output import ensure_env_file, read_env_file
 from ...compile.plan import ModelPlan, Plan
 from ...compile.renderers import LITELLM_FILE, gateway_modules
 from ...compile.renderers.litellm import SUPERVISOR_MODULE, local_api_base, people_file, render_litellm, supervisor_file
 from ...compile.renderers.on_demand import controller_config
+from ...compile.renderers.parser_repairs import REPAIRS_DIR, repair_files
 from ...compile.renderers.text import dump_yaml, header
 from ...shipped.on_demand import cpu_backend_patches, vllm_fork
 from ..keys import write_hashes
@@ -172,6 +174,21 @@ class LocalStack:
             write_hashes(self.plan, self.env_path, (self.state_dir / LITELLM_FILE).parent)
         return self.state_dir / LITELLM_FILE
 
+    def backend_files(self) -> dict[str, str]:
+        """The repaired vLLM parsers the backends' flags name (compose's parser-repairs/), {} when none runs one:
+        {path in the state dir: text}."""
+        return repair_files(self.plan)
+
+    def write_backend_files(self) -> None:
+        for rel, text in self.backend_files().items():
+            (self.state_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.state_dir / rel).write_text(text)
+
+    def on_host(self, args: tuple[str, ...]) -> tuple[str, ...]:
+        """A backend's flags with the container's REPAIRS_MOUNT/... paths turned into this stack's copy of the files."""
+        folder = str(self.state_dir / REPAIRS_DIR)
+        return tuple(folder + a[len(REPAIRS_MOUNT) :] if a.startswith(REPAIRS_MOUNT + "/") else a for a in args)
+
     @functools.cached_property  # the plan and paths are fixed per stack: rendered once, not at every spawn
     def digest(self) -> str:
         """What the running processes were started from: every command line, the gateway's files and
@@ -186,6 +203,8 @@ class LocalStack:
         }
         if controller := self.controller_config():  # absent without on-demand models: the same digest as before
             what["controller"] = controller
+        if backend_files := self.backend_files():  # the same: absent when no backend runs a repaired parser
+            what["backend_files"] = backend_files
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     @classmethod
@@ -290,7 +309,7 @@ class LocalStack:
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
         forked = cpu_backend_patches.enabled(m.env)
-        args = ("--model", m.model, *m.flag_args, "--host", "127.0.0.1")
+        args = ("--model", m.model, *self.on_host(m.flag_args), "--host", "127.0.0.1")
         cmd = [self.vllm_python, *(ENGINE_FORK_ENTRYPOINT if forked else VLLM_ENTRYPOINT), *args]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
         env = {
@@ -425,6 +444,7 @@ class LocalStack:
         if taken:
             raise StackError("\n".join(taken))
         try:
+            self.write_backend_files()  # before any backend starts: the controller's on-demand ones too
             self.start_redis()
             gateway = self.start_gateway(wait=False)
             self.console.print("gateway: starting (it never waits for a backend)")
@@ -447,6 +467,7 @@ class LocalStack:
         """Start (or restart, after `kill`) one model's vLLM process."""
         m = next(m for m in self.plan.models if m.name == name)
         proc = self._backend(m)
+        self.write_backend_files()
         self._spawn(proc, proc.env)
         if wait:
             self._wait([proc], timeout)

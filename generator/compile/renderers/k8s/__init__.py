@@ -5,6 +5,7 @@
     k8s/gateway.yaml         LiteLLM Deployment + Service
     k8s/gateway/*            config.yaml (api_base = each model's Service) and the two hook modules
     k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy
+    k8s/parser-repairs/*     when a backend runs a repaired vLLM parser: the plugin, a ConfigMap that backend mounts
     k8s/redis.yaml           when the stack needs a Redis (plan.redis): Deployment, Service, NetworkPolicy
     k8s/monitoring.yaml      with metrics.k8s.service_monitor: ServiceMonitors (Prometheus Operator) + metrics Service
     k8s/secrets.env          the keys (git-ignored, mode 600, made by the CLI; never in a manifest)
@@ -20,9 +21,10 @@ from ....shipped.gateway_hooks.people import KEYS_FILE
 from ...load.schema import VLLM_IMAGE
 from ...plan import Plan
 from ..litellm import gateway_modules, people_file, render_litellm
+from ..parser_repairs import REPAIRS_DIR, repair_files
 from ..target import Target
 from ..text import dump_yaml, header
-from .backend import backend_objects, backend_problems, local_adapters, local_weights
+from .backend import REPAIRS_CONFIG_MAP, backend_objects, backend_problems, local_adapters, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
 from .monitoring import MONITORING_FILE, monitoring_objects
@@ -56,14 +58,22 @@ def namespace(plan: Plan) -> dict:
     }
 
 
-def kustomization(plan: Plan, model_files: list[str], config_files: list[str]) -> dict:
+def kustomization(
+    plan: Plan, model_files: list[str], config_files: list[str], repair_files: list[str] | None = None
+) -> dict:
+    repairs = (
+        [{"name": REPAIRS_CONFIG_MAP, "files": repair_files, "options": {"disableNameSuffixHash": True}}]
+        if repair_files
+        else []
+    )
     return {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "namespace": plan.gateway.k8s.namespace,
         "resources": ["namespace.yaml", "gateway.yaml", *model_files],
-        # generated names get a hash of their content: a new key or config rolls the pods that use it
-        "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}],
+        # generated names get a hash of their content: a new key or config rolls the pods that use it (the repaired
+        # parsers' ConfigMap keeps its name: backend.REPAIRS_CONFIG_MAP)
+        "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}, *repairs],
         "secretGenerator": [
             {"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"},
             # hashes of people's keys (make key K8S=1 / make k8s write it): a new one rolls the gateway
@@ -105,14 +115,20 @@ def k8s_files(plan: Plan) -> dict[str, str]:
         models[f"{K8S_DIR}/{MONITORING_FILE}"] = documents(plan, monitoring_objects(plan))
     if plan.redis:
         models[f"{K8S_DIR}/{REDIS_FILE}"] = documents(plan, redis_objects(plan))
+    repairs = repair_files(plan, f"{K8S_DIR}/{REPAIRS_DIR}", REGENERATE)
     root = len(K8S_DIR) + 1
     return {
         f"{K8S_DIR}/kustomization.yaml": _header(plan)
-        + dump_yaml(kustomization(plan, [rel[root:] for rel in models], [rel[root:] for rel in config])),
+        + dump_yaml(
+            kustomization(
+                plan, [rel[root:] for rel in models], [rel[root:] for rel in config], [rel[root:] for rel in repairs]
+            )
+        ),
         f"{K8S_DIR}/namespace.yaml": documents(plan, [namespace(plan)]),
         f"{K8S_DIR}/gateway.yaml": documents(plan, gateway_objects(plan)),
         **config,
         **models,
+        **repairs,
     }
 
 
@@ -168,6 +184,7 @@ TARGET = Target(
     marker=f"{K8S_DIR}/kustomization.yaml",
     warnings=k8s_warnings,
     gateway_url=gateway_url,
+    folders=(f"{K8S_DIR}/{REPAIRS_DIR}",),
 )
 
 __all__ = ["ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "TARGET", "gateway_url", "k8s_files", "k8s_warnings"]

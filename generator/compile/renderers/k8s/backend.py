@@ -6,8 +6,10 @@ import posixpath
 
 from ....errors import Problem
 from ...gateway_process import BACKEND_ENV
+from ...load.parser_repairs import MOUNT as REPAIRS_MOUNT
 from ...load.schema import BACKEND_CACHES
 from ...plan import K8sToleration, ModelPlan, Plan
+from ..parser_repairs import repairs_digest
 from .gpus import gpu_limits
 from .objects import (
     GATEWAY,
@@ -25,6 +27,9 @@ WORKDIR = "/workspace"  # the backend's working directory: relative model paths 
 # where the vLLM image keeps downloads, and torch.compile / CUDA graph caches (as in compose)
 HF_CACHE, VLLM_CACHE = BACKEND_CACHES["hf-cache"], BACKEND_CACHES["vllm-cache"]
 STARTUP_MINUTES = 30  # a first start downloads weights and compiles (compose: start_period 30m)
+# the repaired vLLM parsers (k8s/parser-repairs/), for the backends that run one; a fixed name (no content hash):
+# the backends' pod annotation rolls them when the modules change, not when a header's models.yml digest does
+REPAIRS_CONFIG_MAP = "vllm-parser-repairs"
 
 
 def cache_claim(m: ModelPlan) -> str:
@@ -93,7 +98,7 @@ def _env(m: ModelPlan, plan: Plan) -> list[dict]:
 
 
 def _volumes(m: ModelPlan) -> tuple[list[dict], list[dict]]:
-    mounts = [
+    mounts: list[dict] = [
         {"name": "cache", "mountPath": HF_CACHE, "subPath": "huggingface"},
         {"name": "cache", "mountPath": VLLM_CACHE, "subPath": "vllm"},
         {"name": "shm", "mountPath": "/dev/shm"},  # compose uses ipc: host; NCCL and workers need shared memory
@@ -106,6 +111,9 @@ def _volumes(m: ModelPlan) -> tuple[list[dict], list[dict]]:
         {"name": "cache", "persistentVolumeClaim": {"claimName": cache_claim(m)}},
         {"name": "shm", "emptyDir": {"medium": "Memory"}},
     ]
+    if m.parser_repairs:  # the plugin its flags name
+        mounts.append({"name": "parser-repairs", "mountPath": REPAIRS_MOUNT, "readOnly": True})
+        volumes.append({"name": "parser-repairs", "configMap": {"name": REPAIRS_CONFIG_MAP}})
     return mounts, volumes
 
 
@@ -199,7 +207,10 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
 
 def _pod_metadata(m: ModelPlan, plan: Plan) -> dict:
     meta: dict = {"labels": labels("backend", m.name)}
-    if annotations := scrape_annotations(m.port, plan.metrics.enabled):  # vLLM serves /metrics without a key
+    annotations = scrape_annotations(m.port, plan.metrics.enabled)  # vLLM serves /metrics without a key
+    if m.parser_repairs:  # vLLM imports the repairs at start: new ones roll the pod
+        annotations["llm-gateway/parser-repairs"] = repairs_digest()
+    if annotations:
         meta["annotations"] = annotations
     return meta
 
