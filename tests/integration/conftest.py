@@ -146,20 +146,18 @@ def pytest_collection_modifyitems(items):
 # --- the parser families' stacks ---------------------------------------------------------------------------
 
 PARSERS_EXAMPLE = ROOT / "examples/cpu-parsers/models.yml"
-BATCHES = 2  # all ten families: two batches of five backends
-BATCH_SIZE = 5  # this many families or fewer: one batch
+# The stream intervals the matrix runs at: vLLM's default (a delta per token) and one that puts several tokens in
+# each delta, as speculative decoding and a busy server do (docs/parsers.md). One stack per interval, every family
+# in it (~4 GB of backends forked from one warm vLLM: docs/testing.md), the second started when the first is done.
+STREAM_INTERVALS = (1, 16)
 
-
-# `make test` runs the matrix's rows of the two parser pairs this project's own stacks run (GLM-4.7: the root
-# models.yml; Qwen3's hermes + qwen3: the CPU demo), one batch; `make parsers` (PARSER_FAMILIES=all) every family, in
-# batches: ten backends and ~600 cells cost ~500 CPU-s, more than a CI run can add (docs/parsers.md).
+# `make test` and `make parsers` run every family; PARSER_FAMILIES=glm47,hermes (make parsers FAMILIES=...) the named.
 PARSER_FAMILIES_ENV = "PARSER_FAMILIES"
-DEFAULT_PARSER_FAMILIES = ("glm47", "hermes")
 
 
 def tested_families() -> list[Family]:
-    """The families this run's matrix asks: PARSER_FAMILIES (names, comma-separated, or "all"), else the default."""
-    chosen = os.environ.get(PARSER_FAMILIES_ENV, ",".join(DEFAULT_PARSER_FAMILIES))
+    """The families this run's matrix asks: PARSER_FAMILIES (names, comma-separated, or "all"), else every family."""
+    chosen = os.environ.get(PARSER_FAMILIES_ENV, "all")
     every = families()
     if chosen.strip() == "all":
         return every
@@ -170,53 +168,51 @@ def tested_families() -> list[Family]:
     return [f for f in every if f.name in names]
 
 
-def batch_of(fam: Family) -> int:
-    names = [f.name for f in tested_families()]
-    return names.index(fam.name) * BATCHES // len(names) if len(names) > BATCH_SIZE else 0
-
-
 class Stacks:
-    """The batch of the family asked for, started when first asked (the one before stopped)."""
+    """The families' stack at the stream interval asked for, started when first asked (the other one stopped)."""
 
     def __init__(self, tmp: Path, vllm_python: str):
         self.tmp, self.vllm_python = tmp, vllm_python
-        self.batch: int | None = None
+        self.interval: int | None = None
         self.stack: LocalStack | None = None
         self.gateway: Gateway | None = None
 
-    def serving(self, fam: Family) -> tuple[Gateway, str]:
-        """The gateway and the served name of `fam`'s model."""
-        if batch_of(fam) != self.batch:
+    def serving(self, fam: Family, interval: int = 1) -> tuple[Gateway, str]:
+        """The gateway and the served name of `fam`'s model, its backend streaming `interval` tokens a delta."""
+        if interval != self.interval:
             self.stop()
-            self.start(batch_of(fam))
+            self.start(interval)
         assert self.gateway is not None
         return self.gateway, next(name for name, f in self.gateway.scripts.items() if f == fam.name)
 
-    def start(self, batch: int) -> None:
-        wanted = {f.name for f in tested_families() if batch_of(f) == batch}
+    def start(self, interval: int) -> None:
+        wanted = {f.name for f in tested_families()}
         models = {m.served_name for m in load_plan(PARSERS_EXAMPLE).models if family_of(ROOT / m.model) in wanted}
         doc = {k: v for k, v in yaml.safe_load(PARSERS_EXAMPLE.read_text()).items() if k in TOP_LEVEL or k in models}
-        folder = self.tmp / f"batch-{batch}"
+        if interval != 1:
+            for name in models:
+                doc[name] = {**doc[name], "command": doc[name]["command"].rstrip() + f" --stream-interval {interval}\n"}
+        folder = self.tmp / f"every-{interval}"
         folder.mkdir()
-        (folder / "batch.yml").write_text(
-            f"# {PARSERS_EXAMPLE}: batch {batch}\n" + yaml.safe_dump(doc, sort_keys=False)
+        (folder / "stack.yml").write_text(
+            f"# {PARSERS_EXAMPLE}, --stream-interval {interval}\n" + yaml.safe_dump(doc, sort_keys=False)
         )
-        plan = load_plan(on_free_ports(folder / "batch.yml", folder / "models.yml"))
-        self.batch, self.stack = batch, LocalStack(plan, folder / "state", self.vllm_python)
+        plan = load_plan(on_free_ports(folder / "stack.yml", folder / "models.yml"))
+        self.interval, self.stack = interval, LocalStack(plan, folder / "state", self.vllm_python)
         self.stack.start(timeout=900)
         served = {m.served_name: family_of(ROOT / m.model) for m in plan.models}
-        assert set(served.values()) == wanted, f"batch {batch}: {served}"
+        assert set(served.values()) == wanted, f"every {interval}: {served}"
         self.gateway = Gateway(f"{self.stack.gateway_url}/v1", self.stack.master_key, plan, served, self.stack)
 
     def stop(self) -> None:
         if self.stack is not None:
             self.stack.stop()
-        self.batch = self.stack = self.gateway = None
+        self.interval = self.stack = self.gateway = None
 
 
 @pytest.fixture(scope="session")
 def family_stacks(tmp_path_factory) -> Stacks:
-    """The parser families' stacks (examples/cpu-parsers/models.yml), a batch at a time: the matrix
+    """The parser families' stacks (examples/cpu-parsers/models.yml), one stream interval at a time: the matrix
     (tests/integration/parsers/) and the agents' runs on the GLM-4.7 format share them."""
     if os.environ.get("GATEWAY_URL"):  # make compose-test: its tests are of the deployment there, and these are not
         pytest.skip(

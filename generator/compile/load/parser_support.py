@@ -2,13 +2,14 @@
 
 One record per finding: the parser (by the name models.yml passes to --tool-call-parser or --reasoning-parser),
 where it shows (API, streamed or whole, the conformance script, the tool_choice; "*" for any), what the client
-gets, and the upstream report. `status` is "broken" (the client gets it wrong: `make regenerate` warns for every
-model that runs the parser), "load" (wrong when several tokens arrive in one streamed delta: a busy server merges them
-at random, --stream-interval above 1 always; `make regenerate` warns too) or "repaired" (the gateway's hooks make it
-right: no warning). The matrix (tests/integration/parsers/) expects exactly this: a "broken" cell must fail (a strict
-xfail: when vLLM is fixed the record goes), a "load" cell may be wrong only in the way the record says, every other
-cell must pass; docs/parsers.md is rendered from these records and the families. The "load" records come from
-feeding each family's scripts to vLLM's parsers in-process with 1 to 16 tokens per delta (docs/parsers.md).
+gets from the upstream parser, and the upstream report. `status` is "broken" (the client gets it wrong: `make
+regenerate` warns for every model that runs the parser) or "repaired" (the stack makes it right: no warning), and
+`by` says what repairs it: "gateway" (the gateway's hooks, generator/shipped/gateway_hooks/tool_call_repairs.py) or
+"plugin" (a repaired parser the backend loads in place of vLLM's, generator/shipped/parser_repairs/). The matrix
+(tests/integration/parsers/) expects exactly this: a "broken" cell must fail (a strict xfail: when vLLM is fixed the
+record goes), every other cell must pass, at vLLM's default stream interval and at a multi-token one; the parser
+fuzz (tests/unit/test_parser_fuzz.py) feeds every family's scripts at every delta size in-process, which is how the
+multi-token findings were found. docs/parsers.md is rendered from these records and the families.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class Finding:
     choice: str  # "auto" | "required" | "named" | "*"
     what: str  # what the client gets, in a few words
     report: str  # the upstream report ("vllm-project/vllm#NNNNN"), or "" when none is known
-    status: str = "broken"  # "broken" | "load" (broken when several tokens arrive in one delta) | "repaired"
+    status: str = "broken"  # "broken" | "repaired"
+    by: str = ""  # what repairs it: "gateway" (its hooks) | "plugin" (the parser the backend loads instead)
 
     def applies_to(self, tool_parser: str | None, reasoning_parser: str | None) -> bool:
         parser = tool_parser if self.kind == "tool-call" else reasoning_parser
@@ -48,10 +50,10 @@ class Finding:
 
 
 CALLS = ("one-call", "typed-args", "two-calls", "no-args", "zero-args", "think-call")  # the scripts with calls
-DEEPSEEK_LOAD = (
-    "when several tokens arrive in one delta, the streamed arguments lose text (the tail before a "
-    "call's end marker, or what came with the call's name) or a whole call is lost: the parser diffs "
-    "the delta's text, not the call's (deepseekv3_tool_parser.py, deepseekv31_tool_parser.py)"
+MULTI_TOKEN = (
+    "when several tokens arrive in one delta (speculative decoding, --stream-interval above 1, a busy server), the "
+    "streamed arguments lose text (the tail before a call's end marker, or what came with the call's name) or a "
+    "whole call is lost: the parser diffs the delta's text, not the call's"
 )
 
 FINDINGS: tuple[Finding, ...] = (
@@ -66,32 +68,31 @@ FINDINGS: tuple[Finding, ...] = (
         "stop_reason end_turn although tool_use blocks were sent",
         "",
         status="repaired",
+        by="gateway",
     ),
     Finding(
         "tool-call",
-        "llama3_json",
-        ("chat", "responses"),
+        "deepseek_v3",
+        (),
         "streamed",
-        ("no-args", "zero-args"),
+        CALLS,
         "*",
-        'a call without arguments streams arguments "" instead of {} (llama_tool_parser.py: `if cur_arguments:` '
-        "takes {} for nothing to send; the end-of-stream flush fills in the last call only)",
+        MULTI_TOKEN + " (deepseekv3_tool_parser.py)",
         "",
         status="repaired",
+        by="plugin",
     ),
-    Finding("tool-call", "deepseek_v3", (), "streamed", CALLS, "*", DEEPSEEK_LOAD, "", status="load"),
-    Finding("tool-call", "deepseek_v31", (), "streamed", CALLS, "*", DEEPSEEK_LOAD, "", status="load"),
     Finding(
-        "reasoning",
-        "deepseek_r1",
+        "tool-call",
+        "deepseek_v31",
         (),
         "streamed",
-        (),
+        CALLS,
         "*",
-        "when several tokens arrive in one delta with the opening <think> (a non-special token here), the "
-        "reasoning starts with a literal <think> (reasoning/basic_parsers.py)",
+        MULTI_TOKEN + " (deepseekv31_tool_parser.py)",
         "",
-        status="load",
+        status="repaired",
+        by="plugin",
     ),
     Finding(
         "tool-call",
@@ -101,9 +102,24 @@ FINDINGS: tuple[Finding, ...] = (
         CALLS,
         "*",
         "when the whole answer arrives in one delta every call is lost (llama_tool_parser.py's new-call branch "
-        "returns before it sends the name); with 16 tokens per delta a call without arguments is dropped",
+        "returns before it sends the name), two calls in one delta become one; and a call without arguments "
+        'streams arguments "" instead of {} (`if cur_arguments:` takes {} for nothing to send)',
         "",
-        status="load",
+        status="repaired",
+        by="plugin",
+    ),
+    Finding(
+        "reasoning",
+        "deepseek_r1",
+        (),
+        "streamed",
+        (),
+        "*",
+        "when <think> (a non-special token) arrives in one delta with more reasoning, the reasoning starts with a "
+        "literal <think> (reasoning/basic_parsers.py)",
+        "",
+        status="repaired",
+        by="plugin",
     ),
     Finding(
         "reasoning",
@@ -116,11 +132,13 @@ FINDINGS: tuple[Finding, ...] = (
         "dropped): the parser takes the earlier turn's </think> in the prompt for this turn's (vllm/parser/"
         "kimi_k2.py's engine config has no turn boundaries, as glm47_moe.py's has)",
         "",
+        status="repaired",
+        by="plugin",
     ),
 )
 
 
-STATUSES = ("broken", "load", "repaired")  # a cell with several records is what the first of them says
+STATUSES = ("broken", "repaired")  # a cell with several records is what the first of them says
 
 
 def findings(
@@ -138,18 +156,19 @@ def finding(
     return next(iter(findings(tool_parser, reasoning_parser, api, mode, script, choice)), None)
 
 
-def parser_warnings(name: str, tool_parser: str | None, reasoning_parser: str | None) -> list[str]:
+def parser_warnings(
+    name: str, tool_parser: str | None, reasoning_parser: str | None, records: tuple[Finding, ...] = FINDINGS
+) -> list[str]:
     """One warning per broken finding of the model's parsers (models.yml's model `name`)."""
     warned = []
-    for f in FINDINGS:
+    for f in records:
         if f.status != "repaired" and f.applies_to(tool_parser, reasoning_parser):
             where = " and ".join(API_ROUTES[a] for a in f.apis) if f.apis else "every API"
             mode = "" if f.mode == "*" else f", {f.mode}"
             report = f" ({f.report})" if f.report else ""
             parser = tool_parser if f.kind == "tool-call" else reasoning_parser
-            broken = "is broken" if f.status == "broken" else "breaks under load"
             warned.append(
-                f"{name}: vLLM {VLLM_VERSION}'s {parser} {f.kind} parser {broken} on {where}{mode}: "
+                f"{name}: vLLM {VLLM_VERSION}'s {parser} {f.kind} parser is broken on {where}{mode}: "
                 f"{f.what}{report}; see docs/parsers.md"
             )
     return warned

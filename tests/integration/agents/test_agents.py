@@ -4,8 +4,8 @@ scripted model through the gateway with the config `make clients` generates for 
 Per agent: the tool caller's get_weather call reaches the agent as a structured tool call (the agent
 then reports an unknown tool, which proves it arrived as one), and the reasoner's thinking arrives
 as reasoning, never as <think> text in the answer. Each run stops after its first tool round.
-And a whole session per agent against the GLM-4.7 family model (examples/cpu-parsers, the parser matrix's first
-batch): reasoning, a call of the agent's own tool, the agent's result, the answer.
+And a whole session per agent against the GLM-4.7 family model (examples/cpu-parsers, the parser matrix's stack at
+vLLM's default stream interval): reasoning, a call of the agent's own tool, the agent's result, the answer.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def clients(gateway, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def glm47(family_stacks, tmp_path_factory):
-    """The GLM-4.7 family model's batch (shared with the parser matrix), its model and `make clients`' configs."""
+    """The GLM-4.7 family model's stack (shared with the parser matrix), its model and `make clients`' configs."""
     gateway, served = family_stacks.serving(family("glm47"))
     out = tmp_path_factory.mktemp("glm47-clients")
     write_files(render_files(gateway.plan, ("clients",)), out)
