@@ -78,7 +78,7 @@ FINDINGS: tuple[Finding, ...] = (
         CALLS,
         "*",
         MULTI_TOKEN + " (deepseekv3_tool_parser.py)",
-        "",
+        "vllm-project/vllm#48020, #48342",
         status="repaired",
         by="plugin",
     ),
@@ -90,7 +90,7 @@ FINDINGS: tuple[Finding, ...] = (
         CALLS,
         "*",
         MULTI_TOKEN + " (deepseekv31_tool_parser.py)",
-        "",
+        "vllm-project/vllm#48020",
         status="repaired",
         by="plugin",
     ),
@@ -104,7 +104,7 @@ FINDINGS: tuple[Finding, ...] = (
         "when the whole answer arrives in one delta every call is lost (llama_tool_parser.py's new-call branch "
         "returns before it sends the name), two calls in one delta become one; and a call without arguments "
         'streams arguments "" instead of {} (`if cur_arguments:` takes {} for nothing to send)',
-        "",
+        "vllm-project/vllm#48294",
         status="repaired",
         by="plugin",
     ),
@@ -117,7 +117,7 @@ FINDINGS: tuple[Finding, ...] = (
         "*",
         "when <think> (a non-special token) arrives in one delta with more reasoning, the reasoning starts with a "
         "literal <think> (reasoning/basic_parsers.py)",
-        "",
+        "vllm-project/vllm#55195",
         status="repaired",
         by="plugin",
     ),
