@@ -7,7 +7,7 @@ first arguments in one delta lose the arguments, the tail before a call's end ma
 become one, the whole turn in one delta becomes none (docs/parsers.md). vLLM's own parser engine (GLM-4.7, Kimi,
 MiniMax...) avoids this by parsing the whole text so far at every delta and sending what is new; `CallStream` does
 the same for these three formats: each repaired parser only says, for the text so far, what is content and what is
-known of each call (`Progress`), and `CallStream.delta` sends the difference from what was sent before.
+known of each call (`DiffStreaming.progress`), and `CallStream.delta` sends the difference from what was sent before.
 """
 
 from __future__ import annotations
@@ -65,3 +65,24 @@ class CallStream:
         if not pieces and not new_content:
             return None
         return DeltaMessage(content=new_content or None, tool_calls=pieces)
+
+
+class DiffStreaming:
+    """Mixin for a ToolParser: its `extract_tool_calls_streaming` is the diff of `progress(text so far)`."""
+
+    def progress(self, text: str) -> tuple[str, list[Progress]]:
+        """The content and what is known of each call in `text`, the tool-call text so far."""
+        raise NotImplementedError
+
+    def extract_tool_calls_streaming(
+        self,
+        previous_text,
+        current_text,
+        delta_text,
+        previous_token_ids,
+        current_token_ids,
+        delta_token_ids,
+        request,
+    ):
+        stream = self.__dict__.setdefault("_stream", CallStream(self))
+        return stream.delta(*self.progress(current_text))

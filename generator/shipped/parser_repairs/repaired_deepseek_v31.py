@@ -8,33 +8,20 @@ Upstream's whole-answer parsing is kept; only `extract_tool_calls_streaming` is 
 
 from __future__ import annotations
 
-from repaired_calls import CallStream, Progress
+from repaired_calls import Progress
+from repaired_deepseek_v3 import DeepSeekCalls
 from vllm.tool_parsers.abstract_tool_parser import ToolParserManager
 from vllm.tool_parsers.deepseekv31_tool_parser import DeepSeekV31ToolParser
 
 
-class RepairedDeepSeekV31ToolParser(DeepSeekV31ToolParser):
+class RepairedDeepSeekV31ToolParser(DeepSeekCalls, DeepSeekV31ToolParser):
     def call_progress(self, call: str) -> Progress:
+        """What the text of one call (after its begin marker) shows so far."""
         whole = self.tool_call_regex.match(self.tool_call_start_token + call)
         if whole:
             return Progress(whole.group("function_name"), whole.group("function_arguments"), done=True)
         name, sep, arguments = call.partition("<｜tool▁sep｜>")
         return Progress(name, arguments) if sep else Progress(None)
-
-    def extract_tool_calls_streaming(
-        self,
-        previous_text,
-        current_text,
-        delta_text,
-        previous_token_ids,
-        current_token_ids,
-        delta_token_ids,
-        request,
-    ):
-        stream = self.__dict__.setdefault("_stream", CallStream(self))
-        content, begun, calls = current_text.partition(self.tool_calls_start_token)
-        parts = calls.split(self.tool_call_start_token)[1:] if begun else []
-        return stream.delta(content, [self.call_progress(p) for p in parts])
 
 
 ToolParserManager.register_module("deepseek_v31", force=True, module=RepairedDeepSeekV31ToolParser)

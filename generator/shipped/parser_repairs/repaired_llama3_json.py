@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from repaired_calls import CallStream, Progress
+from repaired_calls import DiffStreaming, Progress
 from vllm.tool_parsers.abstract_tool_parser import ToolParserManager
 from vllm.tool_parsers.llama_tool_parser import Llama3JsonToolParser
 
@@ -88,31 +88,21 @@ def call_progress(text: str, start: int, done: bool) -> Progress:
     return Progress(name, arguments, done=done)
 
 
-class RepairedLlama3JsonToolParser(Llama3JsonToolParser):
-    def extract_tool_calls_streaming(
-        self,
-        previous_text,
-        current_text,
-        delta_text,
-        previous_token_ids,
-        current_token_ids,
-        delta_token_ids,
-        request,
-    ):
-        stream = self.__dict__.setdefault("_stream", CallStream(self))
-        if not (current_text.startswith(self.bot_token) or current_text.startswith("{")):
-            return stream.delta(current_text, [])
-        calls, i = [], len(self.bot_token) if current_text.startswith(self.bot_token) else 0
+class RepairedLlama3JsonToolParser(DiffStreaming, Llama3JsonToolParser):
+    def progress(self, text: str) -> tuple[str, list[Progress]]:
+        if not (text.startswith(self.bot_token) or text.startswith("{")):
+            return text, []
+        calls, i = [], len(self.bot_token) if text.startswith(self.bot_token) else 0
         while True:
-            i = skip(current_text, i, WHITESPACE + ";")
-            if i >= len(current_text) or current_text[i] != "{":
+            i = skip(text, i, WHITESPACE + ";")
+            if i >= len(text) or text[i] != "{":
                 break
-            end = value_end(current_text, i)
-            calls.append(call_progress(current_text, i, done=end is not None))
+            end = value_end(text, i)
+            calls.append(call_progress(text, i, done=end is not None))
             if end is None:
                 break
             i = end
-        return stream.delta("", calls)
+        return "", calls
 
 
 ToolParserManager.register_module(["llama3_json", "llama4_json"], force=True, module=RepairedLlama3JsonToolParser)
