@@ -91,11 +91,7 @@ WHERE: list[tuple[str, str]] = [
     ),
     (r"^make agents$", CI + "its own phase (agents-install)"),
     (r"^make agents-test$", CI + "inside make test (tests/integration/agents)"),
-    (
-        r"^make parsers$",
-        NOT_HERE + "the ten families' matrix, ~500 CPU-s of ten vLLM backends, more than a CI run can "
-        "add; make test runs the same tests/integration/parsers on the GLM-4.7 and Qwen3 families",
-    ),
+    (r"^make parsers$", CI + "inside make test (tests/integration/parsers: every family, both stream intervals)"),
     (r"^\.venv/bin/python -m generator --models examples/routing/models\.yml --out /tmp/routing-example$", RUN),
     (r"^make catalog$", CI + "inside make test (tests/unit/test_catalog.py rebuilds the catalog and compares)"),
     (
