@@ -56,7 +56,7 @@ k8s: venv ## models.yml -> k8s/ manifests (kubectl apply -k k8s/), creates k8s/s
 
 check: venv ## fail if the generated files are stale (k8s/ and clients/ too, when they were generated; the schema and its reference, docs/parsers.md's table) or make lint fails
 	@rc=0; $(PY) -m generator.compile.schema_docs --check || rc=$$?; \
-	  $(PY) -m generator.compile.parser_docs --check || rc=$$?; \
+	  $(PY) -m generator.demo.parser_docs --check || rc=$$?; \
 	  $(PY) -m generator --models $(MODELS) --out $(OUT) --check || rc=$$?; \
 	  $(MAKE) --no-print-directory lint || rc=$$?; exit $$rc
 

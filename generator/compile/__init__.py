@@ -1,7 +1,8 @@
 """The compiler: models.yml -> files. Nothing here touches a running stack or imports generator.operate.
 
-load/       models.yml -> typed, validated entries (YAML source, pydantic schema, the vLLM flag catalog,
-            the rules, model files on disk or the Hub, the fit check); every error names model, field and fix
+load/       models.yml -> typed, validated entries -> the plan (YAML source, pydantic schema, the vLLM flag
+            catalog, one module per concern, model files on disk or the Hub, the fit check); every error names
+            model, field and fix
 plan.py     the plan: plain data every renderer reads (no YAML past load/)
 renderers/  plan -> file contents per target (compose, LiteLLM config, Kubernetes, clients, metrics...)
 output.py   the files written all-or-nothing (temp dir, then move), the keys files, staleness checks

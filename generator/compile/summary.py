@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .load.parser_repairs import run_by
-from .load.rules import fmt_tokens
+from .load.sizes import fmt_tokens
 from .plan import ModelPlan, Plan
 
 

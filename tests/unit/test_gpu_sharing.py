@@ -15,6 +15,10 @@ def model(name: str, gpus: str = "[0]", util: float | None = None, extra: str = 
     return f"{name}:\n  gpus: {gpus}\n  command: vllm serve org/{name} --max-model-len 8K{flag}\n{extra}"
 
 
+def one(command: str, extra: str = "", name: str = "m1", gpus: str = "[0]") -> str:
+    return f"{name}:\n  gpus: {gpus}\n  command: {command}\n{extra}"
+
+
 H100 = "gpu_memory: 80GiB\n"
 
 
@@ -103,3 +107,26 @@ def test_a_cycle_through_a_shared_gpu_is_refused(problems):
     # b waits for a (GPU 0, file order); a waiting for b closes the loop
     (msg,) = problems(H100 + model("a", util=0.4, extra="  start_after: [b]\n") + model("b", util=0.4))
     assert "cycle" in msg
+
+
+def test_gpu_memory_over_one_is_refused_naming_gpu_and_models(problems):
+    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.6", name="a") + one(
+        "vllm serve org/b --max-model-len 8K --gpu-memory-utilization 0.5", name="b"
+    )
+    (msg,) = problems(text)
+    assert "GPU 0 is over-committed" in msg and "1.10" in msg and "a 0.60" in msg and "b 0.50" in msg
+
+
+def test_vllms_default_memory_fraction_counts_when_the_flag_is_absent(problems):
+    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.2", name="a") + one(
+        "vllm serve org/b --max-model-len 8K", name="b"
+    )
+    (msg,) = problems(text)
+    assert "b 0.92" in msg and "defaults to 0.92" in msg
+
+
+def test_models_on_different_gpus_do_not_add_up(plan):
+    text = one("vllm serve org/a --max-model-len 8K", name="a") + one(
+        "vllm serve org/b --max-model-len 8K", name="b", gpus="[1]"
+    )
+    assert [m.port for m in plan(text).models] == [8001, 8002]

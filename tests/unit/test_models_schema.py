@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from generator.compile import schema_docs
-from generator.compile.load.loader import _parse
+from generator.compile.load.parse import parse_file
 from generator.compile.load.yaml_source import load_source
 from generator.errors import ConfigError
 from tests.unit.test_fuzz_models_yml import mutated_documents
@@ -110,7 +110,7 @@ def test_the_schema_rejects_a_known_bad_file_the_loader_rejects_too(what, tmp_pa
     assert schema_errors(BAD[what]), f"the schema accepts {what}"
     (tmp_path / "models.yml").write_text(BAD[what])
     with pytest.raises(ConfigError):
-        _parse(load_source(tmp_path / "models.yml"))
+        parse_file(load_source(tmp_path / "models.yml"))
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_the_schema_rejects_a_known_bad_file_the_loader_rejects_too(what, tmp_pa
 )
 def test_the_schema_takes_what_the_loader_takes(text, tmp_path):
     (tmp_path / "models.yml").write_text(text)
-    _parse(load_source(tmp_path / "models.yml"))
+    parse_file(load_source(tmp_path / "models.yml"))
     assert schema_errors(text) == []
 
 
@@ -155,7 +155,7 @@ def test_the_schema_is_never_stricter_than_the_loader(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("fuzz") / "models.yml"
     path.write_text(text)
     try:
-        _parse(load_source(path))
+        parse_file(load_source(path))
     except ConfigError:
         return
     for error in VALIDATOR.iter_errors(as_editor_sees(text)):

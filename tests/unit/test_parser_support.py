@@ -5,8 +5,8 @@ docs/parsers.md's table is the one the records render."""
 
 from __future__ import annotations
 
-from generator.compile import parser_docs
 from generator.compile.load.parser_support import FINDINGS, Finding, finding, findings, parser_warnings
+from generator.demo import parser_docs
 from generator.demo.conformance import SCRIPTS
 from generator.demo.families import families
 from generator.shipped.parser_repairs import REPAIRS
@@ -66,4 +66,4 @@ def test_the_parsers_the_stack_repairs_are_the_findings_a_plugin_answers():
 
 
 def test_the_docs_table_is_current():
-    assert parser_docs.main(["--check"]) == 0, "run `python -m generator.compile.parser_docs`"
+    assert parser_docs.main(["--check"]) == 0, "run `python -m generator.demo.parser_docs`"

@@ -1,54 +1,13 @@
-"""Every rule of models.yml, through load_plan, asserting on the message a person reads."""
+"""models.yml's rules through load_plan, asserting on the message a person reads: the file's shape and names
+(compile/load/parse.py), commands, GPU counts, unique names and ports, defaults, the gateway block. Other concerns
+have a test file of their own (test_context.py, test_tools.py, test_gpu_sharing.py, test_replicas.py,
+test_volumes.py, test_on_demand.py, test_routing.py, test_lora.py, test_pooling.py, test_media.py, ...)."""
 
 from generator.compile.load.loader import load_plan
 
 
 def one(command: str, extra: str = "", name: str = "m1", gpus: str = "[0]") -> str:
     return f"{name}:\n  gpus: {gpus}\n  command: {command}\n{extra}"
-
-
-def test_max_tokens_equal_to_the_context_is_refused_naming_model_and_both_numbers(problems):
-    (msg,) = problems(one("vllm serve org/m --max-model-len 128K", "  litellm: {max_tokens: 128K}\n"))
-    assert "m1.litellm.max_tokens" in msg and msg.count("131072") == 2 and "models.yml:4" in msg
-    assert "65536" in msg  # the suggested fix: half the context
-
-
-def test_max_tokens_below_the_context_is_kept(plan):
-    (m,) = plan(one("vllm serve org/m --max-model-len 16K", "  litellm: {max_tokens: 8K}\n")).models
-    assert (m.context, m.max_tokens, m.max_tokens_derived) == (16384, 8192, False)
-    assert m.litellm_params["max_tokens"] == 8192
-
-
-def test_missing_max_tokens_is_derived_as_half_the_context(plan):
-    (m,) = plan(one("vllm serve org/m --max-model-len 25.6k")).models
-    assert (m.max_tokens, m.max_tokens_derived) == (12800, True)
-
-
-def test_unknown_context_is_refused(problems):
-    (msg,) = problems(one("vllm serve org/m"))
-    assert "m1.command" in msg and "--max-model-len is missing" in msg and "context_length" in msg
-    (msg,) = problems(one("vllm serve org/m --max-model-len auto"))
-    assert "is `auto`" in msg
-
-
-def test_auto_context_with_context_length_is_accepted(plan):
-    (m,) = plan(one("vllm serve org/m --max-model-len auto", "  context_length: 8K\n")).models
-    assert m.context == 8192 and m.max_tokens == 4096
-
-
-def test_context_length_must_agree_with_the_flag(problems):
-    (msg,) = problems(one("vllm serve org/m --max-model-len 8K", "  context_length: 16K\n"))
-    assert "m1.context_length" in msg and "disagrees" in msg
-
-
-def test_auto_tool_choice_needs_a_tool_parser(problems):
-    (msg,) = problems(one("vllm serve org/m --max-model-len 8K --enable-auto-tool-choice"))
-    assert "--enable-auto-tool-choice needs --tool-call-parser" in msg
-
-
-def test_tool_parser_without_auto_tool_choice_is_a_warning(plan):
-    p = plan(one("vllm serve org/m --max-model-len 8K --tool-call-parser hermes"))
-    assert any("--enable-auto-tool-choice" in w for w in p.warnings)
 
 
 def test_typo_in_a_flag_names_model_flag_and_suggestion(problems):
@@ -65,29 +24,6 @@ def test_parallel_size_must_match_the_gpus(problems):
 def test_tensor_parallel_with_matching_gpus_is_accepted(plan):
     (m,) = plan(one("vllm serve org/m --max-model-len 8K -tp 2", gpus="[2, 3]")).models
     assert m.gpus == (2, 3)
-
-
-def test_gpu_memory_over_one_is_refused_naming_gpu_and_models(problems):
-    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.6", name="a") + one(
-        "vllm serve org/b --max-model-len 8K --gpu-memory-utilization 0.5", name="b"
-    )
-    (msg,) = problems(text)
-    assert "GPU 0 is over-committed" in msg and "1.10" in msg and "a 0.60" in msg and "b 0.50" in msg
-
-
-def test_vllms_default_memory_fraction_counts_when_the_flag_is_absent(problems):
-    text = one("vllm serve org/a --max-model-len 8K --gpu-memory-utilization 0.2", name="a") + one(
-        "vllm serve org/b --max-model-len 8K", name="b"
-    )
-    (msg,) = problems(text)
-    assert "b 0.92" in msg and "defaults to 0.92" in msg
-
-
-def test_models_on_different_gpus_do_not_add_up(plan):
-    text = one("vllm serve org/a --max-model-len 8K", name="a") + one(
-        "vllm serve org/b --max-model-len 8K", name="b", gpus="[1]"
-    )
-    assert [m.port for m in plan(text).models] == [8001, 8002]
 
 
 def test_served_names_and_ports_must_be_unique(problems):

@@ -21,13 +21,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..plan import AdapterPlan, Mount
 from . import model_files
+from .output_budget import max_tokens_for
 from .pooling import CHAT, EMBEDDING, Kind
-from .rules import Finding, max_tokens_for, merged_volumes
 from .schema import Adapter, Defaults, LitellmParams, ModelEntry
 from .vllm_command import Catalog, ServeCommand
+from .volumes import merged_volumes
+
+if TYPE_CHECKING:
+    from .state import Finding, Model, State
 
 # vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter (vllm/entrypoints/serve/lora/api_router.py attach_router:
 # absent unless this is on); `make apply` adds and removes adapters through them without a restart
@@ -271,3 +276,17 @@ def name_problems(models: list, adapters: dict[str, tuple[AdapterPlan, ...]]) ->
                 )
             taken.setdefault(a.name, f"an adapter of {entry}")
     return findings
+
+
+def serve(s: State, m: Model) -> None:
+    """Model `m`'s adapters and the flags that serve them; an adapter whose rank is unknown is a note."""
+    m.adapters, m.lora_args, found, notes = served_adapters(
+        m.name, m.entry, s.file.defaults, m.kind, m.cmd, m.context, s.catalog
+    )
+    s.findings += found
+    m.notes += notes
+
+
+def unique(s: State) -> None:
+    """No adapter takes a name clients already use for a model or another adapter."""
+    s.findings += name_problems(s.backends, {m.entry: m.adapters for m in s.backends if m.adapters and m.replica <= 1})

@@ -2,7 +2,8 @@
 
 The metadata (config.json and safetensors headers, never tensor data) comes from generator/compile/load/model_files.py:
 from disk, from the cache of an earlier Hub fetch, or from the Hub. Without it the check says it was skipped.
-This module only computes: the estimate and the verdict, and the context vLLM derives from a config.
+This module computes the estimate and the verdict, and the context vLLM derives from a config; `judge` checks one
+backend in build_plan's pipeline (a backend that does not fit is a finding).
 
 The estimate is a lower bound of what vLLM needs (activations, CUDA graphs and the sampler come on top),
 so a model it refuses cannot start; one it accepts may still need a larger fraction.
@@ -12,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..plan import ModelPlan
+from .gpu_memory import CONTEXT_OVERHEAD, gpu_memory_of
 from .model_files import ModelFiles, Weights
+from .pooling import CHAT
 from .sizes import GIB, fmt_bytes
 from .vllm_command import ServeCommand
 
-# Each vLLM instance holds its CUDA context (measured 0.46-0.49 GiB on an H100, vLLM 0.22) on top of
-# `--gpu-memory-utilization x total`, and vLLM refuses to start when the GPU's free memory (after its own
-# context exists) is below its fraction: the second of two 0.5 instances saw 38.59 of 79.18 GiB free.
-CONTEXT_OVERHEAD = GIB // 2  # per instance; rules.gpu_memory adds it for every model on a GPU
+if TYPE_CHECKING:
+    from .state import Model, State
 
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
 ATTENTION_LAYER_TYPES = {"full_attention", "attention", "sliding_attention", "chunked_attention"}
@@ -274,3 +278,36 @@ def _tokens(n: float) -> str:
     """A --max-model-len value at most n: whole K when possible."""
     n = int(n)
     return f"{n // 1024}K" if n >= 1024 else str(max(n, 0))
+
+
+def _fit(
+    m: ModelPlan, cmd: ServeCommand, meta: ModelFiles, fraction: float, memory: int | dict[int, int] | None
+) -> Verdict:
+    """The fit check for one model; a config of another shape makes it a skip, never a crash."""
+    sizes = [gpu_memory_of(memory, g) for g in m.gpus]
+    known = [s for s in sizes if s is not None]
+    smallest = min(known) if known and len(known) == len(sizes) else None
+    try:
+        return check(meta, cmd, m.gpus, m.context, fraction, smallest, m.env, kv_cache=m.kind == CHAT)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:  # a file of another shape
+        return Verdict(None, f"skipped: could not read the model's files ({type(exc).__name__}: {exc})")
+
+
+def judge(s: State, m: Model, plan: ModelPlan, replica: int, fraction: float) -> Verdict:
+    """The fit check of backend `plan` (the model, or its replica number `replica`) in its fraction of its GPUs."""
+    verdict = _fit(plan, m.cmd, m.meta, fraction, s.file.gpu_memory)
+    if verdict.problem:
+        s.findings.append(
+            (
+                (m.name, "command"),
+                (f"replica {replica}: " if m.entry.replicas > 1 else "")
+                + verdict.problem
+                + (
+                    "; with --max-model-len auto vLLM would shorten the context to what fits, "
+                    "but the gateway must know it: set --max-model-len"
+                    if m.auto_context and m.context_from
+                    else ""
+                ),
+            )
+        )
+    return verdict

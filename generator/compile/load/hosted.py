@@ -12,10 +12,15 @@ import functools
 import importlib.util
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..plan import HostedSpec, ModelPlan
-from .rules import Finding, limits_plan, max_tokens_for
+from .limits import limits_plan
+from .output_budget import max_tokens_for
 from .schema import Defaults, HostedEntry
+
+if TYPE_CHECKING:
+    from .state import Finding, State
 
 LITELLM_PREFIX = {"openai": "openai", "anthropic": "anthropic", "openai-compatible": "openai"}
 MODEL_MAP = "model_prices_and_context_window_backup.json"  # beside LiteLLM's __init__.py
@@ -108,3 +113,8 @@ def hosted_plans(entries: dict[str, HostedEntry], defaults: Defaults) -> tuple[l
             )
         )
     return plans, findings
+
+
+def plan(s: State) -> None:
+    s.hosted, found = hosted_plans(s.file.hosted, s.file.defaults)
+    s.findings += found

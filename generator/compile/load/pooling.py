@@ -22,11 +22,17 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .schema import ModelEntry
 from .vllm_command import ServeCommand
+
+if TYPE_CHECKING:
+    from .state import Finding, Model, State
 
 ARCHITECTURES_PATH = Path(__file__).parent / "data" / "vllm_architectures.json"
 CHAT, EMBEDDING, RERANK = "chat", "embedding", "rerank"  # ModelPlan.kind; the last two are LiteLLM's model_info.mode
+GENERATION_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "--reasoning-parser")  # chat models' only
 
 
 @dataclass(frozen=True)
@@ -166,3 +172,26 @@ def model_kind(cmd: ServeCommand, config: dict | None, st_pooling: bool = False,
         f"vLLM would serve it for the pooling task {task} ({why}), which the gateway cannot "
         "route (LiteLLM serves chat, embeddings and rerank): use --convert embed or classify",
     )
+
+
+def pooling_fields(name: str, kind: str, why: str, cmd: ServeCommand, entry: ModelEntry) -> list[Finding]:
+    """An embedding or rerank model generates no text: a request default of its own (`litellm:`) or a tool or
+    reasoning flag would never apply. (`defaults.litellm` is for the chat models: it is left out silently.)"""
+    findings: list[Finding] = []
+    what = f"{name} is {'an' if kind == 'embedding' else 'a'} {kind} model ({why}): it generates no text, so"
+    for field in sorted(entry.litellm.model_dump(exclude_none=True)):
+        findings.append(((name, "litellm", field), f"{what} `litellm.{field}` would never apply; remove it"))
+    for flag in GENERATION_FLAGS:
+        if cmd.enabled(flag):
+            findings.append(((name, "command"), f"{what} {flag} would never apply; remove it"))
+    return findings
+
+
+def decide(s: State, m: Model) -> None:
+    """The model's kind; a pooling model's refusals: a kind the gateway cannot route, what would never apply."""
+    meta = m.meta
+    m.kind = model_kind(m.cmd, meta.config, sentence_pooling(meta.modules))
+    if m.kind.problem:
+        s.findings.append(((m.name, "command"), m.kind.problem))
+    if m.kind.kind != CHAT:
+        s.findings += pooling_fields(m.name, m.kind.kind, m.kind.why, m.cmd, m.entry)

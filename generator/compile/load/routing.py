@@ -18,10 +18,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import graphlib
+from typing import TYPE_CHECKING
 
 from ..plan import ModelPlan
-from .rules import Finding, fmt_tokens
 from .schema import HostedEntry, ModelEntry
+from .sizes import fmt_tokens
+
+if TYPE_CHECKING:
+    from .state import Finding, State
 
 
 def served_names(models: list[ModelPlan]) -> dict[str, str]:
@@ -160,3 +164,11 @@ def _aliases(
             mine.append(alias)
         out[name] = tuple(mine)
     return out, findings
+
+
+def route(s: State) -> None:
+    """Every backend and hosted model with its routes."""
+    routed, found, warned = routes({**s.file.models, **s.file.hosted}, [*s.backends, *s.hosted])
+    s.backends, s.hosted = routed[: len(s.backends)], routed[len(s.backends) :]
+    s.findings += found
+    s.warnings += warned

@@ -1,4 +1,4 @@
-"""The typed shape of models.yml (pydantic). Cross-field and cross-model rules live in rules.py.
+"""The typed shape of models.yml (pydantic). Cross-field and cross-model rules live with their concerns (loader.py).
 
 Each field's docstring is its description in the JSON schema editors use and in the field reference
 (docs/models-yml-reference.md); both are generated from this file by generator/compile/schema_docs.py (`make schema`).

@@ -32,6 +32,15 @@ def parse_size(value: object) -> int:
     raise ValueError(f"expected a token count like 8192, 8K (8192) or 8k (8000), got {text!r}")
 
 
+def fmt_tokens(n: int) -> str:
+    """A token count for messages and the summary, with the suffix it is round in: 16384 (16K), 8000 (8k)."""
+    if n % 1024 == 0 and n >= 1024:
+        return f"{n} ({n // 1024}K)"
+    if n % 1000 == 0 and n >= 1000:
+        return f"{n} ({n // 1000}k)"
+    return str(n)
+
+
 def is_auto(value: object) -> bool:
     """vLLM's `--max-model-len auto` / `-1`: take the length from the model's config."""
     return str(value).strip().lower() in ("auto", "-1")
