@@ -25,7 +25,8 @@ from generator.compile.renderers.parser_repairs import REPAIRS_DIR, repairs_dige
 from generator.compile.renderers.text import header
 from generator.operate.runtime.local import LocalStack
 from generator.shipped.parser_repairs import PLUGIN, files
-from tests.unit.golden import assert_golden
+from tests.unit.golden import assert_yaml_golden
+from tests.unit.golden import example_files as rendered_example
 from tests.unit.test_k8s import KUBECTL, by_kind, manifests, validate_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -273,19 +274,11 @@ def test_the_summary_says_which_model_runs_which_repair_and_why_once_per_model(t
 
 @pytest.fixture(scope="module")
 def example_files(tmp_path_factory) -> dict[str, str]:
-    src = tmp_path_factory.mktemp("src") / "models.yml"
-    shutil.copy(EXAMPLE, src)
-    return render_files(load_plan(src), ("stack", "k8s"))
+    return rendered_example(EXAMPLE, tmp_path_factory.mktemp("src"))
 
 
 def test_golden_files_of_the_parser_repairs_example(example_files):
-    assert_golden(
-        {
-            f"parser-repairs/{rel}": text
-            for rel, text in example_files.items()
-            if rel.endswith((".yml", ".yaml")) and not rel.startswith(("prometheus/", "k8s/gateway/config"))
-        }
-    )
+    assert_yaml_golden("parser-repairs", example_files)
     # the repairs are verbatim copies of generator/shipped/parser_repairs, each under the header of its target
     for folder in (REPAIRS_DIR, f"k8s/{REPAIRS_DIR}"):
         for name, text in files().items():

@@ -17,7 +17,8 @@ from aiohttp.test_utils import TestServer
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
 from generator.operate.runtime.ports import free_port
-from tests.unit.golden import assert_golden
+from tests.unit.golden import assert_yaml_golden
+from tests.unit.golden import example_files as rendered_example
 from tests.unit.standin_backend import make_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,19 +113,11 @@ def test_lone_models_and_single_live_replicas_are_left_to_the_router():
 
 @pytest.fixture(scope="module")
 def example_files(tmp_path_factory) -> dict[str, str]:
-    src = tmp_path_factory.mktemp("src") / "models.yml"
-    shutil.copy(EXAMPLE, src)
-    return render_files(load_plan(src), ("stack", "k8s"))
+    return rendered_example(EXAMPLE, tmp_path_factory.mktemp("src"))
 
 
 def test_golden_files_of_the_replicas_example(example_files):
-    assert_golden(
-        {
-            f"replicas/{rel}": text
-            for rel, text in example_files.items()
-            if rel.endswith((".yml", ".yaml")) and not rel.startswith(("prometheus/", "k8s/gateway/config"))
-        }
-    )
+    assert_yaml_golden("replicas", example_files)
 
 
 def test_one_deployment_per_replica_under_one_name_with_failover_settings(example_files):
