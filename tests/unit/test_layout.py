@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,39 +34,33 @@ def imported_modules(source: str, package: str) -> set[str]:
     return {m for m in found if m.startswith("generator")}
 
 
-def test_the_compiler_never_imports_what_acts_on_a_running_stack():
-    offenders = {
+def imports_under(folder: Path, wrong: Callable[[str], bool]) -> list[str]:
+    """Each import of a module under `folder` that `wrong` says it may not make, as "<file> imports <module>"."""
+    return sorted(
         f"{p.relative_to(ROOT)} imports {m}"
-        for p in sorted((GEN / "compile").rglob("*.py"))
+        for p in sorted(folder.rglob("*.py"))
         for m in imported_modules(p.read_text(), package_of(p))
-        if m.startswith("generator.operate")
-    }
-    assert not offenders, sorted(offenders)
+        if wrong(m)
+    )
+
+
+def test_the_compiler_never_imports_what_acts_on_a_running_stack():
+    offenders = imports_under(GEN / "compile", lambda m: m.startswith("generator.operate"))
+    assert not offenders, offenders
 
 
 def test_the_compiler_never_imports_the_scripted_models():
     """generator/demo/ holds the family models the tests and the demo serve; what the compiler needs of them comes as
     data (the parser records), and what renders them lives beside them (demo/parser_docs.py)."""
-    offenders = {
-        f"{p.relative_to(ROOT)} imports {m}"
-        for p in sorted((GEN / "compile").rglob("*.py"))
-        for m in imported_modules(p.read_text(), package_of(p))
-        if m.startswith("generator.demo")
-    }
-    assert not offenders, sorted(offenders)
+    offenders = imports_under(GEN / "compile", lambda m: m.startswith("generator.demo"))
+    assert not offenders, offenders
 
 
 def test_what_runs_inside_the_stack_imports_nothing_else_of_the_generator():
     """The gateway hooks are copied next to the LiteLLM config and the controller into its container: an import
     of the compiler or of operate/ would fail there."""
-    shipped = GEN / "shipped"
-    offenders = {
-        f"{p.relative_to(ROOT)} imports {m}"
-        for p in sorted(shipped.rglob("*.py"))
-        for m in imported_modules(p.read_text(), package_of(p))
-        if not m.startswith("generator.shipped")
-    }
-    assert not offenders, sorted(offenders)
+    offenders = imports_under(GEN / "shipped", lambda m: not m.startswith("generator.shipped"))
+    assert not offenders, offenders
 
 
 def test_the_resolver_sees_relative_and_absolute_imports():

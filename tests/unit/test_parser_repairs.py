@@ -248,7 +248,7 @@ def test_the_local_runtime_runs_its_own_copy_of_the_files(write, tmp_path):
 def test_a_local_stack_without_repairs_writes_no_folder(plan, tmp_path):
     p = plan(model("plain", PLAIN))
     stack = LocalStack(p, tmp_path / "state", "python")
-    assert stack.backend_files() == {}
+    assert stack.backend_files == {}
     stack.write_backend_files()
     assert not (stack.state_dir / REPAIRS_DIR).exists()
 

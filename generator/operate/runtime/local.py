@@ -174,13 +174,14 @@ class LocalStack:
             write_hashes(self.plan, self.env_path, (self.state_dir / LITELLM_FILE).parent)
         return self.state_dir / LITELLM_FILE
 
+    @functools.cached_property  # the plan is fixed per stack: rendered once, not at every start and restart
     def backend_files(self) -> dict[str, str]:
         """The repaired vLLM parsers the backends' flags name (compose's parser-repairs/), {} when none runs one:
         {path in the state dir: text}."""
         return repair_files(self.plan)
 
     def write_backend_files(self) -> None:
-        for rel, text in self.backend_files().items():
+        for rel, text in self.backend_files.items():
             (self.state_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.state_dir / rel).write_text(text)
 
@@ -203,7 +204,7 @@ class LocalStack:
         }
         if controller := self.controller_config():  # absent without on-demand models: the same digest as before
             what["controller"] = controller
-        if backend_files := self.backend_files():  # the same: absent when no backend runs a repaired parser
+        if backend_files := self.backend_files:  # the same: absent when no backend runs a repaired parser
             what["backend_files"] = backend_files
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
