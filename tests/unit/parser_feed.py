@@ -101,20 +101,23 @@ class Feeder:
         )
         return request, self.tokenizer.encode(prompt, add_special_tokens=False)
 
-    def parser(self, request):
-        return self.parser_cls(self.tokenizer, request.tools, chat_template_kwargs={})
-
-    def stream(self, request, prompt_ids: list[int], ids: list[int], sizes: list[int]) -> list:
-        """The DeltaMessages the serving layer makes of `ids` arriving `sizes` tokens at a time."""
+    def start(self, request, prompt_ids: list[int]):
+        """A new request as the server starts it: its parser, the request as the parser adjusts it (skip_special_tokens
+        off for some), and the output processor's incremental detokenizer for it."""
         from vllm.sampling_params import SamplingParams
         from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 
-        parser = self.parser(request)
+        parser = self.parser_cls(self.tokenizer, request.tools, chat_template_kwargs={})
         request = parser.adjust_request(request)
         params = SamplingParams(skip_special_tokens=request.skip_special_tokens)
         detok = IncrementalDetokenizer.from_new_request(
             self.tokenizer, SimpleNamespace(request_id="fuzz", prompt_token_ids=prompt_ids, sampling_params=params)
         )
+        return parser, request, detok
+
+    def stream(self, request, prompt_ids: list[int], ids: list[int], sizes: list[int]) -> list:
+        """The DeltaMessages the serving layer makes of `ids` arriving `sizes` tokens at a time."""
+        parser, request, detok = self.start(request, prompt_ids)
         deltas, at = [], 0
         for i, size in enumerate(sizes):
             chunk, at = ids[at : at + size], at + size
@@ -125,15 +128,8 @@ class Feeder:
         return [d for d in deltas if d is not None]
 
     def whole(self, request, ids: list[int]):
-        from vllm.sampling_params import SamplingParams
-        from vllm.v1.engine.detokenizer import IncrementalDetokenizer
-
-        parser = self.parser(request)
-        request = parser.adjust_request(request)
-        params = SamplingParams(skip_special_tokens=request.skip_special_tokens)
-        detok = IncrementalDetokenizer.from_new_request(
-            self.tokenizer, SimpleNamespace(request_id="fuzz", prompt_token_ids=[], sampling_params=params)
-        )
+        """What the server's whole (not streamed) answer parses `ids` into: reasoning, content, calls."""
+        parser, request, detok = self.start(request, [])
         detok.update(ids, stop_terminated=True)
         return parser.parse(detok.get_next_output_text(finished=True, delta=False), request, True, ids)
 
