@@ -163,3 +163,20 @@ def test_a_real_uvicorn_answers_an_idle_keep_alive_connection_after_its_shutdown
         assert sock.recv(10) == b""  # closed after the answer
     thread.join(timeout=graceful_shutdown.GRACE + 10)
     assert not thread.is_alive()
+
+
+def test_a_stopping_worker_lets_its_requests_run_as_long_as_the_gateway_lets_any_request_run(monkeypatch):
+    """LiteLLM's CLI gives uvicorn GracefulShutdownManager.get_timeout() as timeout_graceful_shutdown: past it a
+    stopping worker (a rolling reload) cancels what it still serves. Its default, 30 s, cut a long stream on a reload;
+    the generated environment (compose, the local runtime, Kubernetes) sets it to the gateway's request_timeout."""
+    from litellm.proxy.shutdown.graceful_shutdown_manager import GracefulShutdownManager
+
+    from generator.compile.gateway_process import gateway_env
+    from generator.compile.load.loader import load_plan
+
+    monkeypatch.delenv("GRACEFUL_SHUTDOWN_TIMEOUT", raising=False)
+    assert GracefulShutdownManager.get_timeout() == 30  # LiteLLM 1.108.7's default, shorter than a long answer
+    gateway = load_plan(Path(__file__).resolve().parents[2] / "models.yml").gateway
+    for name, value in gateway_env(gateway).items():
+        monkeypatch.setenv(name, value)
+    assert GracefulShutdownManager.get_timeout() == gateway.request_timeout == 600

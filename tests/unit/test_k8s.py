@@ -638,3 +638,13 @@ def test_compose_volumes_are_named_in_a_warning_not_silently_dropped(tmp_path):
     warnings = [w for w in k8s_warnings(plan) if "volumes:" in w]
     assert [w.split(":")[0] for w in warnings] == ["reasoner", "tool-caller"]
     assert all("/models:ro" in w and "not rendered" in w for w in warnings)
+
+
+def test_a_gateway_pod_replaced_by_a_rollout_finishes_its_requests_before_it_is_killed(repo_docs):
+    plan = load_plan(ROOT / "models.yml")
+    pod = by_kind(repo_docs, "Deployment")["litellm"]["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    # LiteLLM lets a stopping worker's requests run GRACEFUL_SHUTDOWN_TIMEOUT s; Kubernetes kills the pod after
+    # terminationGracePeriodSeconds (its default 30 s would cut a long stream)
+    assert int(env["GRACEFUL_SHUTDOWN_TIMEOUT"]) == plan.gateway.request_timeout
+    assert pod["terminationGracePeriodSeconds"] > plan.gateway.request_timeout

@@ -54,6 +54,7 @@ service_api_base = compose_api_base
 
 
 STARTUP_PERIOD = 5  # seconds between the gateway's start-up probes
+SHUTDOWN_MARGIN = 15  # seconds a stopping gateway pod has past its requests' drain: LiteLLM's own shutdown steps
 
 
 def deployment(plan: Plan) -> dict:
@@ -104,7 +105,14 @@ def deployment(plan: Plan) -> dict:
                     "labels": labels("gateway", GATEWAY),
                     **_annotations(scrape_annotations(GATEWAY_METRICS_PORT, plan.metrics.enabled)),
                 },
-                "spec": {**pod_defaults(), "containers": [container], "volumes": volumes},
+                "spec": {
+                    **pod_defaults(),
+                    # a pod replaced by a rollout finishes its requests (GRACEFUL_SHUTDOWN_TIMEOUT, gateway_env) before
+                    # Kubernetes' SIGKILL (its default 30 s would cut a long stream)
+                    "terminationGracePeriodSeconds": g.request_timeout + SHUTDOWN_MARGIN,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
             },
         },
     }
