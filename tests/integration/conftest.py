@@ -15,11 +15,13 @@ fail instead of silently skipping them, and a parser a model never uses selects 
 from __future__ import annotations
 
 import functools
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anthropic
+import httpx
 import pytest
 import yaml
 from openai import OpenAI
@@ -147,8 +149,8 @@ def pytest_collection_modifyitems(items):
 
 PARSERS_EXAMPLE = ROOT / "examples/cpu-parsers/models.yml"
 # The stream intervals the matrix runs at: vLLM's default (a delta per token) and one that puts several tokens in
-# each delta, as speculative decoding and a busy server do (docs/parsers.md). One stack per interval, every family
-# in it (~4 GB of backends forked from one warm vLLM: docs/testing.md), the second started when the first is done.
+# each delta, as speculative decoding and a busy server do (docs/parsers.md). One stack, every family in it (~4 GB of
+# backends forked from one warm vLLM: docs/testing.md), its backends restarted for the second interval.
 STREAM_INTERVALS = (1, 16)
 
 # `make test` and `make parsers` run every family; PARSER_FAMILIES=glm47,hermes (make parsers FAMILIES=...) the named.
@@ -179,35 +181,89 @@ class Stacks:
 
     def serving(self, fam: Family, interval: int = 1) -> tuple[Gateway, str]:
         """The gateway and the served name of `fam`'s model, its backend streaming `interval` tokens a delta."""
-        if interval != self.interval:
-            self.stop()
+        if self.stack is None:
             self.start(interval)
+        elif interval != self.interval:
+            self.restream(interval)
         assert self.gateway is not None
         return self.gateway, next(name for name, f in self.gateway.scripts.items() if f == fam.name)
 
-    def start(self, interval: int) -> None:
+    def models_yml(self, interval: int, ports_of: Path | None = None) -> Path:
+        """The families' models.yml with each backend streaming `interval` tokens a delta, on free ports (or on the
+        ports of the models.yml `ports_of`)."""
         wanted = {f.name for f in tested_families()}
         models = {m.served_name for m in load_plan(PARSERS_EXAMPLE).models if family_of(ROOT / m.model) in wanted}
         doc = {k: v for k, v in yaml.safe_load(PARSERS_EXAMPLE.read_text()).items() if k in TOP_LEVEL or k in models}
         if interval != 1:
             for name in models:
                 doc[name] = {**doc[name], "command": doc[name]["command"].rstrip() + f" --stream-interval {interval}\n"}
+        header = f"# {PARSERS_EXAMPLE}, --stream-interval {interval}\n"
+        if ports_of is not None:  # the same gateway, models and controller ports: only the commands differ
+            ports = yaml.safe_load(ports_of.read_text())
+            for name, entry in ports.items():
+                if isinstance(entry, dict) and "port" in entry:
+                    doc[name] = {**(doc.get(name) or {}), "port": entry["port"]}
+            out = self.tmp / f"every-{interval}.yml"
+            out.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+            return out
         folder = self.tmp / f"every-{interval}"
         folder.mkdir()
-        (folder / "stack.yml").write_text(
-            f"# {PARSERS_EXAMPLE}, --stream-interval {interval}\n" + yaml.safe_dump(doc, sort_keys=False)
-        )
-        plan = load_plan(on_free_ports(folder / "stack.yml", folder / "models.yml"))
-        self.interval, self.stack = interval, LocalStack(plan, folder / "state", self.vllm_python)
+        (folder / "stack.yml").write_text(header + yaml.safe_dump(doc, sort_keys=False))
+        return on_free_ports(folder / "stack.yml", folder / "models.yml")
+
+    def start(self, interval: int) -> None:
+        plan = load_plan(self.models_yml(interval))
+        self.interval, self.stack = interval, LocalStack(plan, Path(plan.source).parent / "state", self.vllm_python)
         self.stack.start(timeout=900)
+        self.serve(plan)
+
+    def restream(self, interval: int) -> None:
+        """The running stack's backends restarted streaming `interval` tokens a delta: the gateway, its Redis and the
+        vLLM fork server keep running (same ports, names and keys), which saves their start (~30 CPU-s)."""
+        assert self.stack is not None
+        plan = load_plan(self.models_yml(interval, ports_of=Path(self.stack.plan.source)))
+        names = [m.name for m in plan.models]
+        for name in names:
+            self.stack.kill(name)
+        self.stack.plan, self.interval = plan, interval
+        self.stack.start_backends(names, timeout=900)
+        self.serve(plan)
+
+    def serve(self, plan: Plan) -> None:
+        assert self.stack is not None and self.interval is not None
         served = {m.served_name: family_of(ROOT / m.model) for m in plan.models}
-        assert set(served.values()) == wanted, f"every {interval}: {served}"
+        assert set(served.values()) == {f.name for f in tested_families()}, f"every {self.interval}: {served}"
+        for m in plan.models:  # each backend streams as asked (a restart that kept the old flags would not)
+            tokens, deltas = streamed_deltas(m, self.stack.keys()[m.api_key_env])
+            # a delta per token, but for the detokenizer's holding back a piece of a word; else at most one per interval
+            expected = (
+                range(tokens // 2, tokens + 1) if self.interval == 1 else range(1, -(-tokens // self.interval) + 2)
+            )
+            assert tokens > self.interval and deltas in expected, (m.name, self.interval, tokens, deltas)
         self.gateway = Gateway(f"{self.stack.gateway_url}/v1", self.stack.master_key, plan, served, self.stack)
 
     def stop(self) -> None:
         if self.stack is not None:
             self.stack.stop()
         self.interval = self.stack = self.gateway = None
+
+
+def streamed_deltas(m: ModelPlan, key: str) -> tuple[int, int]:
+    """A streamed completion straight from `m`'s backend: its tokens and the deltas that carried text."""
+    body = {"model": m.served_name, "prompt": "Hi.", "max_tokens": 40, "ignore_eos": True, "stream": True}
+    body["stream_options"] = {"include_usage": True}
+    tokens = deltas = 0
+    with httpx.stream(
+        "POST", f"http://127.0.0.1:{m.port}/v1/completions", json=body, headers={"Authorization": f"Bearer {key}"}
+    ) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if not line.startswith("data: {"):
+                continue
+            chunk = json.loads(line[6:])
+            deltas += any(c.get("text") for c in chunk.get("choices") or [])
+            tokens = (chunk.get("usage") or {}).get("completion_tokens") or tokens
+    return tokens, deltas
 
 
 @pytest.fixture(scope="session")

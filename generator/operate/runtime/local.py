@@ -466,12 +466,16 @@ class LocalStack:
 
     def start_backend(self, name: str, wait: bool = True, timeout: float = 600) -> None:
         """Start (or restart, after `kill`) one model's vLLM process."""
-        m = next(m for m in self.plan.models if m.name == name)
-        proc = self._backend(m)
+        self.start_backends([name], wait, timeout)
+
+    def start_backends(self, names: list[str], wait: bool = True, timeout: float = 600) -> None:
+        """Start (or restart, after `kill`) these models' vLLM processes side by side, as `plan` now says."""
+        procs = [self._backend(m) for m in self.plan.models if m.name in names]
         self.write_backend_files()
-        self._spawn(proc, proc.env)
+        for proc in procs:
+            self._spawn(proc, proc.env)
         if wait:
-            self._wait([proc], timeout)
+            self._wait(procs, timeout)
 
     def start_redis(self, timeout: float = 30) -> None:
         """The stack's Redis (plan.redis), before the gateway (whose config names it): a free loopback port, the

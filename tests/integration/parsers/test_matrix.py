@@ -55,7 +55,7 @@ CELLS = [
         choice,
         id=f"{fam.name}-{api}-{mode}" + ("" if interval == 1 else f"-every{interval}") + f"-{script}-{choice}",
     )
-    for interval in STREAM_INTERVALS  # one stack per interval: all of one before the other
+    for interval in STREAM_INTERVALS  # all cells of one interval before the other (the backends restart between)
     for fam in FAMILIES
     for api in APIS
     for mode in modes(interval)
