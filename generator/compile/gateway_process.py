@@ -60,8 +60,10 @@ def metrics_env(port: int = GATEWAY_METRICS_PORT, level: str = "full") -> dict[s
 # LiteLLM's GRACEFUL_SHUTDOWN_TIMEOUT (1.108.7: uvicorn's timeout_graceful_shutdown, and how long a stopping worker
 # waits for its requests to drain): seconds a stopping worker (a rolling reload, a pod's rollout) lets its requests
 # run before it cancels them. LiteLLM's default, 30 s, cut a long stream mid-answer on a reload (a CI run: "peer
-# closed connection without sending complete message body"); the gateway's request_timeout is as long as any request
-# may run anyway.
+# closed connection without sending complete message body"). An hour: a stream is bounded by no total timeout (the
+# gateway's request_timeout bounds each read), and an agent's long answer runs for minutes. A constant, not
+# request_timeout: a changed timeout would change the gateway's environment and so recreate it, cutting requests.
+DRAIN_TIMEOUT = 3600
 GRACEFUL_SHUTDOWN_ENV = "GRACEFUL_SHUTDOWN_TIMEOUT"
 
 
@@ -70,7 +72,7 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
     per-request access log: measured 9% less gateway CPU per request than LiteLLM's default."""
     return {
         **BASE_ENV,
-        GRACEFUL_SHUTDOWN_ENV: str(g.request_timeout),
+        GRACEFUL_SHUTDOWN_ENV: str(DRAIN_TIMEOUT),
         "LITELLM_LOG": g.log_level.upper(),
         **admin_env(g.admin_ui),
         **metrics_env(level=g.metrics),

@@ -4,6 +4,7 @@ uvicorn."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import sys
 import threading
@@ -165,13 +166,14 @@ def test_a_real_uvicorn_answers_an_idle_keep_alive_connection_after_its_shutdown
     assert not thread.is_alive()
 
 
-def test_a_stopping_worker_lets_its_requests_run_as_long_as_the_gateway_lets_any_request_run(monkeypatch):
+def test_a_stopping_worker_lets_its_requests_run_for_an_hour_and_a_timeout_change_does_not_recreate_it(monkeypatch):
     """LiteLLM's CLI gives uvicorn GracefulShutdownManager.get_timeout() as timeout_graceful_shutdown: past it a
     stopping worker (a rolling reload) cancels what it still serves. Its default, 30 s, cut a long stream on a reload;
-    the generated environment (compose, the local runtime, Kubernetes) sets it to the gateway's request_timeout."""
+    the generated environment (compose, the local runtime, Kubernetes) sets an hour, whatever request_timeout says (an
+    environment that followed it would recreate the gateway when it changes)."""
     from litellm.proxy.shutdown.graceful_shutdown_manager import GracefulShutdownManager
 
-    from generator.compile.gateway_process import gateway_env
+    from generator.compile.gateway_process import DRAIN_TIMEOUT, gateway_env
     from generator.compile.load.loader import load_plan
 
     monkeypatch.delenv("GRACEFUL_SHUTDOWN_TIMEOUT", raising=False)
@@ -179,4 +181,5 @@ def test_a_stopping_worker_lets_its_requests_run_as_long_as_the_gateway_lets_any
     gateway = load_plan(Path(__file__).resolve().parents[2] / "models.yml").gateway
     for name, value in gateway_env(gateway).items():
         monkeypatch.setenv(name, value)
-    assert GracefulShutdownManager.get_timeout() == gateway.request_timeout == 600
+    assert GracefulShutdownManager.get_timeout() == DRAIN_TIMEOUT == 3600
+    assert gateway_env(dataclasses.replace(gateway, request_timeout=5)) == gateway_env(gateway)

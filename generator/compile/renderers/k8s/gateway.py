@@ -5,6 +5,7 @@ from __future__ import annotations
 from ....shipped.gateway_hooks.people import KEYS_FILE
 from ...gateway_process import (
     CONFIG_DIR,
+    DRAIN_TIMEOUT,
     GATEWAY_METRICS_PORT,
     GATEWAY_START_BUDGET,
     gateway_args,
@@ -109,7 +110,7 @@ def deployment(plan: Plan) -> dict:
                     **pod_defaults(),
                     # a pod replaced by a rollout finishes its requests (GRACEFUL_SHUTDOWN_TIMEOUT, gateway_env) before
                     # Kubernetes' SIGKILL (its default 30 s would cut a long stream)
-                    "terminationGracePeriodSeconds": g.request_timeout + SHUTDOWN_MARGIN,
+                    "terminationGracePeriodSeconds": DRAIN_TIMEOUT + SHUTDOWN_MARGIN,
                     "containers": [container],
                     "volumes": volumes,
                 },
