@@ -260,8 +260,9 @@ async def backend(name: str, dep: object) -> dict:
     on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
     if on_demand and isinstance(health, httpx.Response):  # (on_demand comes from a response)
         state, reason = on_demand_state(on_demand, health)
-    if (since := backend_health.MONITOR.since(root)) is not None and state != "down":
-        state, reason = "hung", backend_health.reason(since)  # the gateway's own probes, shared by its workers
+    if (since := backend_health.MONITOR.since(root)) is not None and not isinstance(health, httpx.Response):
+        # the gateway's own probes, shared by its workers (this probe's connection may be one the monitor cut)
+        state, reason = "hung", backend_health.reason(since)
     parsed = None
     if isinstance(metrics, httpx.Response) and metrics.status_code == 200:
         try:
