@@ -55,6 +55,7 @@ from litellm.integrations.custom_logger import CustomLogger
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
+import backend_health  # noqa: E402
 import fallbacks  # noqa: E402
 import gateway_backends as gb  # noqa: E402
 
@@ -374,8 +375,10 @@ class MaxTokensClamp(CustomLogger):
                     return refusal
             original_exception.param = refusal.param  # type: ignore[attr-defined]  # any exception type
             return refusal
-        return not_an_embedding_model(request_data, original_exception) or hosted_failure(
-            request_data, original_exception
+        return (
+            not_an_embedding_model(request_data, original_exception)
+            or hosted_failure(request_data, original_exception)
+            or backend_health.hung_failure(request_data, original_exception)
         )
 
 

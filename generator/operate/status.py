@@ -55,6 +55,7 @@ STATE_STYLE = {
     "healthy": "green",
     "starting": "yellow",
     "unhealthy": "red",
+    "hung": "red",
     "down": "red",
     # on-demand models (the controller's states): not loaded is not a failure
     "loaded": "green",

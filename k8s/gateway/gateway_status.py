@@ -25,6 +25,9 @@ listens only once it is ready to serve; /health is 200 while its engine runs, 50
 * ``healthy``: 200;
 * ``unhealthy``: any other HTTP status (503: the engine died under a live API server), or a
   connection accepted but no answer within PROBE_READ_TIMEOUT (a hung server);
+* ``hung``: the gateway's own probes (backend_health.py, every worker's, shared through the stack's Redis) found
+  it connected and silent twice in a row: ``hung since 12:03:10 (connected, /health silent for 9 s)``; it gets no
+  request until it answers again;
 * ``down``: the connection is refused, the name does not resolve or the host does not answer
   (process or container gone, or not listening yet: ``reason`` says which).
 
@@ -54,6 +57,7 @@ from prometheus_client.parser import text_string_to_metric_families
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads these files by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
+import backend_health  # noqa: E402
 import gateway_backends as gb  # noqa: E402
 import status_report  # noqa: E402
 from error_kinds import backend_failure  # noqa: E402  (also the Prometheus rules' and dashboard's)
@@ -256,6 +260,9 @@ async def backend(name: str, dep: object) -> dict:
     on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
     if on_demand and isinstance(health, httpx.Response):  # (on_demand comes from a response)
         state, reason = on_demand_state(on_demand, health)
+    if (since := backend_health.MONITOR.since(root)) is not None and not isinstance(health, httpx.Response):
+        # the gateway's own probes, shared by its workers (this probe's connection may be one the monitor cut)
+        state, reason = "hung", backend_health.reason(since)
     parsed = None
     if isinstance(metrics, httpx.Response) and metrics.status_code == 200:
         try:

@@ -346,6 +346,147 @@ def test_a_killed_replica_costs_no_request_shows_down_and_comes_back(stack):
     assert grew["plain-1"] > 0 and grew["plain-2"] > 0, (grew, in_flight_counts(stack))
 
 
+def report_rows(stack: LocalStack) -> dict[str, dict]:
+    """The rows `make status` and the page show (the gateway's /gateway/report), by backend."""
+    r = httpx.get(
+        f"{stack.gateway_url}/gateway/report?interval=0",
+        headers={"Authorization": f"Bearer {stack.master_key}"},
+        timeout=30,
+    )
+    r.raise_for_status()
+    return {m["name"]: m for m in r.json()["models"]}
+
+
+def one_request(stack: LocalStack, api: str, stream: bool, i: int) -> tuple[str, float, str]:
+    """One request of `api` (chat, responses, messages), streamed or not: (outcome, seconds, detail); outcome "ok",
+    "cut" (a stream that had started and then ended in an error) or "failed" (no answer at all)."""
+    text = f"Request {i} {uuid.uuid4()} " + "padding " * 300
+    started, begun = False, time.monotonic()
+    try:
+        if api == "messages":
+            a = anthropic.Anthropic(base_url=stack.gateway_url, api_key=stack.master_key, max_retries=0, timeout=120)
+            kw = {"model": "plain", "max_tokens": 16, "messages": [{"role": "user", "content": text}]}
+            if stream:
+                with a.messages.stream(**kw) as events:
+                    for _ in events:
+                        started = True
+                    events.get_final_message()
+            else:
+                a.messages.create(**kw)
+        elif api == "responses":
+            c = client(stack, timeout=120)
+            if stream:
+                for event in c.responses.create(model="plain", input=text, max_output_tokens=16, stream=True):
+                    started = True
+                    if event.type in ("error", "response.failed"):
+                        raise RuntimeError(f"{event.type} event")
+            else:
+                c.responses.create(model="plain", input=text, max_output_tokens=16)
+        else:
+            c = client(stack, timeout=120)
+            messages = [{"role": "user", "content": text}]
+            if stream:
+                for _ in c.chat.completions.create(model="plain", messages=messages, max_tokens=16, stream=True):
+                    started = True
+            else:
+                c.chat.completions.create(model="plain", messages=messages, max_tokens=16)
+        return "ok", time.monotonic() - begun, ""
+    except Exception as exc:  # noqa: BLE001
+        return ("cut" if started else "failed"), time.monotonic() - begun, repr(exc)[:300]
+
+
+def test_a_stopped_replica_is_hung_within_seconds_holds_no_request_and_comes_back(stack):
+    """Issue 58: a replica's process group stopped with SIGSTOP (a hung GPU backend: its port accepts, nothing
+    answers) under load on chat, responses and messages, streamed and not: what waited on it goes to the other
+    replica, no request waits more than 15 s, status and the page say hung within 10 s; after SIGCONT both serve."""
+    import signal
+
+    proc = next(p for p in stack.procs if p.name == "plain-2")
+    results: list[tuple[str, str, bool, str, float, str]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    calls = [(api, stream) for api in ("chat", "responses", "messages") for stream in (False, True)]
+
+    def client_loop(k: int) -> None:
+        i = 0
+        while not stop.is_set():
+            api, stream = calls[(k + i) % len(calls)]
+            outcome, seconds, detail = one_request(stack, api, stream, 100 * k + i)
+            with lock:
+                results.append((outcome, api, stream, detail, seconds, time.strftime("%X")))
+            i += 1
+
+    seen: dict[str, dict] = {}
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        futures = [pool.submit(client_loop, k) for k in range(6)]
+        deadline = time.monotonic() + 30
+        while (held := running(stack, "plain-2")) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            while time.monotonic() - stopped < 15:
+                seen = report_rows(stack)
+                if seen["plain-2"]["state"] == "hung":
+                    break
+                time.sleep(0.5)
+            hung_after = time.monotonic() - stopped
+            time.sleep(5)  # load on the other replica while this one stays stopped
+        finally:
+            os.killpg(proc.pid, signal.SIGCONT)
+        stop.set()
+        for f in futures:
+            f.result()
+    longest = max(r[4] for r in results)
+    print(
+        f"\nstopped plain-2 holding {held:.0f} request(s); hung in status after {hung_after:.1f}s "
+        f"({seen['plain-2']['reason']}); {len(results)} requests, the longest {longest:.1f}s; "
+        f"{sum(r[0] == 'ok' for r in results)} ok, {sum(r[0] == 'cut' for r in results)} cut mid-stream"
+    )
+    assert held > 0, "nothing was in flight on the replica when it was stopped: the test proved nothing"
+    assert seen["plain-2"]["state"] == "hung" and hung_after < 10, seen["plain-2"]
+    assert seen["plain-2"]["reason"].startswith("hung since ") and "/health silent for" in seen["plain-2"]["reason"]
+    failed = [r for r in results if r[0] == "failed"]
+    assert not failed, failed[:3]
+    assert longest < 15, sorted(results, key=lambda r: -r[4])[:3]
+    assert {(r[1], r[2]) for r in results if r[0] == "ok"} == set(calls)
+
+    deadline = time.monotonic() + 30
+    while states(stack)["plain-2"] != "healthy" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert states(stack)["plain-2"] == "healthy"
+    time.sleep(6)  # past the replica's cooldown (5 s) in every worker: its cut requests failed there
+    before = served(stack)
+    for i in range(12):
+        conversation(client(stack, timeout=60), f"After SIGCONT {i} {uuid.uuid4()}", turns=1)
+    grew = {name: after - before[name] for name, after in served(stack).items()}
+    assert grew["plain-1"] > 0 and grew["plain-2"] > 0, grew
+
+
+def test_a_killed_api_server_takes_its_engine_with_it(stack):
+    """Issue 58: SIGKILL of a backend's API server alone (not its group) leaves no process of it behind (its engine
+    held the port: the next start failed), and the backend starts again on its port."""
+    import signal
+
+    import psutil
+
+    proc = next(p for p in stack.procs if p.name == "plain-2")
+
+    def in_session(q: psutil.Process) -> bool:
+        try:
+            return os.getsid(q.pid) == proc.pid
+        except OSError:
+            return False
+
+    members = [q for q in psutil.process_iter() if in_session(q)]
+    assert len(members) >= 2, [q.cmdline() for q in members]  # the API server and its engine
+    os.kill(proc.pid, signal.SIGKILL)
+    gone, alive = psutil.wait_procs(members, timeout=10)
+    assert not [q for q in alive if q.status() != psutil.STATUS_ZOMBIE], [(q.pid, q.name()) for q in alive]
+    stack.procs = [p for p in stack.procs if p is not proc]
+    stack.start_backend("plain-2", wait=True)  # its port is free: it starts
+
+
 def test_with_redis_gone_no_request_fails_and_each_conversation_still_stays_on_one_replica(stack):
     """Last in this file: the stack's Redis is killed (SIGKILL) and stays down. Every request is answered, routed
     by the stateless hash, so each conversation's turns still land on one replica."""

@@ -159,6 +159,7 @@ def test_every_k8s_setting_renders_valid_manifests(write):
     # clamp off: the hook module still ships (tools/prompt checks and defaults), without the clamp
     assert yaml.safe_load(files["k8s/gateway/config.yaml"])["litellm_settings"]["callbacks"] == [
         "max_tokens_clamp.checks_only_instance",
+        "backend_health.health_instance",
         "replica_routing.routing_instance",
     ]
     warnings = " ".join(k8s_warnings(load_plan(write(EVERYTHING))))

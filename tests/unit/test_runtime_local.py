@@ -129,6 +129,34 @@ def test_down_ends_processes_started_through_a_wrapper_script_and_their_children
     assert not (stack.state_dir / "state.json").exists()
 
 
+def _backend_with_an_engine(stack: LocalStack, tmp_path: Path) -> tuple[Proc, psutil.Process]:
+    """A stand-in backend whose 'engine' (a child in its session) outlives it once the 'API server' is killed."""
+    code = "import subprocess, time; subprocess.Popen(['sleep', '600']); time.sleep(600)"
+    proc = Proc("backend", [sys.executable, "-c", code], tmp_path / "backend.log", "")
+    stack._spawn(proc, {})
+    deadline = time.monotonic() + 10
+    while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (engine,) = psutil.Process(proc.pid).children()
+    os.kill(proc.pid, 9)  # the API server goes; its engine is re-parented to init, still in the session
+    proc.popen.wait(timeout=5)
+    assert engine.is_running() and os.getsid(engine.pid) == proc.pid
+    return proc, engine
+
+
+def test_down_ends_what_is_left_of_a_session_whose_leader_was_killed(stack, tmp_path):
+    _, engine = _backend_with_an_engine(stack, tmp_path)
+    assert stop_recorded(stack.state_dir, grace=5) == 1
+    assert not engine.is_running() or engine.status() == psutil.STATUS_ZOMBIE
+
+
+def test_stop_ends_what_is_left_of_a_session_whose_leader_was_killed(stack, tmp_path):
+    _, engine = _backend_with_an_engine(stack, tmp_path)
+    stack.stop(grace=5)
+    psutil.wait_procs([engine], timeout=5)
+    assert not engine.is_running() or engine.status() == psutil.STATUS_ZOMBIE
+
+
 def test_down_leaves_a_process_that_reused_a_recorded_pid_alone(tmp_path):
     stranger = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:

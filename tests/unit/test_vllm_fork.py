@@ -107,6 +107,29 @@ def test_a_running_child_polls_none_and_a_killed_one_reports_its_signal(server, 
     assert len(set(scratch)) == 3 and not any(Path(s).exists() for s in scratch), scratch
 
 
+def test_an_engine_forked_by_a_backend_ends_when_the_backends_api_server_is_killed(server, tmp_path):
+    """SIGKILL of a backend's API server takes its engine with it (issue 58: the engine, re-parented to init, kept
+    the backend's port); the fork server and the backend's session are left as they were."""
+    sock, proc = server
+    log = tmp_path / "b.log"
+    child = vllm_fork.fork(str(sock), ["engine", "60"], {"PYTHONPATH": str(ROOT)}, str(tmp_path), str(log))
+    deadline = time.monotonic() + 20
+    while (not log.exists() or '{"engine"' not in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    engine = next(json.loads(line)["engine"] for line in log.read_text().splitlines() if line.startswith('{"engine"'))
+    assert os.getsid(engine) == child.pid
+    os.kill(child.pid, signal.SIGKILL)  # the API server only, as `kill -9 <its pid>`
+    assert child.wait(30) == -signal.SIGKILL
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{engine}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survived = Path(f"/proc/{engine}").exists()
+    if survived:
+        os.kill(engine, signal.SIGKILL)
+    assert not survived, "the engine outlived its API server"
+    assert proc.poll() is None  # the server serves on
+
+
 def test_a_child_that_outlives_its_server_is_still_followed(tmp_path):
     sock = tmp_path / "s.sock"
     proc = start_server(sock)

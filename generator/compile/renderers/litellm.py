@@ -18,10 +18,12 @@ AUTH_MODULE = "gateway_guard"
 # every module of generator/shipped/gateway_hooks/ the gateway needs (the two above import the others; gateway_start
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it; gateway_serve runs LiteLLM)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
+HEALTH_MODULE = "backend_health"  # hung backends: found, kept out, what waits on them cut off (issue 58)
 REPAIRS_MODULE = "tool_call_repairs"  # streamed tool calls the pinned vLLM gets wrong (only when a model takes tools)
 GATEWAY_MODULES = (
     AUTH_MODULE,
     "backend_client",
+    HEALTH_MODULE,
     "count_tokens",
     "error_kinds",
     "fallbacks",
@@ -349,6 +351,8 @@ def render_litellm(
         "stream_timeout": g.stream_timeout,
         "disable_cooldowns": True,  # with a single deployment a cooldown is an outage
     }
+    if any(m.on_demand is None for m in plan.models):  # backends the gateway probes: a hung one is cut off
+        litellm_settings["callbacks"].append(f"{HEALTH_MODULE}.health_instance")
     if plan.replicated:
         litellm_settings["callbacks"].append(f"{ROUTING_MODULE}.routing_instance")
         router_settings["disable_cooldowns"] = False  # a dead replica is skipped (lone deployments: allowed_fails)

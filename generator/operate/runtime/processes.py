@@ -58,11 +58,16 @@ def _pid_alive(pid: int | None) -> bool:
 
 
 def stop_processes(procs: list[Proc], grace: float = 15) -> None:
+    """End each process's whole session: a live leader's group, and what outlived a leader that is gone (its
+    engine, re-parented to init, still holding the port and the memory)."""
     live = [p for p in reversed(procs) if p.alive()]
+    orphans = [m for p in reversed(procs) if not p.alive() for m in session_processes(p.pid, p.started)]
     for p in live:
         signal_group(p.pid, signal.SIGTERM)
+    for m in orphans:
+        _signal(m, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(p.alive() for p in live):
+    while time.monotonic() < deadline and (any(p.alive() for p in live) or any(_running(m) for m in orphans)):
         for p in live:
             if p.popen:
                 p.popen.poll()
@@ -72,6 +77,15 @@ def stop_processes(procs: list[Proc], grace: float = 15) -> None:
             signal_group(p.pid, signal.SIGKILL)
         if p.popen:
             p.popen.wait(timeout=10)
+    for m in orphans:
+        _signal(m, signal.SIGKILL)
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def started_at(pid: int | None) -> float | None:
@@ -92,15 +106,30 @@ def _session_members(sid: int) -> list[psutil.Process]:
     return members
 
 
+def session_processes(sid: int | None, started: float | None) -> list[psutil.Process]:
+    """The processes of the session `sid` that are ours: the leader we started (its start time is `started`, as
+    recorded), and every member started after it, whether or not the leader still lives (a backend's API server
+    killed leaves its engine in the session, re-parented to init). A leader with another start time is a stranger
+    that got a reused pid: nothing. `started` None (not recorded): nothing."""
+    if not sid or started is None:
+        return []
+    members = _session_members(sid)
+    leader = next((p for p in members if p.pid == sid), None)
+    if leader is not None and abs((started_at(sid) or 0) - started) > 1:
+        return []  # the pid was reused by a stranger
+    return [p for p in members if (started_at(p.pid) or 0) >= started - 1]
+
+
 def end_session(sid: int | None, started: float | None, grace: float = 10) -> int:
     """End what is left of the session `sid` (SIGTERM, then SIGKILL), if its leader was ours (start time
-    `started`) or is gone; the number of processes signalled."""
+    `started`) or is gone (then the members started after it); the number of processes signalled."""
     if not sid:
         return 0
     members = _session_members(sid)
-    leader = next((p for p in members if p.pid == sid), None)
-    if leader is not None and (started is None or abs((started_at(sid) or 0) - started) > 1):
-        return 0  # the pid was reused by a stranger
+    if started is not None:
+        members = session_processes(sid, started)
+    elif any(p.pid == sid for p in members):
+        return 0  # a live leader we cannot tell from a stranger
     _terminate(members, grace)
     return len(members)
 
@@ -120,20 +149,16 @@ def stop_recorded(state_dir: Path, grace: float = 15) -> int:
 
     Each backend and the gateway was started as a session leader (start_new_session), so whatever it
     became (a wrapper script that execs python, vLLM's engine subprocesses) stays in that session.
-    A leader whose start time differs from the recorded one is a stranger that got a reused pid: skipped.
+    A leader whose start time differs from the recorded one is a stranger that got a reused pid: skipped. A leader
+    that is gone leaves its session's members started after it (session_processes): ended too.
     """
     state_file = state_dir / "state.json"
     if not state_file.exists():
         return 0
     victims: list[psutil.Process] = []
     for entry in json.loads(state_file.read_text())["procs"]:
-        sid = entry.get("sid", entry["pid"])
-        members = _session_members(sid)
-        leader = next((p for p in members if p.pid == sid), None)
-        started = entry.get("started")
-        if started is None or leader is None or abs((started_at(leader.pid) or 0) - started) > 1:
-            continue  # not recorded, gone, or the pid now belongs to a process that is not ours
-        victims += members
+        # the leader and its session, or what is left of it when the leader is gone (checked by start times)
+        victims += session_processes(entry.get("sid", entry["pid"]), entry.get("started"))
     _terminate(victims, grace)
     state_file.unlink(missing_ok=True)
     return len({p.pid for p in victims})

@@ -168,6 +168,10 @@ class LocalProcesses:
 
     async def alive(self, m: ModelConfig) -> bool:
         proc = self.procs.get(m.name)
+        if proc is not None and proc.poll() is not None and group_members(proc.pid):
+            # its API server is gone: what is left of its group (the engine, re-parented to init, holding the port
+            # and the memory) goes too, before the model is loaded again
+            self._signal_group(proc.pid, signal.SIGKILL)
         return proc is not None and proc.poll() is None
 
     async def close(self) -> None:

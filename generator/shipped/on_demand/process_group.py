@@ -4,6 +4,7 @@ controller's copy in its container has nothing else of the generator)."""
 from __future__ import annotations
 
 import os
+import signal
 from collections import deque
 from pathlib import Path
 
@@ -40,3 +41,28 @@ def group_members(pgid: int | None) -> list[int]:
     if pgid is None:
         return []
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and running_group(entry) == pgid]
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_forking: dict[str, int] = {}  # the pid of the process that forks, set just before each fork (register_at_fork)
+
+
+def _die_with_parent() -> None:
+    """In a just-forked child: SIGKILL when the process that forked it ends (Linux's parent-death signal), and end
+    now if it already has."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: `down` still ends the session's members
+        return
+    if os.getppid() != _forking.get("pid"):
+        os._exit(1)  # the parent ended between the fork and the prctl
+
+
+def children_die_with_this_process() -> None:
+    """Every process forked from now on (by this process, or its own forks in turn) ends when the process that forked
+    it ends: a backend's API server killed takes its engine with it (vLLM's engine, re-parented to init, kept the
+    backend's port and memory: issue 58). Linux sends the signal when the forking *thread* ends; vLLM starts its
+    engine from the API server's main thread."""
+    os.register_at_fork(before=lambda: _forking.__setitem__("pid", os.getpid()), after_in_child=_die_with_parent)

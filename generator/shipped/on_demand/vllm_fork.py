@@ -9,7 +9,8 @@ server running `vllm serve` with its own flags, environment, working directory a
     python -m generator.shipped.on_demand.vllm_fork <vllm serve flags>      # one backend, no server (the fallback)
 
 Both also apply cpu_backend_patches.py: vLLM's engine process forked from its API server, not spawned, and one gloo
-device (one polling thread) for all of a process's torch.distributed groups.
+device (one polling thread) for all of a process's torch.distributed groups; and the engine ends with its API server
+(process_group.children_die_with_this_process: a killed API server left its engine holding the port).
 
 Why this is safe only for the CPU examples: the server is one thread when it forks (checked), and what torch and vLLM
 read from the environment when imported (OMP_NUM_THREADS, TORCH_COMPILE_DISABLE, logging) is the server's. The
@@ -47,7 +48,7 @@ import time
 import traceback
 
 from . import cpu_backend_patches
-from .process_group import running_group
+from .process_group import children_die_with_this_process, running_group
 
 PER_BACKEND_ENV = ("VLLM_API_KEY", "CUDA_VISIBLE_DEVICES")  # set per backend at its fork; the rest is the server's
 SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"  # its main() is `vllm serve` (as api_server's __main__)
@@ -260,6 +261,7 @@ def _child(request: dict, inherited: list[int], module: str) -> None:
             setproctitle.setproctitle(" ".join(["vllm", "serve", *request["args"]])[:400])
         except ImportError:
             pass
+        children_die_with_this_process()  # its engine (forked from it: cpu_backend_patches) ends with it
         code = run_serve(list(request["args"]), module)
     except BaseException:  # noqa: BLE001 - the forked child never returns into the server: traceback, os._exit
         traceback.print_exc()
@@ -395,6 +397,7 @@ def main(argv: list[str]) -> int:
         serve(argv[1], module)
         return 0
     cpu_backend_patches.apply()
+    children_die_with_this_process()
     return run_serve(argv)
 
 
