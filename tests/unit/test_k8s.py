@@ -418,7 +418,8 @@ def test_gateway_reads_its_config_from_the_configmap_with_service_dns_backends(r
     assert config["litellm_settings"]["callbacks"] == [
         "max_tokens_clamp.proxy_handler_instance",
         "tool_call_repairs.repair_instance",
-    ]  # its models take tools
+        "backend_health.health_instance",
+    ]  # its models take tools; its backends are probed for hangs
     services = by_kind(repo_docs, "Service")
     for entry in config["model_list"]:
         name = entry["model_name"]

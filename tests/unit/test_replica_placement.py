@@ -267,8 +267,14 @@ def test_litellm_success_and_failure_events_release_what_the_placement_counted(
                 return (await router.acompletion(**kw)).choices[0].message.content
 
             answers = await asyncio.gather(*(one(i) for i in range(16)), return_exceptions=True)
-            await asyncio.sleep(0.5)  # LiteLLM logs success after the answer (streams: after the last chunk)
-            return answers, await routing.placement.loads(["plain-1", "plain-2"])
+            # LiteLLM logs success after the answer (streams: after the last chunk), in tasks of its own: up to 10 s
+            # for them on a busy machine (0.5 s was once too short: 16 counts not yet released)
+            deadline = time.monotonic() + 10
+            while (loads := await routing.placement.loads(["plain-1", "plain-2"])) != {"plain-1": 0, "plain-2": 0}:
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            return answers, loads
         finally:
             litellm.callbacks = saved
             await live.close()
