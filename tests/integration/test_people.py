@@ -514,8 +514,9 @@ def test_no_key_or_hash_in_logs_or_metrics(gateway, people):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_conversation_by_previous_response_id_is_its_owners_alone(gateway, people, stream):
-    """Stored responses (docs/apis.md): three turns by previous_response_id, the expanded prompt counted, reasoning items
-    carried back; the owner reads, lists and deletes; another person gets 403 on every route; a deleted id is a 404."""
+    """Stored responses (docs/apis.md): three turns by previous_response_id, the expanded prompt counted, reasoning
+    items carried back; the owner reads, lists and deletes; another person gets 403 on every route; a deleted id is a
+    404."""
     bob, ann = gateway.client(people["bob"]), gateway.client(people["ann"])
 
     def turn(text: str, previous: str | None):
