@@ -47,11 +47,13 @@ import fallbacks  # noqa: E402
 import people  # noqa: E402
 import request_counters as counters  # noqa: E402
 import request_shapes as shapes  # noqa: E402
+import response_store as stored  # noqa: E402
 import worker_gc  # noqa: E402  (collections only at safe points: CPython's HAMT crash)
 
 # LiteLLM's Azure-style aliases name the model in the path (/openai/deployments/<model>/chat/completions)
 MODEL_IN_PATH = re.compile(r"/(?:engines|deployments)/([^/]+)/")
 CHECKED = "gateway_guard_checked"  # scope key: the middleware judged this request (custom auth need not)
+STORE = "gateway_response_store"  # scope key: (owner, input, previous id) of a /v1/responses answer to keep
 # LiteLLM's order: x-litellm-api-key wins over Authorization, then Azure's api-key, then Anthropic's x-api-key
 KEY_HEADERS = (b"x-litellm-api-key", b"authorization", b"api-key", b"x-api-key")
 # seconds a wrong key waits for its 401, on every route (the page's login and the APIs alike): guesses are slowed down
@@ -540,6 +542,8 @@ class RequestGuard:
 
         scope[CHECKED] = True
         send = with_retry_after(send)
+        if (keep := scope.get(STORE)) is not None:
+            send = stored.capturing(send, keeper(*keep))
         if counters.enabled():
             send = counted(send, model_of(scope), person_of(dict(scope.get("headers") or [])))
         return await self.app(scope, replay, send)
@@ -576,6 +580,14 @@ class RequestGuard:
             data["model"] = target  # an alias: its model's name, for every check, LiteLLM and the answer
             if not named_in_path(path):
                 body = dumps(data)
+        if api == "responses" and isinstance(data, dict) and shapes.problem(api, data) is None:
+            try:
+                if await responses_state(scope, key_of(headers), data):
+                    body = dumps(data)  # the conversation a previous_response_id stood for, checked as sent on
+                    size = len(body)
+            except Exception as exc:  # noqa: BLE001  a refusal, or the store (Redis) does not answer: never a trace
+                p = exc if isinstance(exc, stored.Problem) else stored.unavailable(exc)
+                return Refusal(p.status, p.message, p.param, {"retry-after": "5"} if p.status == 503 else None), body
         try:
             refusal = judge(api, data, size)  # refuses a body that is not an object
             if refusal is None and isinstance(data, dict):
@@ -596,6 +608,30 @@ class RequestGuard:
         if refusal is None and isinstance(data, dict) and not named_in_path(path):
             scope["parsed_body"] = (tuple(data.keys()), data)  # where LiteLLM looks before parsing the body itself
         return refusal, body
+
+
+async def responses_state(scope: dict, key: str | None, data: dict) -> bool:
+    """/v1/responses' state (response_store.py): a `previous_response_id` expanded into the conversation it continues
+    (True: `data` changed), and, unless the request says `store: false`, what its answer is kept with (scope[STORE]);
+    a person whose stored responses fill their `stored_responses` is refused storing (response_store.Problem)."""
+    person = people.DIRECTORY.who(key)
+    owner = stored.owner_of(person.name if person is not None else None)
+    client = stored.redis_client()
+    previous = data.get("previous_response_id")
+    if previous is not None:
+        await stored.expand(client, owner, data)
+    if client is not None and stored.wants_store(data):
+        if person is not None and (over := await stored.over_quota(client, owner, person.stored_responses)):
+            raise over
+        scope[STORE] = (client, owner, stored.as_items(data.get("input")), previous)
+    return previous is not None
+
+
+def keeper(client: object, owner: str, items: list, previous: str | None) -> Callable[[dict], Awaitable[None]]:
+    async def keep(response: dict) -> None:
+        await stored.save(client, owner, items, response, previous)
+
+    return keep
 
 
 def model_of(scope: dict) -> str:

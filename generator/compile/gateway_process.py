@@ -47,6 +47,7 @@ def admin_env(admin_ui: bool) -> dict[str, str]:
 
 
 UI_ENV = "GATEWAY_UI"  # "0": the gateway's page is off (gateway.ui: false; gateway_hooks/gateway_page.py)
+RESPONSES_TTL_ENV = "GATEWAY_RESPONSES_TTL"  # seconds a stored response is kept (gateway_hooks/response_store.py)
 LIGHT_METRICS_ENV = "GATEWAY_LIGHT_METRICS"  # gateway.metrics: light: the request guard counts (request_counters.py)
 
 
@@ -77,6 +78,7 @@ def gateway_env(g: GatewayPlan) -> dict[str, str]:
         **admin_env(g.admin_ui),
         **metrics_env(level=g.metrics),
         **({} if g.ui else {UI_ENV: "0"}),
+        RESPONSES_TTL_ENV: str(g.responses_ttl),
     }
 
 

@@ -227,6 +227,7 @@ class GatewayPlan:
     autoheal: bool
     ui: bool = True  # the gateway's page at /gateway/ (gateway_hooks/gateway_page.py)
     metrics: str = "light"  # light: the guard's and people.py's counters; full: LiteLLM's prometheus callback
+    responses_ttl: int = 30 * 86400  # seconds a stored /v1/responses answer is kept (0: none: response_store.py)
     master_key_env: str = "LITELLM_MASTER_KEY"
     k8s: GatewayK8sPlan = GatewayK8sPlan()
 
@@ -276,13 +277,22 @@ class PersonPlan:
     parallel: int | None = None
     tokens_per_day: int | None = None
     tokens_per_month: int | None = None
+    stored_responses: int | None = None  # bytes of stored /v1/responses answers (response_store.py)
     description: str = ""
 
     @property
     def counted(self) -> bool:
         """Some limit of this person must be counted across gateway workers and replicas (in Redis)."""
         return any(
-            v is not None for v in (self.rpm, self.tpm, self.parallel, self.tokens_per_day, self.tokens_per_month)
+            v is not None
+            for v in (
+                self.rpm,
+                self.tpm,
+                self.parallel,
+                self.tokens_per_day,
+                self.tokens_per_month,
+                self.stored_responses,
+            )
         )
 
     @property

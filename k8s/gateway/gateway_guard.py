@@ -15,7 +15,9 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
 4. at import, it puts count_tokens.py's ``/v1/messages/count_tokens`` route (answered from the
    model's own backend, never forwarded elsewhere) and gateway_status.py's ``/gateway/status``
    (backends' health and metrics, for `make status`; the key only), gateway_page.py's page (``/gateway/``) and
-   ``/gateway/me`` in front of LiteLLM's, and the request guard in front of LiteLLM's middlewares.
+   ``/gateway/me``, and response_store.py's routes of a stored response (``GET /v1/responses/{id}``, its
+   ``input_items``, ``DELETE``, ``cancel``: the owner's only) in front of LiteLLM's, and the request guard in front of
+   LiteLLM's middlewares.
 
 Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
 
@@ -52,6 +54,7 @@ import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown 
 import people  # noqa: E402
 import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
+import response_store  # noqa: E402
 import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, on import: CPython's HAMT crash)
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
@@ -155,12 +158,20 @@ def route_problem(api_key: str | None, path: str) -> str | None:
             if path in PERSON_HEALTH
             else f"{path} makes every backend generate: the master key's; ask /health/readiness, or `make status`"
         )
-    if request_shapes.api_of(path) is None and not is_model_list(path):
+    if request_shapes.api_of(path) is None and not is_model_list(path) and not response_store.ROUTE.match(path):
         return (
             f"{path}: a person's key opens the inference APIs (chat, completions, responses, messages, "
-            "embeddings, rerank) and the model list; the rest is the master key's"
+            "embeddings, rerank), their stored responses and the model list; the rest is the master key's"
         )
     return None
+
+
+def response_owner(api_key: str | None) -> str | None:
+    """Whose stored responses a key reads (response_store.py): the master key's, a person's, or None (no valid key)."""
+    if is_master(api_key):
+        return response_store.owner_of(None)
+    person = people.DIRECTORY.who(api_key)
+    return response_store.owner_of(person.name) if person is not None else None
 
 
 async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
@@ -210,6 +221,7 @@ def skip_failing_otel_seed() -> bool:
 
 try:
     count_tokens.install(user_api_key_auth)
+    response_store.install(response_owner, KEY_PROBLEM)
     gateway_status.install(check_key)
     gateway_page.install(is_master, KEY_PROBLEM)
     request_guard.install(key_is_valid, KEY_PROBLEM, admit=admit, hide_ui=not ADMIN_ROUTES, route_check=route_problem)

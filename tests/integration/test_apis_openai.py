@@ -78,17 +78,6 @@ def test_responses_tool_result_turn(gateway, tool_model):
     assert second.status == "completed" and second.output
 
 
-def test_previous_response_id_is_not_stored(gateway, model):
-    """vLLM stores no responses (docs/apis.md): a follow-up by previous_response_id is a 4xx, never a 5xx."""
-    client = gateway.client()
-    first = client.responses.create(model=model.served_name, input="Say hello.", max_output_tokens=16)
-    with pytest.raises(openai.APIStatusError) as err:
-        client.responses.create(
-            model=model.served_name, input="And again.", previous_response_id=first.id, max_output_tokens=16
-        )
-    assert 400 <= err.value.status_code < 500, err.value
-
-
 # --- /v1/responses: reasoning ----------------------------------------------------------------------
 
 

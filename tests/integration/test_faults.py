@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -326,3 +327,53 @@ def _states_while_loading(gateway, model, timeout: float = 600) -> list[str]:
             return seen
         time.sleep(1)
     raise AssertionError(f"{model.name} not healthy after {timeout:.0f}s; states seen: {seen}")
+
+
+def test_a_hung_lone_backend_is_refused_503_within_seconds_and_serves_again_once_it_answers(gateway):
+    """A backend that hangs (its process group stopped: the port accepts, nothing answers) behind a model with no
+    replica and no fallback (the CPU demo's tool-caller): every request to it, sent while it hangs on chat, responses
+    and messages, whole and streamed, is answered 503 naming the model and why, with Retry-After, within 15 s (the
+    gateway's timeouts are 600 s and 120 s: its own probes find the hang, backend_health.py); `make status` reads
+    it hung; once it runs again it serves without a restart (docs/replicas.md, "A hung copy")."""
+    if gateway.stack is None:
+        pytest.skip("needs a local stack (this session's or the running `make demo`), not GATEWAY_URL")
+    lone = [m for m in gateway.plan.models if not m.fallbacks and m.on_demand is None]
+    if not lone:
+        pytest.skip("needs a model without fallbacks")
+    victim = lone[0]
+    (proc,) = [p for p in gateway.stack.procs if p.name == victim.name and p.alive()]
+    assert _ask(gateway, "/chat/completions", victim.served_name)[:2] == (200, victim.served_name)
+
+    def ask(path: str, stream: bool) -> tuple[int | str, str, str, float]:
+        start = time.monotonic()
+        try:
+            r = httpx.post(
+                gateway.url + path,
+                json={"model": victim.served_name, **BODIES[path], **({"stream": True} if stream else {})},
+                headers={"Authorization": f"Bearer {gateway.key}"},
+                timeout=60,
+            )
+        except httpx.HTTPError as exc:
+            return type(exc).__name__, "", "", time.monotonic() - start
+        return r.status_code, r.headers.get("retry-after", ""), r.text, time.monotonic() - start
+
+    os.killpg(proc.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2 * len(BODIES)) as pool:
+            asked = [pool.submit(ask, path, stream) for path in BODIES for stream in (False, True)]
+            while (state := _states(gateway)[victim.served_name]) != "hung" and time.monotonic() - stopped < 15:
+                time.sleep(0.5)
+            answers = [f.result() for f in asked]
+        assert state == "hung", f"status read {victim.served_name} {state!r} 15 s after it hung"
+        for status, retry_after, text, seconds in answers:
+            assert status == 503 and retry_after and seconds < 15, (status, retry_after, text[:300], seconds)
+            assert victim.served_name in text and "hung" in text, text[:300]
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 30  # the first probe that gets an answer lets it back: no restart
+    while (got := _ask(gateway, "/chat/completions", victim.served_name))[:2] != (200, victim.served_name):
+        assert time.monotonic() < deadline, f"{victim.served_name} not served again 30 s after it ran again: {got}"
+        time.sleep(0.5)
+    for path in BODIES:
+        assert _ask(gateway, path, victim.served_name)[:2] == (200, victim.served_name)

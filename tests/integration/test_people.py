@@ -510,3 +510,44 @@ def test_no_key_or_hash_in_logs_or_metrics(gateway, people):
         for secret in (key, key_hash(key), key_hash(key)[:12]):
             assert secret not in logs and secret not in metrics
     assert 'api_key_alias="ann"' in metrics  # the person's name is the label
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_conversation_by_previous_response_id_is_its_owners_alone(gateway, people, stream):
+    """Stored responses (docs/apis.md): three turns by previous_response_id, the expanded prompt counted, reasoning
+    items carried back; the owner reads, lists and deletes; another person gets 403 on every route; a deleted id is a
+    404."""
+    bob, ann = gateway.client(people["bob"]), gateway.client(people["ann"])
+
+    def turn(text: str, previous: str | None):
+        ask = {"model": "reasoner", "input": text, "max_output_tokens": 64}
+        if previous:
+            ask["previous_response_id"] = previous
+        if not stream:
+            return bob.responses.create(**ask)
+        with bob.responses.stream(**ask) as events:
+            for _ in events:
+                pass
+            return events.get_final_response()
+
+    first = turn("hi", None)
+    second = turn("and then?", first.id)
+    third = turn("and at last?", second.id)
+    assert third.usage.input_tokens > second.usage.input_tokens > first.usage.input_tokens  # the whole conversation
+    kinds = [i.type for i in bob.responses.input_items.list(third.id, order="asc", limit=100).data]
+    assert kinds == ["message", "reasoning", "message", "message", "reasoning", "message", "message"], kinds
+    assert bob.responses.retrieve(third.id).output_text == third.output_text
+    for refused in (
+        lambda: ann.responses.retrieve(third.id),
+        lambda: ann.responses.input_items.list(third.id),
+        lambda: ann.responses.delete(third.id),
+        lambda: ann.responses.cancel(third.id),
+        lambda: ann.responses.create(model="reasoner", input="x", previous_response_id=third.id),
+    ):
+        with pytest.raises(openai.PermissionDeniedError):
+            refused()
+    bob.responses.delete(third.id)
+    with pytest.raises(openai.NotFoundError):
+        bob.responses.retrieve(third.id)
+    with pytest.raises(openai.NotFoundError, match=third.id[:20]):
+        bob.responses.create(model="reasoner", input="x", previous_response_id=third.id)

@@ -15,7 +15,7 @@ from generator.operate.changes import Change, command_changes, plan_changes
 
 BASE = """
 gpu_memory: 80GiB
-gateway: {workers: 2}
+gateway: {responses_ttl: 0, workers: 2}  # no Redis (stored responses off): the models' changes
 metrics: {enabled: false}   # the Prometheus and dcgm-exporter services: test_metrics_services_are_left_alone
 alpha:
   gpus: [0]

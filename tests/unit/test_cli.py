@@ -109,6 +109,7 @@ def test_keys_are_made_once_kept_secret_and_reused(tmp_path):
         "VLLM_API_KEY_GLM47_FLASH",
         "VLLM_API_KEY_QWEN3_8B",
         "VLLM_API_KEY_SMALL_CHAT",
+        "REDIS_PASSWORD",  # the stack's Redis keeps stored responses (gateway.responses_ttl)
     }
     assert all(len(v) >= 32 for v in keys.values()) and len(set(keys.values())) == len(keys)
     assert stat.S_IMODE(env_path.stat().st_mode) == 0o600

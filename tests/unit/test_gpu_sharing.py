@@ -84,7 +84,7 @@ def test_compose_chains_shared_gpus_with_service_healthy_and_the_gateway_waits_f
     services = render_compose(p)["services"]
     assert services["small"]["depends_on"] == {"qwen": {"condition": "service_healthy", "required": False}}
     assert "depends_on" not in services["glm"] and "depends_on" not in services["qwen"]
-    assert "depends_on" not in services["litellm"]
+    assert services["litellm"]["depends_on"] == {"redis": {"condition": "service_healthy"}}  # stored responses only
 
 
 def test_explicit_start_after_orders_cpu_models(plan):

@@ -80,6 +80,7 @@ def test_regenerate_keeps_only_the_hashes_of_people_models_yml_still_has(write, 
             "parallel": None,
             "tokens_per_day": None,
             "tokens_per_month": None,
+            "stored_responses": None,
         }
     }
     assert key not in (tmp_path / "litellm/config.yaml").read_text()

@@ -159,7 +159,7 @@ def test_metrics_are_on_by_default_and_off_means_no_prometheus_at_all(models):
     files = render_files(off, ("stack", "k8s"))
     assert not [f for f in files if f.startswith(("prometheus/", "grafana/"))]
     doc = render_compose(off)
-    assert set(doc["services"]) == {"cpu", "litellm"} and "prometheus-data" not in doc["volumes"]
+    assert set(doc["services"]) == {"cpu", "litellm", "redis"} and "prometheus-data" not in doc["volumes"]
     assert "prometheus.io/scrape" not in files["k8s/models/cpu.yaml"]
     assert off.secret_envs == on.secret_envs  # no Grafana password when nothing uses it
 

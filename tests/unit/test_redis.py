@@ -21,7 +21,7 @@ from tests.unit.golden import assert_golden
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/cpu-compose/models.yml"
 MODEL = """
-gateway: {port: 4000}
+gateway: {port: 4000, responses_ttl: 0}
 reasoner:
   gpus: []
   command: vllm serve .cache/demo-models/reasoner --max-model-len 2048
@@ -84,6 +84,14 @@ def test_compose_redis_is_internal_with_its_password_from_the_keys_file(example)
         "port": "os.environ/REDIS_PORT",
         "password": "os.environ/REDIS_PASSWORD",
     }
+
+
+def test_stored_responses_bring_a_redis_by_default_and_responses_ttl_0_none(plan):
+    """/v1/responses answers are stored by default (gateway.responses_ttl: 30 days, response_store.py): in Redis."""
+    p = plan(MODEL.replace("responses_ttl: 0", "responses_ttl: 30d"))
+    assert p.redis is not None and p.gateway.responses_ttl == 30 * 86400
+    assert plan(MODEL.replace(", responses_ttl: 0", "")).redis is not None
+    assert plan(MODEL).redis is None and plan(MODEL).gateway.responses_ttl == 0
 
 
 def test_no_redis_anywhere_without_the_need(plan):

@@ -380,7 +380,7 @@ def test_a_stack_stopping_in_a_state_dir_that_records_another_stack_leaves_that_
         other = _fake_stack(plan, tmp_path, tmp_path / "state")  # e.g. a test stack pointed at the demo's state dir
         other.stop(grace=2)
         assert (running.state_dir / "state.json").read_text() == before
-        assert stop_recorded(running.state_dir, grace=5) == 2  # `down` still finds the running stack's processes
+        assert stop_recorded(running.state_dir, grace=5) == 3  # `down` finds the running stack's processes, Redis too
     finally:
         running.stop(grace=2)
 

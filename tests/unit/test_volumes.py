@@ -36,7 +36,7 @@ def test_compose_mounts_them_after_the_caches_and_declares_named_volumes(plan):
         "weights:/models:ro",
         "/srv/x:/x",
     ]
-    assert list(doc["volumes"]) == ["hf-cache", "vllm-cache", "prometheus-data", "weights"]
+    assert list(doc["volumes"]) == ["hf-cache", "vllm-cache", "prometheus-data", "redis-data", "weights"]
 
 
 def test_the_cpu_compose_example_bind_mounts_the_demo_weights_read_only():

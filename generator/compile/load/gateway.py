@@ -27,6 +27,7 @@ def plan(s: State) -> GatewayPlan:
         autoheal=g.autoheal,
         ui=g.ui,
         metrics=g.metrics,
+        responses_ttl=int(g.responses_ttl),
         k8s=GatewayK8sPlan(replicas=g.k8s.replicas, expose=g.k8s.expose, namespace=g.k8s.namespace),
     )
     if g.autoheal:

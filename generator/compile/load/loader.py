@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..plan import ModelPlan, PersonPlan, Plan, RedisPlan
+from ..plan import GatewayPlan, ModelPlan, PersonPlan, Plan, RedisPlan
 from . import (
     adapters,
     backends,
@@ -95,17 +95,20 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         metrics=metrics_plan,
         controller=controller,
         people=people_plan,
-        redis=RedisPlan(image=s.file.gateway.redis_image) if needs_redis(people_plan, s.backends) else None,
+        redis=RedisPlan(image=s.file.gateway.redis_image)
+        if needs_redis(people_plan, s.backends, gateway_plan)
+        else None,
         hosted=tuple(s.hosted),
     )
 
 
-def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan]) -> bool:
+def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan], gateway: GatewayPlan) -> bool:
     """THE one place that decides whether the stack runs a Redis (local runtime, compose, Kubernetes) and the
     gateway is pointed at it. A feature that needs state shared by the gateway's workers or replicas adds its
-    condition here (`or ...`); nothing else looks at it. Today: a person with a limit that must be counted; a model
-    with replicas (where a new conversation goes, by the requests in flight on each replica: replica_routing.py)."""
-    return any(p.counted for p in people) or any(m.replicas > 1 for m in models)
+    condition here (`or ...`); nothing else looks at it. Today: stored /v1/responses answers (gateway.responses_ttl
+    above 0, the default: response_store.py); a person with a limit that must be counted; a model with replicas
+    (where a new conversation goes, by the requests in flight on each replica: replica_routing.py)."""
+    return gateway.responses_ttl > 0 or any(p.counted for p in people) or any(m.replicas > 1 for m in models)
 
 
 def load_plan(path: Path | str, catalog: Catalog | None = None, notify: Callable[[str], None] | None = None) -> Plan:

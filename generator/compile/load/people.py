@@ -47,6 +47,7 @@ def _people_plan(file: ModelsFile, models: list[ModelPlan]) -> tuple[tuple[Perso
                 parallel=entry.parallel,
                 tokens_per_day=entry.tokens_per_day,
                 tokens_per_month=entry.tokens_per_month,
+                stored_responses=entry.stored_responses,
                 description=entry.description.strip(),
             )
         )

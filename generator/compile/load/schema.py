@@ -133,18 +133,18 @@ def _volume(value: object) -> str:
     return value
 
 
-DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION_HINT = "use a duration such as 90s, 10m or 1h"
 
 
 def parse_duration(value: object) -> float:
-    """`90s`, `10m`, `1h`, a plain number of seconds, or 0 -> seconds."""
+    """`90s`, `10m`, `1h`, `30d`, a plain number of seconds, or 0 -> seconds."""
     if isinstance(value, bool):
         raise ValueError(f"expected a duration, got {value!r}; {DURATION_HINT}")
     if isinstance(value, (int, float)):
         seconds = float(value)
     else:
-        m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*$", str(value).lower())
+        m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*$", str(value).lower())
         if not m:
             raise ValueError(f"{value!r} is not a duration; {DURATION_HINT}")
         seconds = float(m[1]) * DURATION_UNITS.get(m[2] or "s", 1)
@@ -173,7 +173,7 @@ def _text(pattern: str) -> dict:
 # the same syntax as sizes.parse_size / parse_bytes and parse_duration, in a regex an editor can check
 SIZE_TEXT = r"^\s*(\d+(\.\d+)?[kmgt]|\d+[KMGT]|\d+)\s*$"
 BYTES_TEXT = r"^\s*\d+(\.\d+)?\s*[KMGT]iB\s*$"
-DURATION_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*[smhSMH]?\s*$"
+DURATION_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*[smhdSMHD]?\s*$"
 SCALAR = ({"type": "string"}, {"type": "number"})  # what _env_value takes: text or a number, never true/false
 
 Size = Annotated[
@@ -184,12 +184,14 @@ Size = Annotated[
 Seconds = Annotated[
     float,
     BeforeValidator(parse_duration),
-    _json("duration (90s, 10m, 1h, or seconds)", {"type": "number", "minimum": 0}, _text(DURATION_TEXT)),
+    _json("duration (90s, 10m, 1h, 30d, or seconds)", {"type": "number", "minimum": 0}, _text(DURATION_TEXT)),
 ]
 PositiveSeconds = Annotated[
     float,
     BeforeValidator(_positive_duration),
-    _json("duration (90s, 10m, 1h, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0}, _text(DURATION_TEXT)),
+    _json(
+        "duration (90s, 10m, 1h, 30d, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0}, _text(DURATION_TEXT)
+    ),
 ]
 Volume = Annotated[
     str,
@@ -578,9 +580,12 @@ class Gateway(_Strict):
     spend, keys, teams...), about +19 % gateway CPU per request (docs/benchmarks.md)."""
     autoheal: StrictBool = False
     """Restart unhealthy backends (adds a container holding the Docker socket; see SECURITY.md)."""
+    responses_ttl: Seconds = 30 * 86400.0
+    """How long the gateway keeps a stored /v1/responses answer (`store: true`, OpenAI's default) for
+    `previous_response_id` and `GET /v1/responses/{id}` (docs/apis.md), in the stack's Redis; 0: none is stored."""
     redis_image: str = REDIS_IMAGE
-    """The image of the stack's Redis (compose, Kubernetes), started only when the stack needs one (`people:` with
-    limits, a model with `replicas` > 1); the local runtime runs Debian's redis-server instead."""
+    """The image of the stack's Redis (compose, Kubernetes), started only when the stack needs one (stored responses,
+    `people:` with limits, a model with `replicas` > 1); the local runtime runs Debian's redis-server instead."""
     k8s: GatewayK8s = GatewayK8s()
 
 
@@ -805,6 +810,13 @@ class HostedEntry(_Strict):
 Count = Annotated[int, Field(ge=1), NOT_BOOL]
 
 
+StoredBytes = Annotated[
+    int,
+    BeforeValidator(lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else parse_bytes(v)),
+    _json("size (64MiB, 1GiB, or bytes)", {"type": "integer", "minimum": 1}, _text(BYTES_TEXT)),
+]
+
+
 class Person(_Strict):
     """One person (or service) with a key of their own: `make key NAME=<name>` prints it (docs/keys.md). Limits are
     counted per person across every gateway worker and replica (a Redis the stack starts); over one: 429."""
@@ -821,6 +833,9 @@ class Person(_Strict):
     """Tokens (prompt + output) per UTC day; past it: 429 until midnight UTC."""
     tokens_per_month: Size | None = None
     """Tokens (prompt + output) per UTC calendar month; past it: 429 until the 1st."""
+    stored_responses: StoredBytes | None = None
+    """Bytes of stored /v1/responses answers this person may keep (gateway.responses_ttl); full: a request that would
+    store one more is a 429 until some are deleted or expire (`store: false` still answers)."""
     description: str = ""
     """Who this is (shown by `make usage`)."""
 

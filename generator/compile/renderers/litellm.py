@@ -39,6 +39,7 @@ GATEWAY_MODULES = (
     "request_counters",
     "request_guard",
     "request_shapes",
+    "response_store",
     ROUTING_MODULE,
     "stack_redis",
     "status_report",
@@ -101,6 +102,7 @@ def people_policy(plan: Plan) -> dict:
             "parallel": p.parallel,
             "tokens_per_day": p.tokens_per_day,
             "tokens_per_month": p.tokens_per_month,
+            "stored_responses": p.stored_responses,
         }
         for p in plan.people
     }

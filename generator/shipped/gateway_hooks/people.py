@@ -4,7 +4,7 @@ Two files beside this module (the gateway's config folder), read again whenever 
 once a second per worker), so adding a person, changing limits, rotating or revoking a key needs no restart:
 
 - people.json (generated from models.yml, no secret): {name: {models, rpm, tpm, parallel, tokens_per_day,
-  tokens_per_month}}; `models` null = every model;
+  tokens_per_month, stored_responses}}; `models` null = every model;
 - people-keys.json (written by `make key` / the runtime from the keys file): {sha256 of a key: name}. The gateway
   never holds a person's key, only its hash; a key whose hash is not there is unknown (401).
 
@@ -47,6 +47,7 @@ class Person(NamedTuple):  # not a dataclass: LiteLLM loads the hooks without re
     parallel: int | None
     tokens_per_day: int | None
     tokens_per_month: int | None
+    stored_responses: int | None = None  # bytes of stored responses (response_store.py) this person may keep
 
 
 def key_hash(key: str) -> str:
@@ -68,6 +69,7 @@ def _person(name: str, spec: dict) -> Person:
         spec.get("parallel"),
         spec.get("tokens_per_day"),
         spec.get("tokens_per_month"),
+        spec.get("stored_responses"),
     )
 
 
