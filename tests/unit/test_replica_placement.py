@@ -250,7 +250,13 @@ def test_litellm_success_and_failure_events_release_what_the_placement_counted(
         dead = f"http://127.0.0.1:{free_port()}/v1"
         router = _router(config, {"plain-1": f"http://127.0.0.1:{live.port}/v1", "plain-2": dead})
         routing = rr.ReplicaRouting(placement(redis_port))
-        saved = litellm.callbacks
+        # LiteLLM keeps one callback per class in its event lists (logging_callback_manager): a ReplicaRouting an
+        # earlier test of this process registered (test_replica_routing's, test_backend_health's) would get this
+        # test's events, and this one none. The lists are emptied for the test and put back after it.
+        lists = ("input_callback", "success_callback", "failure_callback", "_async_success_callback")
+        lists += ("_async_failure_callback", "callbacks")
+        saved = {name: getattr(litellm, name) for name in lists}
+        litellm.logging_callback_manager._reset_all_callbacks()
         litellm.callbacks = [routing]
         try:
 
@@ -268,7 +274,7 @@ def test_litellm_success_and_failure_events_release_what_the_placement_counted(
 
             answers = await asyncio.gather(*(one(i) for i in range(16)), return_exceptions=True)
             # LiteLLM logs success after the answer (streams: after the last chunk), in tasks of its own: up to 10 s
-            # for them on a busy machine (0.5 s was once too short: 16 counts not yet released)
+            # for them on a busy machine
             deadline = time.monotonic() + 10
             while (loads := await routing.placement.loads(["plain-1", "plain-2"])) != {"plain-1": 0, "plain-2": 0}:
                 if time.monotonic() > deadline:
@@ -276,7 +282,8 @@ def test_litellm_success_and_failure_events_release_what_the_placement_counted(
                 await asyncio.sleep(0.1)
             return answers, loads
         finally:
-            litellm.callbacks = saved
+            for name, value in saved.items():
+                setattr(litellm, name, value)
             await live.close()
 
     answers, loads = asyncio.run(main())
