@@ -487,6 +487,41 @@ def test_a_killed_api_server_takes_its_engine_with_it(stack):
     stack.start_backend("plain-2", wait=True)  # its port is free: it starts
 
 
+def responses_turn(c: openai.OpenAI, text: str, previous: str | None, stream: bool):
+    """One /v1/responses turn (stored: the default), continuing `previous` by previous_response_id."""
+    ask = {"model": "plain", "input": text, "max_output_tokens": 8}
+    if previous:
+        ask["previous_response_id"] = previous
+    if not stream:
+        return c.responses.create(**ask)
+    with c.responses.stream(**ask) as events:
+        for _ in events:
+            pass
+        return events.get_final_response()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_conversation_by_previous_response_id_continues_on_either_replica_and_across_a_gateway_restart(stack, stream):
+    """Issue 63: stored responses on two replicas behind two workers. vLLM keeps nothing (each replica would know only
+    its own turns): the gateway expands previous_response_id from the stack's Redis, so every turn carries the whole
+    conversation whichever replica and worker it lands on; the whole run, the gateway restarted between two turns,
+    shows the state outlives the gateway's processes."""
+    c = client(stack, timeout=60)
+    before = served(stack)
+    first = responses_turn(c, f"Stored {stream} {uuid.uuid4()}", None, stream)
+    second = responses_turn(c, "And then?", first.id, stream)
+    if not stream:  # the gateway's processes end and start again: what they held in memory is gone
+        stack.kill("gateway")
+        stack.start_gateway(wait=True)
+        c = client(stack, timeout=60)
+    third = responses_turn(c, "And at last?", second.id, stream)
+    assert third.usage.input_tokens > second.usage.input_tokens > first.usage.input_tokens  # the whole conversation
+    kinds = [(i.type, i.role) for i in c.responses.input_items.list(third.id, order="asc", limit=100).data]
+    assert kinds == [("message", "user"), ("message", "assistant")] * 2 + [("message", "user")], kinds
+    grew = {name: served(stack)[name] - before[name] for name in REPLICAS}
+    assert sum(grew.values()) == 3, grew  # three turns, each answered once, by whichever replica the router chose
+
+
 def test_with_redis_gone_no_request_fails_and_each_conversation_still_stays_on_one_replica(stack):
     """Last in this file: the stack's Redis is killed (SIGKILL) and stays down. Every request is answered, routed
     by the stateless hash, so each conversation's turns still land on one replica."""

@@ -372,9 +372,11 @@ def render_litellm(
         "disable_spend_logs": True,
         "disable_error_logs": True,
     }
-    if (redis := redis_settings(plan)) is not None:
+    if (redis := redis_settings(plan)) is not None and any(p.counted for p in plan.people):
         # LiteLLM's coordination Redis: its rate limiter (people's limits) counts there, atomically, so every
-        # worker and replica shares one count; explicit, so a Redis that cannot be reached fails the start
+        # worker and replica shares one count; explicit, so a Redis that cannot be reached fails the start. Only
+        # then: the stack's other uses of its Redis (stored responses, replica placement, hung backends) go through
+        # stack_redis.py, and LiteLLM given a Redis would count every request there too
         general_settings["coordination_redis"] = redis
     return {
         "model_list": [e for m in plan.models for e in model_entries(m, plan, api_base, controller_host)]

@@ -505,6 +505,8 @@ class LocalStack:
     def start_gateway(self, api_base: Callable[[ModelPlan], str] | None = None, wait: bool = True) -> Proc:
         if problem := port_problem(self.plan.gateway.port, "gateway"):
             raise StackError(problem)
+        if self.plan.redis and self.redis_port is None:  # a gateway started alone (a bench, a test): its Redis first
+            self.start_redis()
         proc = self._gateway(self.write_gateway_config(api_base or local_api_base))
         env = {**self.keys(), **self.provider_keys(), **self.gateway_env()}
         if self.plan.redis and self.redis_port:
