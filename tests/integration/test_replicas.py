@@ -416,10 +416,16 @@ def test_a_stopped_replica_is_hung_within_seconds_holds_no_request_and_comes_bac
                 results.append((outcome, api, stream, detail, seconds, time.strftime("%X")))
             i += 1
 
+    # both replicas serving first: the test before this one restarted plain-2 (in a CI run it then got no request
+    # during the 30 s below, and the test proved nothing)
+    deadline, before = time.monotonic() + 60, served(stack)
+    while states(stack)["plain-2"] != "healthy" or served(stack)["plain-2"] == before["plain-2"]:
+        assert time.monotonic() < deadline, f"plain-2 served no request in 60 s: {states(stack)}"
+        conversation(client(stack, timeout=60), f"Before the stop {uuid.uuid4()}", turns=1)
     seen: dict[str, dict] = {}
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         futures = [pool.submit(client_loop, k) for k in range(6)]
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while (held := running(stack, "plain-2")) < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGSTOP)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -71,6 +72,7 @@ from .processes import (
     Proc,
     end_session,
     port_problem,
+    session_processes,
     signal_group,
     started_at,
     stop_processes,
@@ -537,6 +539,7 @@ class LocalStack:
         """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""
         procs = [p for p in self.procs if p.name == name and p.alive()]
         for p in procs:
+            members = session_processes(p.pid, p.started)  # what it started too: its port is free once they are gone
             signal_group(p.pid, signal.SIGKILL)
             if p.popen:
                 p.popen.wait(timeout=30)
@@ -544,6 +547,7 @@ class LocalStack:
                 deadline = time.monotonic() + 30
                 while p.alive() and time.monotonic() < deadline:
                     time.sleep(0.1)
+            psutil.wait_procs(members, timeout=30)
         self.procs = [p for p in self.procs if p not in procs]
         self._save_state()
 

@@ -373,10 +373,17 @@ class MaxTokensClamp(CustomLogger):
                     return refusal
             original_exception.param = refusal.param  # type: ignore[attr-defined]  # any exception type
             return refusal
+        if (hung := backend_health.hung_failure(request_data, original_exception)) is not None:
+            # /v1/messages answers from the exception's own fields (it does not take the hook's answer)
+            for field, value in (("status_code", 503), ("message", hung.detail), ("headers", hung.headers)):
+                try:
+                    setattr(original_exception, field, value)
+                except AttributeError:  # read-only fields: the other APIs still get the hook's answer
+                    break
         return (
             not_an_embedding_model(request_data, original_exception)
             or hosted_failure(request_data, original_exception)
-            or backend_health.hung_failure(request_data, original_exception)
+            or hung
         )
 
 
