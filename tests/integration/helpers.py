@@ -118,3 +118,17 @@ def status_json(gateway, *extra: str) -> tuple[int, dict]:
     out = run_status("--models", gateway.plan.source, *extra, env=env)
     assert out.stdout, out.stderr
     return out.returncode, json.loads(out.stdout)
+
+
+def responses_turn(client, model: str, text: str, previous: str | None, stream: bool, max_output_tokens: int = 64):
+    """One /v1/responses turn (stored: the default), continuing `previous` by previous_response_id; streamed, the
+    final response the stream ends with."""
+    ask = {"model": model, "input": text, "max_output_tokens": max_output_tokens}
+    if previous:
+        ask["previous_response_id"] = previous
+    if not stream:
+        return client.responses.create(**ask)
+    with client.responses.stream(**ask) as events:
+        for _ in events:
+            pass
+        return events.get_final_response()

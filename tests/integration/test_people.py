@@ -22,7 +22,7 @@ import pytest
 from generator.operate.keys import LOCAL_HEADER, drop_key, person_key, write_hashes
 from generator.shipped.gateway_hooks.people import API_KEY_PREFIX, key_hash
 from tests.conftest import host_ports_lock
-from tests.integration.helpers import status_json
+from tests.integration.helpers import responses_turn, status_json
 
 RELOAD = 5.0  # seconds the issue allows for a key change to reach the running gateway
 ROOT = Path(__file__).resolve().parents[2]
@@ -520,15 +520,7 @@ def test_a_conversation_by_previous_response_id_is_its_owners_alone(gateway, peo
     bob, ann = gateway.client(people["bob"]), gateway.client(people["ann"])
 
     def turn(text: str, previous: str | None):
-        ask = {"model": "reasoner", "input": text, "max_output_tokens": 64}
-        if previous:
-            ask["previous_response_id"] = previous
-        if not stream:
-            return bob.responses.create(**ask)
-        with bob.responses.stream(**ask) as events:
-            for _ in events:
-                pass
-            return events.get_final_response()
+        return responses_turn(bob, "reasoner", text, previous, stream)
 
     first = turn("hi", None)
     second = turn("and then?", first.id)

@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from generator.compile.load.loader import load_plan
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.ports import consecutive_free_ports, free_port
+from tests.integration.helpers import responses_turn
 
 from .conftest import ROOT
 
@@ -493,19 +494,6 @@ def test_a_killed_api_server_takes_its_engine_with_it(stack):
     stack.start_backend("plain-2", wait=True)  # its port is free: it starts
 
 
-def responses_turn(c: openai.OpenAI, text: str, previous: str | None, stream: bool):
-    """One /v1/responses turn (stored: the default), continuing `previous` by previous_response_id."""
-    ask = {"model": "plain", "input": text, "max_output_tokens": 8}
-    if previous:
-        ask["previous_response_id"] = previous
-    if not stream:
-        return c.responses.create(**ask)
-    with c.responses.stream(**ask) as events:
-        for _ in events:
-            pass
-        return events.get_final_response()
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_conversation_by_previous_response_id_continues_on_either_replica_and_across_a_gateway_restart(stack, stream):
     """Issue 63: stored responses on two replicas behind two workers. vLLM keeps nothing (each replica would know only
@@ -514,13 +502,13 @@ def test_a_conversation_by_previous_response_id_continues_on_either_replica_and_
     shows the state outlives the gateway's processes."""
     c = client(stack, timeout=60)
     before = served(stack)
-    first = responses_turn(c, f"Stored {stream} {uuid.uuid4()}", None, stream)
-    second = responses_turn(c, "And then?", first.id, stream)
+    first = responses_turn(c, "plain", f"Stored {stream} {uuid.uuid4()}", None, stream, 8)
+    second = responses_turn(c, "plain", "And then?", first.id, stream, 8)
     if not stream:  # the gateway's processes end and start again: what they held in memory is gone
         stack.kill("gateway")
         stack.start_gateway(wait=True)
         c = client(stack, timeout=60)
-    third = responses_turn(c, "And at last?", second.id, stream)
+    third = responses_turn(c, "plain", "And at last?", second.id, stream, 8)
     assert third.usage.input_tokens > second.usage.input_tokens > first.usage.input_tokens  # the whole conversation
     kinds = [(i.type, i.role) for i in c.responses.input_items.list(third.id, order="asc", limit=100).data]
     assert kinds == [("message", "user"), ("message", "assistant")] * 2 + [("message", "user")], kinds

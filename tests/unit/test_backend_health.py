@@ -6,7 +6,6 @@ processes stopped with SIGSTOP behind the real gateway): tests/integration/test_
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import time
 
 import httpx
@@ -16,20 +15,12 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tests.unit.test_replica_placement import PASSWORD, redis_db, redis_port  # noqa: F401  (fixtures)
-from tests.unit.test_replica_routing import HOOKS, _router, _routing, two_replicas  # noqa: F401  (fixture)
+from tests.unit.test_replica_routing import HOOKS, _router, _routing, hook_module, two_replicas  # noqa: F401  (fixture)
 
 rr = _routing()
 
 
-def _health_module():
-    """The module as LiteLLM loads it: by path, from beside config.yaml."""
-    spec = importlib.util.spec_from_file_location("backend_health", HOOKS / "backend_health.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bh = _health_module()
+bh = hook_module("backend_health")  # as LiteLLM loads it: by path, from beside config.yaml
 bh.PROBE_TIMEOUT = 0.4  # a probe that connected and got nothing for 0.4 s is silent (3 s in a gateway)
 
 

@@ -27,12 +27,16 @@ EXAMPLE = ROOT / "examples/replicas/models.yml"
 CPU_EXAMPLE = ROOT / "examples/cpu-replicas/models.yml"
 
 
-def _routing():
-    """The module as LiteLLM loads it: by path, from beside config.yaml."""
-    spec = importlib.util.spec_from_file_location("replica_routing", HOOKS / "replica_routing.py")
+def hook_module(name: str):
+    """A gateway hook module as LiteLLM loads it: by path, from beside config.yaml (a fresh copy at each call)."""
+    spec = importlib.util.spec_from_file_location(name, HOOKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _routing():
+    return hook_module("replica_routing")
 
 
 rr = _routing()
