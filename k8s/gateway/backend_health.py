@@ -1,6 +1,6 @@
 # GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
 # vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
-"""Hung backends (issue 58, docs/replicas.md "A hung copy"): found by the gateway's own probes, shared by every
+"""Hung backends (issue 58, docs/replicas.md, "A hung backend"): found by the gateway's own probes, shared by every
 worker through the stack's Redis, kept out of routing, and what waits on them cut off so it goes elsewhere.
 
 A GPU backend that hangs (an NCCL or CUDA stall, an engine deadlock, a GPU fallen off the bus) keeps its process and

@@ -334,7 +334,7 @@ def test_a_hung_lone_backend_is_refused_503_within_seconds_and_serves_again_once
     replica and no fallback (the CPU demo's tool-caller): every request to it, sent while it hangs on chat, responses
     and messages, whole and streamed, is answered 503 naming the model and why, with Retry-After, within 15 s (the
     gateway's timeouts are 600 s and 120 s: its own probes find the hang, backend_health.py); `make status` reads
-    it hung; once it runs again it serves without a restart (docs/replicas.md, "A hung copy")."""
+    it hung; once it runs again it serves without a restart (docs/replicas.md, "A hung backend")."""
     if gateway.stack is None:
         pytest.skip("needs a local stack (this session's or the running `make demo`), not GATEWAY_URL")
     lone = [m for m in gateway.plan.models if not m.fallbacks and m.on_demand is None]
