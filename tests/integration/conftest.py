@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,6 +171,21 @@ def tested_families() -> list[Family]:
     return [f for f in every if f.name in names]
 
 
+STREAM_INTERVAL = re.compile(r"\s*--stream-interval[ =]\d+")
+
+
+def streaming(doc: dict, models, interval: int) -> dict:
+    """models.yml `doc` with each of `models`' backends streaming `interval` tokens a delta (vLLM's default 1: no
+    flag), whatever interval its command asked before."""
+    for name in models:
+        command = STREAM_INTERVAL.sub("", doc[name]["command"]).rstrip()
+        doc[name] = {
+            **doc[name],
+            "command": command + (f" --stream-interval {interval}" if interval != 1 else "") + "\n",
+        }
+    return doc
+
+
 class Stacks:
     """The families' stack at the stream interval asked for, started when first asked (the other one stopped)."""
 
@@ -188,27 +204,17 @@ class Stacks:
         assert self.gateway is not None
         return self.gateway, next(name for name, f in self.gateway.scripts.items() if f == fam.name)
 
-    def models_yml(self, interval: int, ports_of: Path | None = None) -> Path:
-        """The families' models.yml with each backend streaming `interval` tokens a delta, on free ports (or on the
-        ports of the models.yml `ports_of`)."""
+    def models_yml(self, interval: int) -> Path:
+        """The families' models.yml, each backend streaming `interval` tokens a delta, on free ports."""
         wanted = {f.name for f in tested_families()}
         models = {m.served_name for m in load_plan(PARSERS_EXAMPLE).models if family_of(ROOT / m.model) in wanted}
         doc = {k: v for k, v in yaml.safe_load(PARSERS_EXAMPLE.read_text()).items() if k in TOP_LEVEL or k in models}
-        if interval != 1:
-            for name in models:
-                doc[name] = {**doc[name], "command": doc[name]["command"].rstrip() + f" --stream-interval {interval}\n"}
-        header = f"# {PARSERS_EXAMPLE}, --stream-interval {interval}\n"
-        if ports_of is not None:  # the same gateway, models and controller ports: only the commands differ
-            ports = yaml.safe_load(ports_of.read_text())
-            for name, entry in ports.items():
-                if isinstance(entry, dict) and "port" in entry:
-                    doc[name] = {**(doc.get(name) or {}), "port": entry["port"]}
-            out = self.tmp / f"every-{interval}.yml"
-            out.write_text(header + yaml.safe_dump(doc, sort_keys=False))
-            return out
         folder = self.tmp / f"every-{interval}"
         folder.mkdir()
-        (folder / "stack.yml").write_text(header + yaml.safe_dump(doc, sort_keys=False))
+        (folder / "stack.yml").write_text(
+            f"# {PARSERS_EXAMPLE}, --stream-interval {interval}\n"
+            + yaml.safe_dump(streaming(doc, models, interval), sort_keys=False)
+        )
         return on_free_ports(folder / "stack.yml", folder / "models.yml")
 
     def start(self, interval: int) -> None:
@@ -221,8 +227,14 @@ class Stacks:
         """The running stack's backends restarted streaming `interval` tokens a delta: the gateway, its Redis and the
         vLLM fork server keep running (same ports, names and keys), which saves their start (~30 CPU-s)."""
         assert self.stack is not None
-        plan = load_plan(self.models_yml(interval, ports_of=Path(self.stack.plan.source)))
-        names = [m.name for m in plan.models]
+        source = Path(self.stack.plan.source)  # the running stack's models.yml: its ports, only the commands change
+        names = [m.name for m in self.stack.plan.models]
+        out = self.tmp / f"every-{interval}.yml"
+        out.write_text(
+            f"# {source}, --stream-interval {interval}\n"
+            + yaml.safe_dump(streaming(yaml.safe_load(source.read_text()), names, interval), sort_keys=False)
+        )
+        plan = load_plan(out)
         for name in names:
             self.stack.kill(name)
         self.stack.plan, self.interval = plan, interval
