@@ -184,6 +184,17 @@ def apply_defaults(api: Api, data: dict, defaults: dict[str, object]) -> list[st
     return written
 
 
+def answer_in(exc: Exception, **fields) -> bool:
+    """Set the fields an endpoint that ignores a failure hook's answer builds its own answer from (/v1/completions,
+    /v1/messages); False when the exception type has read-only ones (LiteLLM's own answer then stands there)."""
+    for field, value in fields.items():
+        try:
+            setattr(exc, field, value)
+        except AttributeError:
+            return False
+    return True
+
+
 class MaxTokensClamp(CustomLogger):
     def __init__(self, clamp: bool = True) -> None:
         super().__init__()
@@ -368,20 +379,12 @@ class MaxTokensClamp(CustomLogger):
                 pass
         if (refusal := refused_in_stream(original_exception)) is not None:
             # /v1/completions answers from the exception's own fields (it does not take the hook's answer)
-            for field, value in (("status_code", 400), ("message", refusal.message), ("type", refusal.type)):
-                try:
-                    setattr(original_exception, field, value)
-                except AttributeError:  # an exception type with read-only fields: LiteLLM's 500 stands
-                    return refusal
-            original_exception.param = refusal.param  # type: ignore[attr-defined]  # any exception type
+            if answer_in(original_exception, status_code=400, message=refusal.message, type=refusal.type):
+                original_exception.param = refusal.param  # type: ignore[attr-defined]  # any exception type
             return refusal
         if (hung := backend_health.hung_failure(request_data, original_exception)) is not None:
             # /v1/messages answers from the exception's own fields (it does not take the hook's answer)
-            for field, value in (("status_code", 503), ("message", hung.detail), ("headers", hung.headers)):
-                try:
-                    setattr(original_exception, field, value)
-                except AttributeError:  # read-only fields: the other APIs still get the hook's answer
-                    break
+            answer_in(original_exception, status_code=503, message=hung.detail, headers=hung.headers)
         return (
             not_an_embedding_model(request_data, original_exception)
             or hosted_failure(request_data, original_exception)
