@@ -34,6 +34,7 @@ MODELINE = "# yaml-language-server: $schema="
 SECTIONS: dict[str, str] = {
     "ModelsFile": "models.yml (top level)",
     "ModelEntry": "<model>",
+    "ReplicaRange": "<model>.replicas (a range)",
     "HostedEntry": "<model> with provider: (hosted)",
     "LitellmParams": "<model>.litellm",
     "OnDemand": "<model>.on_demand",

@@ -77,7 +77,7 @@ def replica_gpus(
 
 def place(s: State, m: Model) -> None:
     """Each replica's GPUs; a model whose GPUs do not split stops here."""
-    m.gpu_sets, found = replica_gpus(m.name, m.cmd, m.entry.gpus, m.entry.replicas)
+    m.gpu_sets, found = replica_gpus(m.name, m.cmd, m.entry.gpus, m.entry.copies)
     s.findings += found
     if not m.gpu_sets:
         m.stopped = True

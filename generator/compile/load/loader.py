@@ -13,6 +13,7 @@ from pathlib import Path
 from ..plan import GatewayPlan, ModelPlan, PersonPlan, Plan, RedisPlan
 from . import (
     adapters,
+    autoscale,
     backends,
     commands,
     context,
@@ -64,6 +65,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             gpus.place,  # each replica's GPUs
             backends.plan,  # each backend (the model, or each replica): port, plan, on-demand, fit
             replicas.check,  # what one copy per model assumes
+            autoscale.plan,  # replicas: {min, max}: copies above min on demand, started by the load
             context.warn,  # then the model's warnings: a context above the model's,
             media.warn,  # media hosts,
             parser_support.warn,  # parsers the pinned vLLM gets wrong,
@@ -75,6 +77,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
     parser_repairs.apply(s)  # the repaired vLLM parsers a backend loads
     ports.check(s)  # served names and ports: one per model
     adapters.unique(s)  # adapter names
+    autoscale.share_gpus(s)  # copies started by the load: GPUs of their own, or of one on-demand group
     gpu_memory.rule(s)  # the models sharing a GPU fit in it
     hosted.plan(s)  # hosted models (`provider:`)
     routing.route(s)  # fallbacks, context fallbacks, aliases
@@ -95,11 +98,14 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         metrics=metrics_plan,
         controller=controller,
         people=people_plan,
-        redis=RedisPlan(image=s.file.gateway.redis_image)
-        if needs_redis(people_plan, s.backends, gateway_plan)
-        else None,
+        redis=redis_plan(s, people_plan, gateway_plan),
         hosted=tuple(s.hosted),
     )
+
+
+def redis_plan(s: State, people: tuple[PersonPlan, ...], gateway: GatewayPlan) -> RedisPlan | None:
+    """The stack's Redis, when needs_redis says so."""
+    return RedisPlan(image=s.file.gateway.redis_image) if needs_redis(people, s.backends, gateway) else None
 
 
 def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan], gateway: GatewayPlan) -> bool:

@@ -24,6 +24,7 @@ from ..litellm import gateway_modules, people_file, render_litellm
 from ..parser_repairs import REPAIRS_DIR, repair_files
 from ..target import Target
 from ..text import dump_yaml, header
+from .autoscale import k8s_plan, with_scaling
 from .backend import REPAIRS_CONFIG_MAP, backend_objects, backend_problems, local_adapters, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
@@ -106,11 +107,15 @@ def on_demand_problems(plan: Plan) -> list[Problem]:
 
 
 def k8s_files(plan: Plan) -> dict[str, str]:
+    plan = k8s_plan(plan)  # replicas: {min, max}: KEDA starts and stops the copies (autoscale.py)
     problems = on_demand_problems(plan) + backend_problems(plan) + gpu_problems(plan)
     if problems:
         raise ConfigError(problems)
     config = gateway_config(plan)
-    models = {f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, backend_objects(m, plan)) for m in plan.models}
+    models = {
+        f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, with_scaling(m, plan, backend_objects(m, plan)))
+        for m in plan.models
+    }
     if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
         models[f"{K8S_DIR}/{MONITORING_FILE}"] = documents(plan, monitoring_objects(plan))
     if plan.redis:
