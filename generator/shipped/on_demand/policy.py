@@ -47,6 +47,7 @@ class ModelSpec:
     idle_timeout: float  # 0: never for idleness, only when its group needs room
     unload: str = "stop"  # stop | sleep
     gpus: tuple[int, ...] = ()
+    by_load: bool = False  # a copy started by its model's queue (scaling.py), never by a request of its own
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class ModelState:
     unload_seconds: float | None = None
     unloading: bool = False  # draining, and the unload itself is under way (Unload was emitted)
     unload_reason: str = ""
+    wanted_since: float | None = None  # scaling.py asked for a load (want()), not yet started
 
     @property
     def holds_room(self) -> bool:
@@ -129,6 +131,15 @@ class Policy:
         w = Waiter(next(self._ids), name, now)
         if m.state is State.LOADED:
             self._admit(m, w, now)
+        elif m.spec.by_load:  # the gateway sent it to a copy that is not serving: it retries another copy at once
+            self._emit(
+                Refuse(
+                    w,
+                    503,
+                    f"copy {name} is {m.state.value} (started and stopped by its model's load); another copy answers",
+                    1,
+                )
+            )
         elif len(m.queue) >= self.settings.queue:
             self._emit(
                 Refuse(
@@ -208,6 +219,15 @@ class Policy:
             while m.queue and now - m.queue[0].since >= self.settings.load_timeout:
                 self._emit(self._timed_out(m, m.queue.popleft(), now))
         self._schedule(now)
+
+    def want(self, name: str, now: float) -> bool:
+        """Load `name` without a request (scaling.py: its model's queue grew); False when it is not stopped."""
+        m = self.models[name]
+        if m.state not in (State.STOPPED, State.FAILED, State.ASLEEP) or m.wanted_since is not None:
+            return False
+        m.wanted_since = now
+        self._schedule(now)
+        return True
 
     def actions(self) -> list[Action]:
         """What to do now, in order; each action is returned once."""
@@ -293,8 +313,13 @@ class Policy:
                 self._start_unload(crowded, now, f"group {crowded.spec.group}: more than one member loaded")
                 continue
             wanted = sorted(
-                (self.models[n] for n in lane if self.models[n].queue and not self.models[n].holds_room),
-                key=lambda m: m.queue[0].since,
+                (
+                    self.models[n]
+                    for n in lane
+                    if (self.models[n].queue or self.models[n].wanted_since is not None)
+                    and not self.models[n].holds_room
+                ),
+                key=lambda m: m.queue[0].since if m.queue else (m.wanted_since or 0.0),
             )
             if wanted:
                 target = wanted[0]
@@ -310,6 +335,7 @@ class Policy:
                     self._start_unload(holders[0], now, f"group {target.spec.group}: {target.spec.name} needs it")
                 else:
                     wake = target.state is State.ASLEEP
+                    target.wanted_since = None
                     self._set(target, State.LOADING, now)
                     self._emit(Load(target.spec.name, wake))
                 continue

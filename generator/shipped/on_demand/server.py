@@ -28,6 +28,7 @@ from .config import ConfigProblem, ControllerConfig, ModelConfig
 from .drivers import Docker, Driver, LoadError, LocalProcesses, NoStarter, Sleep
 from .metrics import CONTENT_TYPE, metrics_text
 from .policy import Admit, Load, Policy, Refuse, State, Unload, Waiter
+from .scaling import Scaler, watch
 
 log = logging.getLogger("on_demand")
 TICK = 0.5  # seconds between timeout / idle checks
@@ -85,6 +86,7 @@ class Controller:
         self.tasks: set[asyncio.Task] = set()
         self.client: httpx.AsyncClient | None = None
         self._ticker: asyncio.Task | None = None
+        self.scaler = Scaler(config.scaling)  # replicas: {min, max}: copies that follow the load (scaling.py)
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -92,6 +94,8 @@ class Controller:
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10), follow_redirects=False)
         await self._adopt()
         self._ticker = asyncio.create_task(self._tick_loop())
+        if self.config.scaling:
+            self._spawn(watch(self.scaler, self.client, self._states, self._queued, self.want))
         log.info(
             "controller ready: %s",
             ", ".join(
@@ -145,6 +149,20 @@ class Controller:
             except Exception:  # a bug here must not stop every later timeout and idle unload (logged)
                 log.exception("tick")
 
+    # --- scaling (scaling.py) ---------------------------------------------------------------------
+    def _states(self) -> dict[str, str]:
+        return {n: m.state.value for n, m in self.policy.models.items()}
+
+    def _queued(self, name: str) -> int:
+        m = self.policy.models.get(name)
+        return len(m.queue) if m else 0
+
+    def want(self, copy: str, reason: str) -> None:
+        """Start one more copy of a model whose queue grew."""
+        if self.policy.want(copy, self.clock()):
+            self.scaler.record(copy, "up", reason)
+            self._act()
+
     # --- policy <-> actions ---------------------------------------------------------------------
     def _act(self) -> None:
         for a in self.policy.actions():
@@ -157,6 +175,7 @@ class Controller:
             elif isinstance(a, Load):
                 self._spawn(self._load(a))
             elif isinstance(a, Unload):
+                self.scaler.record(a.model, "down", a.reason)  # a copy of a model with a range (else ignored)
                 self._spawn(self._unload(a))
 
     def _spawn(self, coro) -> None:
@@ -230,10 +249,13 @@ class Controller:
 
     def status(self) -> dict:
         now = self.clock()
-        return {
+        out = {
             "models": self.policy.status(now, time.time() - now),
             "lanes": [sorted(lane) for lane in self.policy.lanes],
         }
+        if self.config.scaling:
+            out["scaling"] = self.scaler.status(self._states())
+        return out
 
     # --- ASGI -----------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -248,7 +270,9 @@ class Controller:
         elif path == "/status":
             await _json(send, 200, self.status())
         elif path == "/metrics":
-            body = metrics_text({n: m.state for n, m in self.policy.models.items()})
+            body = metrics_text(
+                {n: m.state for n, m in self.policy.models.items()}, self.scaler.events if self.config.scaling else None
+            )
             await send(
                 {
                     "type": "http.response.start",
