@@ -242,7 +242,7 @@ function showReport(rep) {
     num(m.prompt_tokens_per_s, 1), num(m.generation_tokens_per_s, 1),
     m.ttft_p50_s === null || m.ttft_p50_s === undefined ? "-" : Math.round(1000 * m.ttft_p50_s) + " ms",
     num(m.gateway_requests_total), num(m.gateway_errors_total),
-    GOOD.has(m.state) ? "" : m.reason,
+    GOOD.has(m.state) && !m.scaling ? "" : m.reason,  // a copy that follows the load: its model's range, last decision
   ]));
   for (const tr of $("stack").querySelectorAll("tbody tr")) tr.dataset.model = tr.cells[0].textContent.replace("\u2514 ", "");
   fill("people", (rep.people || []).map((r) => r.model === "(budget)"

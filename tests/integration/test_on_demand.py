@@ -9,6 +9,10 @@ One stack, one test, in steps, to keep real loads few (each is 40-140 s of CPU h
   4. a third model whose start fails (a bad flag in its command line) answers a clear error naming the
      model and vLLM's own complaint, while A keeps serving;
   5. A, idle, unloads after its idle_timeout.
+A second test on the same stack: a model whose copies follow the load (`replicas: {min: 0, max: 2}`, the demo's
+reasoner with one sequence at a time, so a burst queues): the first request loads copy 1; a burst of clients queues on
+it, the controller starts copy 2 and both serve; once idle, copy 2 and then copy 1 drain and stop; no request fails,
+no stream is cut.
 Throughout, a sampler reads the controller's /status every 0.5 s: A and B are never loaded (or loading,
 or draining) at the same time. Load and unload times are printed and written to
 .cache/on-demand-timings.json; they are measurements, not pass/fail conditions.
@@ -35,7 +39,7 @@ from generator.compile.load.loader import load_plan
 from generator.compile.plan import ControllerPlan, OnDemandPlan
 from generator.demo.scripted_model import NO_END_LOGIT_BIAS
 from generator.operate.runtime.local import LocalStack
-from generator.operate.runtime.ports import free_ports
+from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 from tests.integration.helpers import UNIT, fork_server_of, run_status
 
 pytestmark = pytest.mark.on_demand
@@ -43,6 +47,8 @@ pytestmark = pytest.mark.on_demand
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/cpu-on-demand/models.yml"
 A, B, BROKEN = "reasoner", "tool-caller", "broken"
+SCALED = "scaled"  # replicas: {min: 0, max: 2}: copies scaled-1 and scaled-2
+SCALED_IDLE = 10  # seconds
 IDLE = 20  # seconds
 HELLO = [{"role": "user", "content": "Say hello."}]
 BUSY = {"loading", "loaded", "draining"}
@@ -97,15 +103,25 @@ def stack(tmp_path_factory):
         "port": ports[BROKEN],
         "on_demand": {"group": "solo", "idle": 0},
     }
+    # copies that follow the load: one sequence at a time (a burst queues in vLLM), scaled at once, 10 s idle
+    doc[SCALED] = {
+        **doc[A],
+        "description": "copies follow the load",
+        "replicas": {"min": 0, "max": 2, "waiting": 1, "up_after": "0s", "idle": f"{SCALED_IDLE}s"},
+        "command": doc[A]["command"].rstrip() + " --max-num-seqs 1\n",
+    }
+    ports[SCALED] = consecutive_free_ports(2)  # copy i listens on port + i - 1
     for name in ports:
         doc[name]["port"] = ports[name]
         doc[name]["command"] = doc[name]["command"].replace(".cache/demo-models", str(ROOT / ".cache/demo-models"))
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = load_plan(tmp / "models.yml")
-    assert {m.name: (m.port, m.on_demand.group) for m in plan.models} == {
-        A: (ports[A], "pair"),
-        B: (ports[B], "pair"),
-        BROKEN: (ports[BROKEN], "solo"),
+    assert {m.name: (m.port, m.on_demand.group, m.by_load) for m in plan.models} == {
+        A: (ports[A], "pair", False),
+        B: (ports[B], "pair", False),
+        BROKEN: (ports[BROKEN], "solo", False),
+        f"{SCALED}-1": (ports[SCALED], f"{SCALED}-1", False),  # min 0: loaded by a request
+        f"{SCALED}-2": (ports[SCALED] + 1, f"{SCALED}-2", True),  # loaded by the queue
     }
     assert (plan.gateway.port, plan.controller.port) == (gateway_port, controller_port)
     cwd = os.getcwd()
@@ -117,7 +133,7 @@ def stack(tmp_path_factory):
     finally:
         s.stop()
         os.chdir(cwd)
-        left = [n for n, p in ports.items() if _port_open(p)]
+        left = [n for n, p in {**ports, f"{SCALED}-2": ports[SCALED] + 1}.items() if _port_open(p)]
         assert not left, f"still listening after stop: {left}"
 
 
@@ -163,7 +179,13 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
                 finish = chunk.choices[0].finish_reason
         return finish
 
-    assert {n: m["state"] for n, m in status().items()} == {A: "stopped", B: "stopped", BROKEN: "stopped"}
+    assert {n: m["state"] for n, m in status().items()} == {
+        A: "stopped",
+        B: "stopped",
+        BROKEN: "stopped",
+        f"{SCALED}-1": "stopped",
+        f"{SCALED}-2": "stopped",
+    }
     assert not any(_port_open(p) for p in ports.values())  # nothing on demand started with the stack
     sampler = Sampler(stack.controller_url)
     sampler.start()
@@ -247,11 +269,13 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         # states
         out = run_status("--state-dir", str(stack.state_dir))
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
+        assert {n: states.pop(f"{SCALED}-{i}") for i, n in ((1, 1), (2, 2))} == {1: "stopped", 2: "stopped"}
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
         # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
         out = run_status("--models", stack.plan.source, "--state-dir", str(stack.state_dir))
-        assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout
+        again = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
+        assert {n: s for n, s in again.items() if not n.startswith(SCALED)} == states, out.stdout
     finally:
         sampler.halt.set()
         sampler.join()
@@ -269,6 +293,91 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     (ROOT / ".cache").mkdir(exist_ok=True)
     (ROOT / ".cache/on-demand-timings.json").write_text(json.dumps(timings, indent=1))
     print("\non-demand timings:", json.dumps(timings, indent=1))
+
+
+def _served(port: int) -> float:
+    """Requests a vLLM copy finished (its own vllm:request_success_total, summed over finish reasons)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return sum(float(v) for v in re.findall(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", text, re.M))
+
+
+def test_copies_follow_the_load_through_the_gateway(stack):
+    """min 0: the first request loads copy 1; a burst queues on it and copy 2 starts and serves; idle, both drain and
+    stop; every request answered whole, every stream to its end."""
+    client = openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, timeout=900, max_retries=0)
+    one, two = f"{SCALED}-1", f"{SCALED}-2"
+    port = {m.name: m.port for m in stack.plan.models}
+    status = lambda: httpx.get(f"{stack.controller_url}/status", timeout=10).json()  # noqa: E731
+    steps: dict[str, float] = {}
+
+    def ask(i: int) -> str | None:
+        """A plain or a streamed answer (its finish reason: None would be a cut stream)."""
+        messages = [{"role": "user", "content": f"Say hello, {i}."}]
+        if i % 2:
+            r = client.chat.completions.create(model=SCALED, messages=messages, max_tokens=48)
+            return r.choices[0].finish_reason
+        finish = None
+        for chunk in client.chat.completions.create(model=SCALED, messages=messages, max_tokens=48, stream=True):
+            if chunk.choices and chunk.choices[0].finish_reason:
+                finish = chunk.choices[0].finish_reason
+        return finish
+
+    # 1. min 0: nothing runs; the first request loads copy 1 (and only it)
+    t = time.monotonic()
+    assert ask(1) is not None
+    s = status()
+    assert (s["models"][one]["state"], s["models"][two]["state"]) == ("loaded", "stopped")
+    steps["1: first request loaded copy 1"] = time.monotonic() - t
+
+    # 2. a burst: 4 clients asking in turn while copy 1 takes one sequence at a time; copy 2 starts and serves
+    t = time.monotonic()
+    done = threading.Event()
+    results: list[str | None] = []
+
+    def client_loop(k: int) -> None:
+        i = k
+        while not done.is_set():
+            results.append(ask(i))
+            i += 4
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        clients = [pool.submit(client_loop, k) for k in range(4)]
+        deadline = time.monotonic() + 600
+        try:
+            while not (status()["models"][two]["state"] == "loaded" and _served(port[two]) >= 3):
+                assert time.monotonic() < deadline, status()
+                assert not any(c.done() for c in clients), [c.exception() for c in clients if c.done()]
+                time.sleep(0.5)
+        finally:
+            done.set()
+        for c in clients:
+            c.result()
+    steps["2: burst until copy 2 served 3 requests"] = time.monotonic() - t
+    served = {one: _served(port[one]), two: _served(port[two])}
+    assert served[one] >= 1 and served[two] >= 3, served
+    assert results and all(r is not None for r in results), results  # every request answered, every stream whole
+    s = status()["scaling"][SCALED]
+    assert s["events"]["up"] >= 1 and s["last"]["action"] == "up" and s["last"]["copy"] == two
+    assert "per copy > 1" in s["last"]["reason"], s
+
+    # 3. idle: copy 2 and copy 1 drain and stop (min 0)
+    t = time.monotonic()
+    deadline = t + SCALED_IDLE + 120
+    while {status()["models"][c]["state"] for c in (one, two)} != {"stopped"}:
+        assert time.monotonic() < deadline, status()["models"]
+        time.sleep(0.5)
+    steps[f"3: both copies stopped after {SCALED_IDLE}s idle"] = time.monotonic() - t
+    s = status()["scaling"][SCALED]
+    assert s["copies"] == {one: "stopped", two: "stopped"} and s["events"]["down"] >= 2, s
+    assert s["last"]["action"] == "down" and s["last"]["reason"] == f"idle {SCALED_IDLE}s", s
+    metrics = httpx.get(f"{stack.controller_url}/metrics", timeout=10).text
+    assert f'llm_gateway_scaling_events_total{{direction="up",model="{SCALED}"}}' in metrics
+    # `make status`: each copy's state, the range and the last decision with its reason
+    out = run_status("--state-dir", str(stack.state_dir))
+    rows = {m["name"]: m for m in json.loads(out.stdout)["models"]}
+    assert rows[two]["state"] == "stopped" and rows[two]["scaling"]["copies"] == {one: "stopped", two: "stopped"}
+    assert f"copies 0-2 follow the load: {one} stopped, {two} stopped; last: down" in rows[two]["reason"], rows[two]
+    print("\ncopies that follow the load:", json.dumps({"steps": steps, "served": served, "requests": len(results)}))
 
 
 # --- what a client sees through the real gateway when the controller refuses (stand-in backends: no vLLM) ---

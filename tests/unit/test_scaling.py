@@ -3,6 +3,8 @@ by-load copies), with a fake clock and no I/O."""
 
 from __future__ import annotations
 
+import json
+
 from generator.shipped.on_demand.config import parse_config
 from generator.shipped.on_demand.metrics import metrics_text
 from generator.shipped.on_demand.policy import Load, ModelSpec, Policy, Refuse, State, Unload
@@ -146,3 +148,27 @@ def test_the_config_reads_the_scaling_block():
         }
     )
     assert config.models["m-2"].spec.by_load and config.scaling["m"].copies[0] == CopySpec("m-1", "http://a", False)
+
+
+def test_status_shows_the_range_copies_and_last_decision_in_one_line():
+    import httpx
+
+    from generator.shipped.gateway_hooks import status_report
+    from generator.shipped.on_demand.server import SCALING_HEADER
+
+    s = Scaler({"m": SPEC})
+    s.record("m-2", "up", "5 request(s) waiting on 1 copy(ies): 5.0 per copy > 2 for 10s", wall=0.0)
+    view = {"model": "m", **s.status({"m-2": "loading", "m-3": "stopped"})["m"]}
+    line = status_report.scaling_line(view)
+    assert line.startswith("copies 1-3 follow the load: m-1 running, m-2 starting, m-3 stopped; last: up m-2 at ")
+    assert line.endswith("(5 request(s) waiting on 1 copy(ies): 5.0 per copy > 2 for 10s); 1 up, 0 down")
+    # what the gateway's status route reads from the controller's answer to a copy's /health
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generator/shipped/gateway_hooks"))
+    import gateway_status
+
+    health = httpx.Response(503, headers={SCALING_HEADER: json.dumps(view)}, json={"state": "loading"})
+    assert gateway_status.scaling_of(health) == view
+    assert gateway_status.scaling_of(httpx.Response(200)) is None

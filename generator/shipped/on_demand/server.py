@@ -33,6 +33,7 @@ from .scaling import Scaler, watch
 log = logging.getLogger("on_demand")
 TICK = 0.5  # seconds between timeout / idle checks
 STATE_HEADER = "x-on-demand-state"  # on every /m/<model>/ answer: the model's state (gateway_status.py reads it)
+SCALING_HEADER = "x-on-demand-scaling"  # ... and for a copy that follows the load, its model's scaling (JSON)
 HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -156,6 +157,13 @@ class Controller:
     def _queued(self, name: str) -> int:
         m = self.policy.models.get(name)
         return len(m.queue) if m else 0
+
+    def _scaling_header(self, copy: str) -> dict[str, str]:
+        """For a copy of a `replicas: {min, max}` model: its model's scaling (scaling.py), for the status reader."""
+        model = self.scaler.owner.get(copy)
+        if model is None:
+            return {}
+        return {SCALING_HEADER: json.dumps({"model": model, **self.scaler.status(self._states())[model]})}
 
     def want(self, copy: str, reason: str) -> None:
         """Start one more copy of a model whose queue grew."""
@@ -324,7 +332,7 @@ class Controller:
                         "state": state.state.value,
                         "last_error": state.last_error,
                     },
-                    {STATE_HEADER: state.state.value},
+                    {STATE_HEADER: state.state.value, **self._scaling_header(m.name)},
                 )
                 return
             await self._forward(scope, receive, send, m, rest, b"", counted=False)
@@ -380,6 +388,7 @@ class Controller:
                 for k, v in upstream.headers.multi_items()
                 if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"
             ]
+            out_headers += [(k.encode(), v.encode()) for k, v in self._scaling_header(m.name).items()]
             out_headers.append((STATE_HEADER.encode(), State.LOADED.value.encode()))  # the status reader tells
             # an on-demand model's /health from an always-on backend's by it
 
