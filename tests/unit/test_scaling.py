@@ -111,6 +111,7 @@ def test_decisions_are_kept_and_counted_for_status_and_metrics():
     assert status["m"] == {
         "min": 1,
         "max": 3,
+        "by_load": ["m-2", "m-3"],
         "copies": {"m-1": "running", "m-2": "draining", "m-3": "stopped"},
         "last": {"at": 2000.0, "action": "down", "copy": "m-2", "reason": "idle 60s"},
         "events": {"up": 1, "down": 1},
@@ -172,3 +173,60 @@ def test_status_shows_the_range_copies_and_last_decision_in_one_line():
     health = httpx.Response(503, headers={SCALING_HEADER: json.dumps(view)}, json={"state": "loading"})
     assert gateway_status.scaling_of(health) == view
     assert gateway_status.scaling_of(httpx.Response(200)) is None
+
+
+# --- the gateway's side: replica_routing.py leaves out the copies the controller says are not serving ---------------
+
+
+def test_the_routing_leaves_out_a_by_load_copy_until_it_serves():
+    import asyncio
+
+    from tests.unit.test_replica_routing import hook_module, picked
+
+    rr, sc = hook_module("replica_routing"), hook_module("scaled_copies")
+    controller = "http://on-demand:4002"
+    deployments = [
+        {
+            "model_name": "m",
+            "model_info": {"id": "id-m-1", rr.REPLICA: "m-1"},
+            "litellm_params": {"api_base": "http://m-1:8001/v1"},
+        },
+        {
+            "model_name": "m",
+            "model_info": {"id": "id-m-2", rr.REPLICA: "m-2"},
+            "litellm_params": {"api_base": f"{controller}/m/m-2/v1"},
+        },
+    ]
+    answers = {"copies": {"m-1": "running", "m-2": "starting"}}
+    asked: list[str] = []
+    clock = [0.0]
+
+    async def fetch(url: str):
+        asked.append(url)
+        return {"scaling": {"m": {**answers, "by_load": ["m-2"]}}}
+
+    serving = sc.Serving(fetch, clock=lambda: clock[0])
+
+    class NoRedis(rr.Placement):
+        def _redis(self):
+            return None
+
+    def route(i: int) -> list[str]:
+        request = {"messages": [{"role": "user", "content": f"conversation {i}"}]}
+        return picked(asyncio.run(rr.route(NoRedis(), deployments, request, None, serving)))
+
+    assert {tuple(route(i)) for i in range(20)} == {("m-1",)}  # starting: every conversation to copy 1
+    assert asked == [f"{controller}/status"]  # asked once a second at most
+    answers["copies"]["m-2"] = "running"
+    clock[0] = 1.0
+    assert {tuple(route(i)) for i in range(40)} == {("m-1",), ("m-2",)}  # serving: both take conversations
+    answers["copies"]["m-2"] = "draining"
+    clock[0] = 2.0
+    assert {tuple(route(i)) for i in range(20)} == {("m-1",)}
+
+    async def silent(url: str):
+        return None  # the controller does not answer: nothing is left out (it refuses, the router retries)
+
+    assert asyncio.run(sc.Serving(silent).left_out(deployments)) == set()
+    assert sc.not_serving({"scaling": {"z": {"copies": {"z": "stopped"}, "by_load": []}}}) == set()  # min 0: a
+    # request loads it

@@ -136,6 +136,8 @@ class Scaler:
             out[model] = {
                 "min": spec.min,
                 "max": spec.max,
+                # started by the load only (gateway_hooks/scaled_copies.py leaves them out while not running)
+                "by_load": [c.name for i, c in enumerate(spec.copies, start=1) if c.managed and i > max(spec.min, 1)],
                 "copies": {
                     c.name: "running" if not c.managed else names.get(states.get(c.name, ""), states.get(c.name, "?"))
                     for c in spec.copies
