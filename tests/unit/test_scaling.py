@@ -230,3 +230,31 @@ def test_the_routing_leaves_out_a_by_load_copy_until_it_serves():
     assert asyncio.run(sc.Serving(silent).left_out(deployments)) == set()
     assert sc.not_serving({"scaling": {"z": {"copies": {"z": "stopped"}, "by_load": []}}}) == set()  # min 0: a
     # request loads it
+
+
+def test_a_copy_takes_the_gpus_of_an_idle_on_demand_model_of_its_group_and_gives_them_back():
+    from generator.shipped.on_demand.policy import YIELD_AFTER, Admit
+
+    p = Policy([ModelSpec("m-2", "gpu1", 60, by_load=True), ModelSpec("other", "gpu1", 600)])
+    p.request("other", 0)
+    (load,) = p.actions()
+    p.loaded("other", 10)
+    p.actions()  # its request admitted
+    assert not p.want("m-2", 11)  # in use: the copy does not take its GPUs
+    p.release("other", 12)
+    assert not p.want("m-2", 12 + YIELD_AFTER - 1)  # used a moment ago
+    assert p.want("m-2", 12 + YIELD_AFTER)  # idle: it drains and unloads, then the copy loads
+    (unload,) = p.actions()
+    assert isinstance(unload, Unload) and unload.model == "other" and unload.reason == "group gpu1: m-2 needs it"
+    p.unloaded("other", 50)
+    (load,) = p.actions()
+    assert isinstance(load, Load) and load.model == "m-2"
+    p.loaded("m-2", 60)
+    p.request("other", 70)  # back: the copy gives the GPUs back (drained first), the request waits for the load
+    (unload,) = p.actions()
+    assert isinstance(unload, Unload) and unload.model == "m-2"
+    p.unloaded("m-2", 71)
+    (load,) = p.actions()
+    assert isinstance(load, Load) and load.model == "other"
+    p.loaded("other", 80)
+    assert isinstance(p.actions()[0], Admit)

@@ -18,6 +18,9 @@ Rules:
 - a loaded model with nothing in flight and no use for idle_timeout seconds (> 0) unloads, least
   recently used first;
 - a failed load refuses its waiters with the cause (502, naming the model); the next request retries;
+- a copy of a `replicas: {min, max}` model that only the load starts (by_load, scaling.py) is loaded by want(), never
+  by a request: a request for it while it does not serve is refused at once (503, Retry-After 1: the gateway retries
+  another copy); want() takes its group's GPUs only from a member idle for YIELD_AFTER seconds;
 - backends found running when the controller starts are adopted (loaded, or asleep); a group found with
   more than one loaded member unloads the least recently used ones, one at a time.
 """
@@ -29,6 +32,8 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
+
+YIELD_AFTER = 30.0  # seconds without a request before an on-demand model gives its GPUs to a copy the load wants
 
 
 class State(str, Enum):  # noqa: UP042 - a StrEnum's str() is its value, this one's State.X: kept as it was
@@ -221,9 +226,17 @@ class Policy:
         self._schedule(now)
 
     def want(self, name: str, now: float) -> bool:
-        """Load `name` without a request (scaling.py: its model's queue grew); False when it is not stopped."""
+        """Load `name` without a request (scaling.py: its model's queue grew); False when it is not stopped, or when
+        the member of its group that holds the GPUs is in use (a copy takes the GPUs of an idle on-demand model only:
+        nothing in flight or queued and no request for YIELD_AFTER seconds)."""
         m = self.models[name]
         if m.state not in (State.STOPPED, State.FAILED, State.ASLEEP) or m.wanted_since is not None:
+            return False
+        holders = [o for o in self.models.values() if o.spec.group == m.spec.group and o is not m and o.holds_room]
+        if any(
+            o.in_flight or o.queue or o.state is State.LOADING or now - (o.last_used or o.since) < YIELD_AFTER
+            for o in holders
+        ):
             return False
         m.wanted_since = now
         self._schedule(now)
