@@ -388,7 +388,8 @@ class Controller:
                 for k, v in upstream.headers.multi_items()
                 if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"
             ]
-            out_headers += [(k.encode(), v.encode()) for k, v in self._scaling_header(m.name).items()]
+            if not counted:  # a GET (/health: the status reader's probe), not a request's answer
+                out_headers += [(k.encode(), v.encode()) for k, v in self._scaling_header(m.name).items()]
             out_headers.append((STATE_HEADER.encode(), State.LOADED.value.encode()))  # the status reader tells
             # an on-demand model's /health from an always-on backend's by it
 
