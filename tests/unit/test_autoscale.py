@@ -220,3 +220,14 @@ def test_render_files_for_k8s_alone(tmp_path):
     src = tmp_path / "models.yml"
     src.write_text(EXAMPLE.read_text())
     assert "k8s/models/qwen3-8b-3.yaml" in render_files(load_plan(src), ("k8s",))
+
+
+def test_compose_needs_the_docker_socket_for_the_copies_and_says_so_on_the_range(write, capsys):
+    from generator.cli import main
+
+    path = write(model("{min: 1, max: 2}", gpus="[0, 1]"))
+    out = path.parent / "out"
+    assert main(["--models", str(path), "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "m1.replicas: copies that follow the load in compose need the on-demand controller" in err, err
+    assert "m1-2.on_demand" not in err and not (out / "compose").exists()
