@@ -250,12 +250,18 @@ ROW_FIELDS = (  # a model's row (status_report.report), for a planned model the 
 
 
 def budget_text(row: dict) -> str:
-    """A person's tokens this UTC day and month, each of its budget when they have one."""
+    """A person's tokens this UTC day and month, each of its budget when they have one, then the responses they keep
+    stored (of their stored_responses limit)."""
     limits = row.get("limits") or {}
-    return ", ".join(
+    parts = [
         f"{row[field]}{f' of {limits[period]}' if period in limits else ''} tokens {words}"
         for period, field, words in (("day", "tokens_today", "today"), ("month", "tokens_this_month", "this month"))
-    )
+    ]
+    text = ", ".join(parts) + " (UTC)"
+    if row.get("stored_responses") is not None:
+        most = f" of {limits['stored_bytes']}" if "stored_bytes" in limits else ""
+        text += f", {row['stored_responses']} stored responses ({row.get('stored_bytes') or 0}{most} bytes)"
+    return text
 
 
 def render_usage(rep: dict) -> Group:
@@ -279,7 +285,7 @@ def render_usage(rep: dict) -> Group:
             table.add_row(
                 r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"])
             )
-    days = [Text(f"{r['person']}: {budget_text(r)} (UTC)") for r in rows if r["model"] == status_report.BUDGET_ROW]
+    days = [Text(f"{r['person']}: {budget_text(r)}") for r in rows if r["model"] == status_report.BUDGET_ROW]
     return Group(table, *days)
 
 
