@@ -118,11 +118,11 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
         events = [
             {"type": "response.created", "response": {**made, "status": "in_progress", "output": []}},
             {"type": "response.output_item.added", "output_index": 0, "item": {**text, "content": []}},
-            {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "Hello",
-             "item_id": "msg_fake"},  # fmt: skip
+            {"type": "response.output_text.delta", "item_id": "msg_fake", "content_index": 0, "delta": "Hello"},
         ]
         for n, event in enumerate(events):
-            await resp.write(f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': n})}\n\n".encode())
+            data = json.dumps({**event, "sequence_number": n})
+            await resp.write(f"event: {event['type']}\ndata: {data}\n\n".encode())
         if mode == "cut":
             await asyncio.sleep(0.2)
             request.transport.abort()
