@@ -81,7 +81,8 @@ function showModels(models) {
 
 function showLimits(limits) {
   const names = {rpm: "requests a minute", tpm: "tokens a minute", parallel: "requests at a time",
-    tokens_per_day: "tokens a day (UTC)", tokens_per_month: "tokens a month (UTC)"};
+    tokens_per_day: "tokens a day (UTC)", tokens_per_month: "tokens a month (UTC)",
+    stored_responses: "bytes of stored responses"};
   const list = $("limits");
   list.replaceChildren();
   for (const [field, words] of Object.entries(names)) {
@@ -95,7 +96,13 @@ function tokensLine(row, limits) {
     limit === undefined || limit === null
       ? `${num(used)} tokens ${words}`
       : `${num(used)} of ${num(limit)} tokens ${words} (${num(Math.max(limit - used, 0))} left)`;
-  return [part(row.tokens_today, limits.day, "today"), part(row.tokens_this_month, limits.month, "this month")].join(", ");
+  const parts = [part(row.tokens_today, limits.day, "today"), part(row.tokens_this_month, limits.month, "this month")];
+  if (row.stored_responses !== undefined && row.stored_responses !== null) {
+    // /v1/responses kept for previous_response_id (docs/apis.md), of the stored_responses limit when there is one
+    const most = limits.stored_bytes === undefined ? "" : ` of ${num(limits.stored_bytes)}`;
+    parts.push(`${num(row.stored_responses)} stored responses (${num(row.stored_bytes || 0)}${most} bytes)`);
+  }
+  return parts.join(", ");
 }
 
 function showUsage(me) {

@@ -112,6 +112,7 @@ def limits_of(person: people.Person) -> dict:
         "parallel": person.parallel,
         "tokens_per_day": person.tokens_per_day,
         "tokens_per_month": person.tokens_per_month,
+        "stored_responses": person.stored_responses,
     }
 
 
