@@ -68,6 +68,10 @@ class ControllerConfig:
     host: str = "0.0.0.0"
     compose_project: str | None = None
     docker_socket: str | None = DOCKER_SOCKET  # None: models.yml did not give the controller the socket
+    # a loaded backend is hung after 2 probes of /health in a row that connected and got no answer within
+    # hung_probe_timeout, one every hung_probe_interval: as the gateway finds always-on ones (backend_health.py)
+    hung_probe_interval: float = 1.0
+    hung_probe_timeout: float = 3.0
 
     @property
     def settings(self) -> Settings:
@@ -111,6 +115,8 @@ def parse_config(data: dict, source: str = "config") -> ControllerConfig:
         host=data.get("host", "0.0.0.0"),
         compose_project=data.get("compose_project"),
         docker_socket=_socket(data.get("docker_socket", True)),
+        hung_probe_interval=float(data.get("hung_probe_interval", 1.0)),
+        hung_probe_timeout=float(data.get("hung_probe_timeout", 3.0)),
     )
 
 

@@ -18,6 +18,9 @@ Rules:
 - a loaded model with nothing in flight and no use for idle_timeout seconds (> 0) unloads, least
   recently used first;
 - a failed load refuses its waiters with the cause (502, naming the model); the next request retries;
+- a loaded model whose backend hangs (connected, /health silent: the server's probes) is killed at once, its
+  requests in flight cut (they get the dropped connection, the gateway's fallbacks or error), and loaded again as
+  soon as a request waits for it;
 - backends found running when the controller starts are adopted (loaded, or asleep); a group found with
   more than one loaded member unloads the least recently used ones, one at a time.
 """
@@ -86,7 +89,7 @@ class Load:
 @dataclass(frozen=True)
 class Unload:
     model: str
-    how: str  # stop | sleep
+    how: str  # stop | sleep | kill (a hung backend: SIGKILL at once, no drain, no sleep)
     cut: int  # requests still in flight that the unload cuts (drain_timeout passed); 0 normally
     reason: str  # "idle 20s", "group g: x needs room", ...
 
@@ -107,6 +110,7 @@ class ModelState:
     unload_seconds: float | None = None
     unloading: bool = False  # draining, and the unload itself is under way (Unload was emitted)
     unload_reason: str = ""
+    unload_how: str = ""  # the Unload's `how`: a killed sleep-mode model is stopped, not asleep
 
     @property
     def holds_room(self) -> bool:
@@ -180,7 +184,7 @@ class Policy:
         m = self.models[name]
         m.unload_seconds = now - m.since if m.unloading else None
         m.unloading = False
-        asleep = m.spec.unload == "sleep" and error is None
+        asleep = m.unload_how == "sleep" and error is None
         self._set(m, State.ASLEEP if asleep else State.STOPPED, now)
         if error:
             m.last_error = f"unload: {error}"
@@ -201,6 +205,17 @@ class Policy:
             self._set(m, State.FAILED, now)
             m.last_error = error
             self._schedule(now)
+
+    def hung(self, name: str, why: str, now: float) -> None:
+        """A loaded backend hangs (connected, nothing answers): killed now, whatever is in flight (a drain would wait
+        on requests that never end); requests that wait for it, or come later, load it again."""
+        m = self.models[name]
+        if m.state not in (State.LOADED, State.DRAINING) or m.unloading:
+            return
+        self._set(m, State.DRAINING, now)
+        m.unloading, m.unload_reason, m.unload_how = True, f"hung: {why}", "kill"
+        m.last_error = f"hung: {why}"
+        self._emit(Unload(name, "kill", m.in_flight, m.unload_reason))
 
     def tick(self, now: float) -> None:
         """Timeouts: waiters past load_timeout, drains past drain_timeout, idle models."""
@@ -274,7 +289,7 @@ class Policy:
             m.unload_reason = reason
         cut = m.in_flight
         if cut == 0 or now - m.since >= self.settings.drain_timeout:
-            m.unloading = True
+            m.unloading, m.unload_how = True, m.spec.unload
             m.since = now  # the unload's own duration is measured from here
             self._emit(Unload(m.spec.name, m.spec.unload, cut, m.unload_reason))
 
