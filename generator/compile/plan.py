@@ -171,6 +171,9 @@ class ModelPlan:
     # the vLLM parsers this backend runs repaired (compile/load/parser_repairs.py: their names, tool-call first): its
     # flag_args load the stack's parser plugin, and the renderers give it generator/shipped/parser_repairs/'s files
     parser_repairs: tuple[str, ...] = ()
+    # seconds a hung backend (connected, /health silent) waits before the stack restarts it (compile/load/hung.py);
+    # None: never (`off`, or an on-demand model: its controller kills a hung one at once)
+    restart_when_hung: float | None = None
 
     @property
     def pooling(self) -> bool:

@@ -20,6 +20,7 @@ from . import (
     gpu_memory,
     gpus,
     hosted,
+    hung,
     media,
     metrics,
     model_files,
@@ -63,6 +64,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             tools.check,  # tool-call flags
             gpus.place,  # each replica's GPUs
             backends.plan,  # each backend (the model, or each replica): port, plan, on-demand, fit
+            hung.plan,  # how long a hung backend waits for a restart
             replicas.check,  # what one copy per model assumes
             context.warn,  # then the model's warnings: a context above the model's,
             media.warn,  # media hosts,

@@ -193,6 +193,28 @@ PositiveSeconds = Annotated[
         "duration (90s, 10m, 1h, 30d, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0}, _text(DURATION_TEXT)
     ),
 ]
+
+
+def _off_or_duration(value: object) -> float:
+    """`off` (or false, or 0) -> 0.0; otherwise a duration."""
+    if value is False or (isinstance(value, str) and value.strip().lower() == "off"):
+        return 0.0
+    if value is True:  # YAML's yes / on / true
+        raise ValueError(f"expected a duration or off, got {value!r}; {DURATION_HINT} (the default is 5m), or off")
+    return parse_duration(value)
+
+
+OffOrSeconds = Annotated[
+    float,
+    BeforeValidator(_off_or_duration),
+    _json(
+        "duration (90s, 10m, 1h, or seconds) or off",
+        {"type": "number", "minimum": 0},
+        _text(DURATION_TEXT),
+        {"const": "off"},
+        {"const": False},
+    ),
+]
 Volume = Annotated[
     str,
     BeforeValidator(_volume),
@@ -758,6 +780,10 @@ class ModelEntry(_Strict):
     `models:`. Not listed in /v1/models unless `list_aliases: true`."""
     list_aliases: StrictBool = False
     """List the aliases in /v1/models beside the model's own name."""
+    restart_when_hung: OffOrSeconds | None = None
+    """Restart a backend whose /health has been silent (connected, no answer) this long: compose (its healthcheck
+    ends the container, its restart policy starts it) and Kubernetes (a liveness probe). Default 5m; `off`: never
+    (docs/replicas.md, "A hung backend"). The gateway stops sending to a hung backend within seconds either way."""
 
 
 PROVIDERS = ("openai", "anthropic", "openai-compatible")

@@ -16,6 +16,7 @@ from ..gateway_process import (
 from ..load.parser_repairs import MOUNT as REPAIRS_MOUNT
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
+from . import hung_check
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
 from .litellm import CONTROLLER_SERVICE, SUPERVISOR_MODULE, supervisor_digest
 from .metrics import CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR, PROMETHEUS_PORT
@@ -81,6 +82,9 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "healthcheck": _healthcheck(m.port, "/health", timeout="10s", retries=15, start_period="30m"),
         **_hardening(),
     }
+    if m.restart_when_hung:  # the check ends the container once hung that long; the restart policy starts it again
+        service["healthcheck"]["test"] = hung_check.test(m.port, m.restart_when_hung)
+        service["init"] = True  # Docker's tini as PID 1: the check may end vLLM, never PID 1 (hung_check.py)
     if m.on_demand and m.on_demand.unload == "stop":
         # Not started by `docker compose up`: the controller starts and stops this container (Docker API, by its
         # compose labels) when requests come and go. A profile, not `scale: 0`: `up` never creates, starts or
