@@ -311,12 +311,13 @@ async def budgets_used(name: str | None = None) -> dict[str, dict]:
         if people.redis_client() is None:
             return {}
         out = {}
+        store = response_store.redis_client()  # None: the stack stores no responses (responses_ttl 0)
         for p in people.DIRECTORY.people.values():
             if name is None or p.name == name:
                 out[p.name] = {**await people.used_tokens(p.name), "limits": people.budgets(p)}
                 if p.stored_responses is not None:
                     out[p.name]["limits"]["stored_bytes"] = p.stored_responses
-                if (store := response_store.redis_client()) is not None:
+                if store is not None:
                     count, size = await response_store.usage(store, response_store.owner_of(p.name))
                     out[p.name]["stored"] = {"responses": count, "bytes": size}
         return out
