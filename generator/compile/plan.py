@@ -217,6 +217,12 @@ class ModelPlan:
         return (self.model, *self.flag_args)
 
     @property
+    def compose_host(self) -> str:
+        """Where compose's gateway and Prometheus reach this backend: its service name on the backend network, or
+        for a model on `nodes:` the leader's address (its nodes run with the host's network: docs/multinode.md)."""
+        return self.nodes.hosts[0] if self.nodes and self.nodes.hosts else self.name
+
+    @property
     def entry(self) -> str:
         """The models.yml key this backend comes from (where its errors point)."""
         return self.replica_of or self.name
