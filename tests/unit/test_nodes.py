@@ -124,3 +124,35 @@ def test_the_fit_check_is_per_gpu_of_every_node(tmp_path, write):
     text = f"gpu_memory: 80GiB\nm:\n  nodes: 2\n  gpus: [0]\n  command: vllm serve {d} --max-model-len 8K -pp 2\n"
     (m,) = load_plan(write(text)).models
     assert "fits" in m.fit and "weights 65.7 GiB" in m.fit, m.fit
+
+
+def test_status_and_the_page_show_one_model_with_its_nodes():
+    """make status: one row for the model (not one per node), each node's GPUs times its nodes; the route and the
+    page read the count from the generated config's model_info (the gateway does not see models.yml)."""
+    import yaml
+    from rich.console import Console
+
+    from generator.compile.renderers.litellm import NODES, render_litellm
+    from generator.operate import status
+    from tests.unit.test_gateway_hooks import load_like_litellm
+    from tests.unit.test_status import _sample
+
+    plan = load_plan(EXAMPLE)
+    (entry,) = [e for e in render_litellm(plan)["model_list"] if e["model_name"] == "deepseek-r1"]
+    assert entry["model_info"][NODES] == 2
+    gb = load_like_litellm("gateway_backends")
+    assert gb.nodes(entry) == 2 and gb.nodes({"model_info": {}}) is None
+    page = load_like_litellm("gateway_page")
+    assert page.model_card("deepseek-r1", entry, [])["nodes"] == 2
+
+    after = _sample(2.0, 10, 4, 7)
+    after["models"] = [{**after["models"][0], "name": "deepseek-r1", "model": "deepseek-r1", "nodes": 2}]
+    rep = status.report(None, after, status.Target("http://127.0.0.1:4000", "k", plan, "test"))
+    rows = {m["name"]: m for m in rep["models"]}
+    assert list(rows) == ["deepseek-r1", "small-chat"]
+    assert rows["deepseek-r1"]["nodes"] == 2 and rows["deepseek-r1"]["gpus"] == list(range(8))
+    assert rows["small-chat"]["nodes"] is None
+    console = Console(width=160, record=True)
+    console.print(status.render(rep))
+    assert "0,1,2,3,4,5,6,7 x 2 nodes" in console.export_text()
+    yaml.safe_dump(rep)  # plain data (JSON=1)
