@@ -156,3 +156,28 @@ def test_status_and_the_page_show_one_model_with_its_nodes():
     console.print(status.render(rep))
     assert "0,1,2,3,4,5,6,7 x 2 nodes" in console.export_text()
     yaml.safe_dump(rep)  # plain data (JSON=1)
+
+
+def test_the_local_runtime_starts_the_leader_as_the_backend_and_each_other_node_headless(plan, tmp_path):
+    """What `make demo`'s runtime runs for a model on nodes (its processes run in
+    tests/integration/test_partial_availability.py): node 0 is the model's backend with the leader's flags (probed,
+    never forked), node 1 a headless vLLM of its own (no key, no probe); the meeting port is checked like the others."""
+    from generator.operate.runtime.local import HEADLESS_ENTRYPOINT, LocalStack
+
+    text = (
+        "m:\n  nodes: {count: 2, port: 29600}\n  gpus: []\n  env: {CPU_BACKEND_FORK: '1'}\n"
+        "  command: vllm serve org/m --max-model-len 4K -pp 2\n"
+    )
+    stack = LocalStack(plan(text), tmp_path / "state", vllm_python="/v/python")
+    (m,) = stack.plan.models
+    leader = stack._backend(m)
+    assert leader.fork_socket is None and leader.health_url.endswith("/health")
+    assert leader.cmd[-10:] == [
+        "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1", "--master-port", "29600",
+        "--distributed-executor-backend", "mp",
+    ]  # fmt: skip
+    (node,) = stack._nodes(m)
+    assert node.name == "m-node-1" and node.health_url == "" and "VLLM_API_KEY" not in node.env
+    assert node.cmd[:3] == ["/v/python", *HEADLESS_ENTRYPOINT] and node.cmd[-1] == "--headless"
+    assert node.cmd[node.cmd.index("--node-rank") + 1] == "1"
+    assert stack.ports()[29600] == "m (where its nodes meet)"
