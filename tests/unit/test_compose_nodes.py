@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/multinode/models.yml"
 SCHEMA = ROOT.parent / "shared/schemas/compose-spec.json"
 NODE_FILE = "compose/nodes/deepseek-r1/node-1.yml"
+SMALL = "\nsmall-chat:\n  gpus: []\n  command: vllm serve Qwen/Qwen2.5-1.5B-Instruct --max-model-len 8k\n"
 
 
 @pytest.fixture(scope="module")
@@ -70,15 +71,14 @@ def test_the_leader_runs_beside_the_gateway_and_each_other_host_gets_a_headless_
     # paths relative to compose/ are relative to the node file's folder there
     assert "../parser-repairs:/opt/parser-repairs:ro" in leader["volumes"]
     assert "../../../parser-repairs:/opt/parser-repairs:ro" in worker["volumes"]
-    # the gateway and Prometheus reach the leader at its address; other models stay on the backend network
+    # the gateway reaches the leader at its address
     config = yaml.safe_load(files["litellm/config.yaml"])
     bases = {e["model_name"]: e["litellm_params"]["api_base"] for e in config["model_list"]}
-    assert bases == {"deepseek-r1": "http://10.0.0.11:8001/v1", "small-chat": "http://small-chat:8002/v1"}
-    assert main_file["services"]["small-chat"]["networks"] == ["backends", "egress"]
+    assert bases == {"deepseek-r1": "http://10.0.0.11:8001/v1"}
 
 
-def test_three_nodes_three_files_and_prometheus_scrapes_the_leader(write):
-    text = EXAMPLE.read_text().replace("hosts: [10.0.0.11, 10.0.0.12]", "hosts: [a.lan, b.lan, c.lan]")
+def test_three_nodes_three_files_and_prometheus_scrapes_the_leader_other_models_as_ever(write):
+    text = EXAMPLE.read_text().replace("hosts: [10.0.0.11, 10.0.0.12]", "hosts: [a.lan, b.lan, c.lan]") + SMALL
     text = text.replace("--pipeline-parallel-size 2", "--pipeline-parallel-size 3")
     files = render_files(load_plan(write(text)))
     assert sorted(rel for rel in files if rel.startswith("compose/nodes/")) == [
@@ -89,7 +89,12 @@ def test_three_nodes_three_files_and_prometheus_scrapes_the_leader(write):
     assert node2["command"][node2["command"].index("--node-rank") + 1] == "2"
     prometheus = yaml.safe_load(files["prometheus/prometheus.yml"])
     targets = [t for job in prometheus["scrape_configs"] for c in job.get("static_configs", []) for t in c["targets"]]
-    assert "a.lan:8001" in targets and "deepseek-r1:8001" not in targets
+    assert "a.lan:8001" in targets and "deepseek-r1:8001" not in targets and "small-chat:8002" in targets
+    # a model on one host: its service on the backend network, its service name in the gateway's config
+    compose = yaml.safe_load(files["compose/docker-compose.yml"])
+    assert compose["services"]["small-chat"]["networks"] == ["backends", "egress"]
+    assert "network_mode" not in compose["services"]["small-chat"]
+    assert "api_base: http://small-chat:8002/v1" in files["litellm/config.yaml"]
 
 
 def test_compose_needs_the_addresses_kubernetes_does_not(write, tmp_path, capsys):

@@ -120,6 +120,7 @@ def test_the_service_reaches_the_leader_and_the_group_reaches_itself(docs, files
 
 def test_without_backend_internet_the_group_still_reaches_itself_and_dns(write):
     text = EXAMPLE.read_text().replace("gpu_memory: 80GiB", "gpu_memory: 80GiB\ngateway: {backend_internet: false}")
+    text += "\nsmall-chat:\n  gpus: []\n  command: vllm serve Qwen/Qwen2.5-1.5B-Instruct --max-model-len 8k\n"
     docs = manifests(render_files(load_plan(write(text)), ("k8s",)))
     policy = by_kind(docs, "NetworkPolicy")["deepseek-r1-from-gateway-only"]["spec"]
     assert policy["policyTypes"] == ["Ingress", "Egress"]

@@ -13,6 +13,8 @@ from generator.compile.plan import NodesPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/multinode/models.yml"
+# a model on one host beside the one on nodes (the example has none: its hosts' GPUs are all the big model's)
+SMALL = "\nsmall-chat:\n  gpus: []\n  command: vllm serve Qwen/Qwen2.5-1.5B-Instruct --max-model-len 8k\n"
 
 TWO_NODES = """\
 big:
@@ -27,8 +29,7 @@ def test_the_example_plans_one_backend_with_its_two_nodes():
     big = next(m for m in plan.models if m.name == "deepseek-r1")
     assert big.nodes == NodesPlan(count=2, hosts=("10.0.0.11", "10.0.0.12"), port=29501)
     assert big.gpus == tuple(range(8))  # each node's
-    assert [m.name for m in plan.models] == ["deepseek-r1", "small-chat"]  # one model, not one per node
-    assert next(m for m in plan.models if m.name == "small-chat").nodes is None
+    assert [m.name for m in plan.models] == ["deepseek-r1"]  # one model, not one per node
     # the command keeps what every node runs; the per-node flags come from the renderers
     assert "--nnodes" not in big.flag_args and "--headless" not in big.flag_args
 
@@ -126,7 +127,7 @@ def test_the_fit_check_is_per_gpu_of_every_node(tmp_path, write):
     assert "fits" in m.fit and "weights 65.7 GiB" in m.fit, m.fit
 
 
-def test_status_and_the_page_show_one_model_with_its_nodes():
+def test_status_and_the_page_show_one_model_with_its_nodes(write):
     """make status: one row for the model (not one per node), each node's GPUs times its nodes; the route and the
     page read the count from the generated config's model_info (the gateway does not see models.yml)."""
     import yaml
@@ -137,7 +138,7 @@ def test_status_and_the_page_show_one_model_with_its_nodes():
     from tests.unit.test_gateway_hooks import load_like_litellm
     from tests.unit.test_status import _sample
 
-    plan = load_plan(EXAMPLE)
+    plan = load_plan(write(EXAMPLE.read_text() + SMALL))
     (entry,) = [e for e in render_litellm(plan)["model_list"] if e["model_name"] == "deepseek-r1"]
     assert entry["model_info"][NODES] == 2
     gb = load_like_litellm("gateway_backends")
