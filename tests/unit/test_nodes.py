@@ -182,3 +182,32 @@ def test_the_local_runtime_starts_the_leader_as_the_backend_and_each_other_node_
     assert node.cmd[:3] == ["/v/python", *HEADLESS_ENTRYPOINT] and node.cmd[-1] == "--headless"
     assert node.cmd[node.cmd.index("--node-rank") + 1] == "1"
     assert stack.ports()[29600] == "m (where its nodes meet)"
+
+
+def test_killing_a_model_on_nodes_ends_its_whole_group(plan, tmp_path, monkeypatch):
+    """The local runtime's kill (faults, `make apply`'s restart): the leader and its other nodes, never another
+    model's processes; start_backends then starts the group again."""
+    import subprocess
+
+    from generator.operate.runtime.local import LocalStack
+    from generator.operate.runtime.processes import Proc
+
+    text = (
+        "m:\n  nodes: 2\n  gpus: []\n  command: vllm serve org/m --max-model-len 4K -pp 2\n"
+        "other:\n  gpus: []\n  command: vllm serve org/o --max-model-len 4K\n"
+    )
+    stack = LocalStack(plan(text), tmp_path / "state", vllm_python="/v/python")
+    monkeypatch.setattr(stack, "_save_state", lambda: None)
+    sleepers = {}
+    for name in ("m", "m-node-1", "other"):
+        popen = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        sleepers[name] = Proc(name, ["sleep"], tmp_path / f"{name}.log", "", popen=popen, pid=popen.pid)
+    stack.procs = list(sleepers.values())
+    try:
+        stack.kill("m")
+        assert [p.name for p in stack.procs] == ["other"] and sleepers["other"].alive()
+        assert not sleepers["m"].alive() and not sleepers["m-node-1"].alive()
+    finally:
+        for p in sleepers.values():
+            p.popen.kill()
+            p.popen.wait()

@@ -574,8 +574,10 @@ class LocalStack:
         return {**metrics_env(self.metrics_port), "PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
     def kill(self, name: str) -> None:
-        """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""
-        procs = [p for p in self.procs if p.name == name and p.alive()]
+        """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests. A model on nodes: its
+        other nodes too (one group: a restart starts them all again, start_backends)."""
+        group = {name, *(n.name for m in self.plan.models if m.name == name for n in self._nodes(m))}
+        procs = [p for p in self.procs if p.name in group and p.alive()]
         for p in procs:
             members = session_processes(p.pid, p.started)  # what it started too: its port is free once they are gone
             signal_group(p.pid, signal.SIGKILL)
