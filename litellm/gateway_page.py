@@ -88,6 +88,7 @@ def model_card(name: str, dep: object, aliases: list[str]) -> dict:
         "tools": bool(info.get("supports_function_calling")),
         "reasoning": bool(info.get("supports_reasoning")),
         "hosted": info.get(gb.HOSTED),
+        "nodes": gb.as_int(info.get(gb.NODES)),  # served across hosts as one group (models.yml nodes:)
         "aliases": aliases,
     }
 

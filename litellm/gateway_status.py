@@ -269,7 +269,7 @@ async def backend(name: str, dep: object) -> dict:
             parsed = backend_metrics(metrics.text)
         except ValueError:  # not Prometheus text
             parsed = None
-    return {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed}
+    return {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed, "nodes": gb.nodes(dep)}
 
 
 async def gateway(person: str | None = None) -> dict:

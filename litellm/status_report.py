@@ -96,6 +96,7 @@ def report(before: dict | None, after: dict, url: str) -> dict:
                 "state": cur["state"],
                 "reason": cur["reason"],
                 "gpus": None,  # models.yml's, not the gateway's: the CLI adds them
+                "nodes": cur.get("nodes"),  # hosts serving it as one group (models.yml nodes:), None: one
                 "hosted": cur.get("hosted"),
                 "requests_running": _m(cur, "requests_running"),
                 "requests_waiting": _m(cur, "requests_waiting"),

@@ -118,6 +118,35 @@ class HostedSpec:
 
 
 @dataclass(frozen=True)
+class NodesPlan:
+    """models.yml `nodes:` of one model (compile/load/nodes.py, docs/multinode.md): one vLLM per node, one group. The
+    leader (rank 0) is the model's backend (its port, Service, gateway entry); ranks 1.. run headless and serve no
+    API. Each node runs the model's own flags plus `args(rank, leader)`; the leader's address is the target's
+    (compose: hosts[0]; Kubernetes: LeaderWorkerSet's $(LWS_LEADER_ADDRESS); the local runtime: 127.0.0.1)."""
+
+    count: int
+    hosts: tuple[str, ...] = ()  # each node's address, the leader first; () when models.yml gives none (Kubernetes)
+    port: int = 29501  # where the nodes meet on the leader (vLLM --master-port)
+    backend_flag: bool = True  # the command has no --distributed-executor-backend: the generator adds mp
+
+    def args(self, rank: int | str, leader: str, port: int | None = None) -> tuple[str, ...]:
+        """The flags that make a node of the group: rank 0 serves the API, the others run headless. `rank` may be a
+        reference the target fills in (a worker template's $(LWS_WORKER_INDEX)); `port` overrides `port`."""
+        flags = (
+            "--nnodes",
+            str(self.count),
+            "--node-rank",
+            str(rank),
+            "--master-addr",
+            leader,
+            "--master-port",
+            str(port or self.port),
+            *(("--distributed-executor-backend", "mp") if self.backend_flag else ()),
+        )
+        return flags if rank in (0, "0") else (*flags, "--headless")
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     """One backend: a model of models.yml, or one replica of a model with `replicas: N` > 1 (then `name` is
     <model>-<i> and `replica_of` the model; every replica has its own GPUs and port, and the same served name,
@@ -174,6 +203,7 @@ class ModelPlan:
     # seconds a hung backend (connected, /health silent) waits before the stack restarts it (compile/load/hung.py);
     # None: never (`off`, or an on-demand model: its controller kills a hung one at once)
     restart_when_hung: float | None = None
+    nodes: NodesPlan | None = None  # models.yml `nodes:` (compile/load/nodes.py): served across hosts as one group
 
     @property
     def pooling(self) -> bool:
@@ -188,6 +218,12 @@ class ModelPlan:
     @property
     def serve_args(self) -> tuple[str, ...]:
         return (self.model, *self.flag_args)
+
+    @property
+    def compose_host(self) -> str:
+        """Where compose's gateway and Prometheus reach this backend: its service name on the backend network, or
+        for a model on `nodes:` the leader's address (its nodes run with the host's network: docs/multinode.md)."""
+        return self.nodes.hosts[0] if self.nodes and self.nodes.hosts else self.name
 
     @property
     def entry(self) -> str:

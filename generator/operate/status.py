@@ -206,6 +206,7 @@ def with_plan(rep: dict, plan: Plan | None) -> dict:
         (m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name, m.adapters) for m in plan.models
     ]
     planned += [(m.served_name, None, m.served_name, ()) for m in plan.hosted]
+    nodes = {m.served_name: m.nodes.count for m in plan.models if m.nodes}  # a model on nodes: one row, its nodes
     backends = {r["name"]: r for r in rep["models"] if not r.get("adapter_of")}
     adapters: dict[str, list[dict]] = {}
     for r in rep["models"]:
@@ -223,6 +224,7 @@ def with_plan(rep: dict, plan: Plan | None) -> dict:
             **status_report.model_counters(gm, served),
         }
         row["gpus"] = list(gpus) if gpus is not None else None
+        row["nodes"] = nodes.get(name)
         found = adapters.pop(name, None)
         rows = found or [status_report.adapter_row(row, a.name, gm or {}) for a in planned_adapters]
         models += [row, *({**a, "gpus": row["gpus"]} for a in rows)]
@@ -237,6 +239,7 @@ ROW_FIELDS = (  # a model's row (status_report.report), for a planned model the 
     "state",
     "reason",
     "gpus",
+    "nodes",
     "hosted",
     "requests_running",
     "requests_waiting",
@@ -303,6 +306,14 @@ def _why(reasons: dict[str, float]) -> str:
     return ", ".join(f"{_num(n)} {words.get(r, r)}" for r, n in reasons.items())
 
 
+def _gpus(m: dict) -> str:
+    """The gpus column: models.yml's GPUs; a model on nodes: each node's, times its nodes."""
+    if m["gpus"] is None:
+        return "-"
+    gpus = ",".join(map(str, m["gpus"])) or "none"
+    return f"{gpus} x {m['nodes']} nodes" if m.get("nodes") else gpus
+
+
 def render(rep: dict) -> Group | Text:
     g = rep["gateway"]
     style = STATE_STYLE.get(g["state"], "red")
@@ -327,7 +338,7 @@ def render(rep: dict) -> Group | Text:
         table.add_row(
             f"└ {m['name']}" if m.get("adapter_of") else m["name"],
             Text(m["state"], STATE_STYLE.get(m["state"], "red")),
-            "-" if m["gpus"] is None else (",".join(map(str, m["gpus"])) or "none"),
+            _gpus(m),
             _num(m["requests_running"]),
             _num(m["requests_waiting"]),
             "-" if m["kv_cache_usage"] is None else f"{100 * m['kv_cache_usage']:.1f}%",

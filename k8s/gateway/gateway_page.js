@@ -72,7 +72,8 @@ function showModels(models) {
     "models",
     models.map((m) => {
       const about = [m.description, m.aliases && m.aliases.length ? "also: " + m.aliases.join(", ") : ""];
-      const kind = m.kind === "adapter" && m.base ? "adapter of " + m.base : m.kind + (m.hosted ? " (hosted)" : "");
+      const kind = m.kind === "adapter" && m.base ? "adapter of " + m.base : m.kind + (m.hosted ? " (hosted)" : "") +
+        (m.nodes ? ` (${m.nodes} nodes)` : "");
       return [m.name, kind, num(m.context), num(m.max_output_tokens), yesNo(m.tools), yesNo(m.reasoning),
         about.filter(Boolean).join(" \u00b7 ")];
     }),
@@ -242,7 +243,7 @@ function showReport(rep) {
     `${num(g.requests_total)} requests and ${num(g.errors_total)} backend errors since it started` +
     (g.error ? ` (${g.error})` : "");
   fill("stack", (rep.models || []).map((m) => [
-    m.adapter_of ? "\u2514 " + m.name : m.name,
+    (m.adapter_of ? "\u2514 " + m.name : m.name) + (m.nodes ? ` (${m.nodes} nodes)` : ""),
     stateCell(m.state),
     num(m.requests_running), num(m.requests_waiting),
     m.kv_cache_usage === null || m.kv_cache_usage === undefined ? "-" : (100 * m.kv_cache_usage).toFixed(1) + "%",
@@ -251,7 +252,8 @@ function showReport(rep) {
     num(m.gateway_requests_total), num(m.gateway_errors_total),
     GOOD.has(m.state) ? "" : m.reason,
   ]));
-  for (const tr of $("stack").querySelectorAll("tbody tr")) tr.dataset.model = tr.cells[0].textContent.replace("\u2514 ", "");
+  const rows = $("stack").querySelectorAll("tbody tr");
+  rows.forEach((tr, i) => { tr.dataset.model = (rep.models || [])[i].name; });
   fill("people", (rep.people || []).map((r) => r.model === "(budget)"
     ? [r.person, "(tokens)", "", "", "", tokensLine(r, r.limits || {})]
     : [r.person, r.model, num(r.requests), num(r.input_tokens), num(r.output_tokens), ""]));

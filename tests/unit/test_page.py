@@ -72,6 +72,7 @@ def test_a_person_sees_their_models_only_with_what_each_takes(page, monkeypatch)
         "tools": True,
         "reasoning": True,
         "hosted": None,
+        "nodes": None,  # one host (a model on nodes: how many, tests/unit/test_nodes.py)
         "aliases": ["gpt-4o-mini"],  # listed aliases only
     }
     assert (cards["embed"]["kind"], cards["embed"]["context"], cards["embed"]["max_output_tokens"]) == (

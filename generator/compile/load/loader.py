@@ -24,6 +24,7 @@ from . import (
     media,
     metrics,
     model_files,
+    nodes,
     on_demand,
     output_budget,
     parser_repairs,
@@ -44,8 +45,7 @@ from .yaml_source import Source, load_source
 
 
 def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[str], None] | None = None) -> Plan:
-    """models.yml's source -> Plan: parse, each model's concerns in a fixed order, the concerns across models, the plan
-    (docs/architecture.md, "The pipeline"). `notify` gets a line before anything slow (model metadata from the Hub)."""
+    """models.yml's source -> Plan (docs/architecture.md, "The pipeline"); `notify` gets a line before anything slow."""
     s = State(src, parse_file(src), catalog or load_catalog())
     volumes.check_defaults(s)
     for m in s.models:  # what each entry says, before any model file is read
@@ -62,8 +62,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             output_budget.plan,  # max_tokens, below the context
             adapters.serve,  # LoRA adapters and their flags
             tools.check,  # tool-call flags
-            gpus.place,  # each replica's GPUs
+            nodes.check,  # a model across hosts: its parallel sizes against its nodes' GPUs
+            gpus.place,  # each replica's GPUs (each node's)
             backends.plan,  # each backend (the model, or each replica): port, plan, on-demand, fit
+            nodes.plan,  # the leader's backend carries its nodes
             hung.plan,  # how long a hung backend waits for a restart
             replicas.check,  # what one copy per model assumes
             context.warn,  # then the model's warnings: a context above the model's,
@@ -97,9 +99,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         metrics=metrics_plan,
         controller=controller,
         people=people_plan,
-        redis=RedisPlan(image=s.file.gateway.redis_image)
-        if needs_redis(people_plan, s.backends, gateway_plan)
-        else None,
+        redis=RedisPlan(s.file.gateway.redis_image) if needs_redis(people_plan, s.backends, gateway_plan) else None,
         hosted=tuple(s.hosted),
     )
 

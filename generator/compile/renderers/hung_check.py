@@ -20,13 +20,13 @@ PROBE_TIMEOUT = 3  # seconds, the gateway's (gateway_hooks/backend_health.py)
 
 SCRIPT = """\
 import os, socket, sys, time
-PORT, AFTER, SINCE = {port}, {after}, {since!r}
+HOST, PORT, AFTER, SINCE = {host!r}, {port}, {after}, {since!r}
 def forget(code):
     if os.path.exists(SINCE):
         os.remove(SINCE)
     sys.exit(code)
 try:
-    s = socket.create_connection(("127.0.0.1", PORT), timeout={timeout})
+    s = socket.create_connection((HOST, PORT), timeout={timeout})
     s.sendall(b"GET /health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n")
     line = s.recv(64)
 except socket.timeout:
@@ -48,11 +48,12 @@ sys.exit(1)
 """
 
 
-def script(port: int, after: float) -> str:
-    """The check's Python text for a backend on `port`, restarted after `after` seconds of silence."""
-    return SCRIPT.format(port=port, after=int(after), since=SINCE_FILE, timeout=PROBE_TIMEOUT)
+def script(port: int, after: float, host: str = "127.0.0.1") -> str:
+    """The check's Python text for a backend on `host`:`port` (a model on nodes: its leader listens on its host's
+    address), restarted after `after` seconds of silence."""
+    return SCRIPT.format(host=host, port=port, after=int(after), since=SINCE_FILE, timeout=PROBE_TIMEOUT)
 
 
-def test(port: int, after: float) -> list[str]:
+def test(port: int, after: float, host: str = "127.0.0.1") -> list[str]:
     """compose's healthcheck `test:` (no `$` in the text: nothing for compose to interpolate)."""
-    return ["CMD", "python3", "-c", script(port, after)]
+    return ["CMD", "python3", "-c", script(port, after, host)]
