@@ -37,7 +37,7 @@ $(VLLM_VENV)/.installed: $(VLLM_LOCK)
 	touch $@
 
 regenerate: venv ## models.yml -> compose/docker-compose.yml + litellm/config.yaml
-	$(PY) -m generator --models $(MODELS) --out .
+	$(PY) -m generator --models $(MODELS) --out $(OUT)
 
 apply: venv ## models.yml -> the running compose stack: print the plan, then change only what changed (DRY_RUN=1: plan only)
 	$(PY) -m generator apply --models $(MODELS) --out $(OUT)$(if $(DRY_RUN), --dry-run)

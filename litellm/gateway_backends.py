@@ -208,7 +208,13 @@ def _secret(value: object) -> str | None:
 
 
 HOSTED = "gateway_hosted"  # model_info of a hosted model (renderers/litellm.py): its provider
+NODES = "gateway_nodes"  # model_info of a model served across hosts (renderers/litellm.py): how many nodes
 PROVIDER_BASES = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+
+
+def nodes(dep: object) -> int | None:
+    """How many hosts serve the deployment's model as one group (models.yml `nodes:`), or None for one host."""
+    return as_int(info(dep).get(NODES))
 
 
 def hosted(dep: object) -> str | None:

@@ -192,6 +192,8 @@ BAD = [  # (api, field: value, the message); each from a probe that got a 5xx or
     ("responses", {"tools": "all"}, "`tools` must be a list of tools"),
     ("responses", {"max_output_tokens": 0}, "`max_output_tokens` must be an integer of at least 1"),
     ("responses", {"text": {"format": "json"}}, "`text.format` must be {type"),
+    ("responses", {"conversation": "conv_123"}, "`conversation` must be absent: this gateway keeps no conversations"),
+    ("responses", {"conversation": {"id": "conv_123"}}, "continue with `previous_response_id`"),
     ("messages", {"messages": "x"}, "`messages` must be a non-empty list of {role, content} objects"),
     ("messages", {"messages": [{"role": 5, "content": "x"}]}, "`messages[0].role` must be a string"),
     (

@@ -132,6 +132,35 @@ class HostedSpec:
 
 
 @dataclass(frozen=True)
+class NodesPlan:
+    """models.yml `nodes:` of one model (compile/load/nodes.py, docs/multinode.md): one vLLM per node, one group. The
+    leader (rank 0) is the model's backend (its port, Service, gateway entry); ranks 1.. run headless and serve no
+    API. Each node runs the model's own flags plus `args(rank, leader)`; the leader's address is the target's
+    (compose: hosts[0]; Kubernetes: LeaderWorkerSet's $(LWS_LEADER_ADDRESS); the local runtime: 127.0.0.1)."""
+
+    count: int
+    hosts: tuple[str, ...] = ()  # each node's address, the leader first; () when models.yml gives none (Kubernetes)
+    port: int = 29501  # where the nodes meet on the leader (vLLM --master-port)
+    backend_flag: bool = True  # the command has no --distributed-executor-backend: the generator adds mp
+
+    def args(self, rank: int | str, leader: str, port: int | None = None) -> tuple[str, ...]:
+        """The flags that make a node of the group: rank 0 serves the API, the others run headless. `rank` may be a
+        reference the target fills in (a worker template's $(LWS_WORKER_INDEX)); `port` overrides `port`."""
+        flags = (
+            "--nnodes",
+            str(self.count),
+            "--node-rank",
+            str(rank),
+            "--master-addr",
+            leader,
+            "--master-port",
+            str(port or self.port),
+            *(("--distributed-executor-backend", "mp") if self.backend_flag else ()),
+        )
+        return flags if rank in (0, "0") else (*flags, "--headless")
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     """One backend: a model of models.yml, or one replica of a model with `replicas: N` > 1 (then `name` is
     <model>-<i> and `replica_of` the model; every replica has its own GPUs and port, and the same served name,
@@ -185,6 +214,10 @@ class ModelPlan:
     # the vLLM parsers this backend runs repaired (compile/load/parser_repairs.py: their names, tool-call first): its
     # flag_args load the stack's parser plugin, and the renderers give it generator/shipped/parser_repairs/'s files
     parser_repairs: tuple[str, ...] = ()
+    # seconds a hung backend (connected, /health silent) waits before the stack restarts it (compile/load/hung.py);
+    # None: never (`off`, or an on-demand model: its controller kills a hung one at once)
+    restart_when_hung: float | None = None
+    nodes: NodesPlan | None = None  # models.yml `nodes:` (compile/load/nodes.py): served across hosts as one group
     scale: ScalePlan | None = None  # replicas: {min, max}: the model's copies follow its load (None: a fixed count)
 
     @property
@@ -206,6 +239,12 @@ class ModelPlan:
     @property
     def serve_args(self) -> tuple[str, ...]:
         return (self.model, *self.flag_args)
+
+    @property
+    def compose_host(self) -> str:
+        """Where compose's gateway and Prometheus reach this backend: its service name on the backend network, or
+        for a model on `nodes:` the leader's address (its nodes run with the host's network: docs/multinode.md)."""
+        return self.nodes.hosts[0] if self.nodes and self.nodes.hosts else self.name
 
     @property
     def entry(self) -> str:

@@ -38,6 +38,7 @@ SECTIONS: dict[str, str] = {
     "HostedEntry": "<model> with provider: (hosted)",
     "LitellmParams": "<model>.litellm",
     "OnDemand": "<model>.on_demand",
+    "Nodes": "<model>.nodes",
     "Media": "<model>.media",
     "Limits": "<model>.limits",
     "Adapter": "<model>.adapters.<name>",

@@ -130,7 +130,7 @@ def _script(script: str) -> dict[int, int]:
     return dict(zip(chain, chain[1:] + [EOS_ID]))
 
 
-def _weights(script: str) -> bytes:
+def _weights(script: str, layers: int = N_LAYERS) -> bytes:
     f32 = np.float32
     table = _script(script)
     # residual slot of each script token; slot 0 is shared by every other token (-> EOS)
@@ -144,12 +144,13 @@ def _weights(script: str) -> bytes:
         embed[tok] = 0.0
         embed[tok, k] = 1.0
         lm_head[table[tok], k] = 5.0
-    return llama_safetensors(embed, lm_head)
+    return llama_safetensors(embed, lm_head, layers)
 
 
-def llama_safetensors(embed: np.ndarray, lm_head: np.ndarray) -> bytes:
+def llama_safetensors(embed: np.ndarray, lm_head: np.ndarray, layers: int = N_LAYERS) -> bytes:
     """The 1-layer Llama's weights with these embedding and output matrices; attention and MLP all zero (the
-    module docstring). Shared with family_model.py."""
+    module docstring), so more `layers` answer the same (a two-layer copy splits into two pipeline stages: the
+    two-node test, docs/multinode.md). Shared with family_model.py."""
     from safetensors.numpy import save as st_save  # here: the tokenizer's unit tests run without it
 
     f32 = np.float32
@@ -159,7 +160,7 @@ def llama_safetensors(embed: np.ndarray, lm_head: np.ndarray) -> bytes:
         "model.norm.weight": np.ones(HIDDEN, f32),
         "lm_head.weight": lm_head,
     }
-    for n in range(N_LAYERS):
+    for n in range(layers):
         p = f"model.layers.{n}."
         tensors.update(
             {
@@ -265,8 +266,8 @@ def _tokenizer_config() -> dict:
     }
 
 
-def _config() -> dict:
-    return llama_config(VOCAB_SIZE, BOS_ID, EOS_ID)
+def _config(layers: int = N_LAYERS) -> dict:
+    return {**llama_config(VOCAB_SIZE, BOS_ID, EOS_ID), "num_hidden_layers": layers}
 
 
 def llama_config(vocab_size: int, bos_id: int, eos_id: int | list[int]) -> dict:
@@ -295,26 +296,27 @@ def llama_config(vocab_size: int, bos_id: int, eos_id: int | list[int]) -> dict:
     }
 
 
-def _files(script: str) -> dict[str, bytes]:
+def _files(script: str, layers: int = N_LAYERS) -> dict[str, bytes]:
     def js(obj: dict) -> bytes:
         return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
 
     return {
-        "config.json": js(_config()),
+        "config.json": js(_config(layers)),
         "generation_config.json": js({"bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID}),
         "tokenizer.json": js(_tokenizer_json()),
         "tokenizer_config.json": js(_tokenizer_config()),
         "special_tokens_map.json": js({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
-        "model.safetensors": _weights(script),
+        "model.safetensors": _weights(script, layers),
     }
 
 
-def build_model(out_dir: Path, script: str) -> Path:
-    """Write the scripted model for ``script`` into ``out_dir`` and return it.
+def build_model(out_dir: Path, script: str, layers: int = N_LAYERS) -> Path:
+    """Write the scripted model for ``script`` into ``out_dir`` and return it (`layers`: its zero layers, the same
+    answers; 2: one per pipeline stage of the two-node test).
 
     Idempotent: files whose bytes already match are left untouched.
     """
-    return write_model(Path(out_dir), _files(script), "SCRIPT", script)
+    return write_model(Path(out_dir), _files(script, layers), "SCRIPT", script)
 
 
 def write_model(out_dir: Path, files: dict[str, bytes], marker: str, label: str) -> Path:
@@ -338,9 +340,10 @@ def main(argv: list[str] | None = None) -> None:
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--script", choices=SCRIPTS, default="reasoner")
     group.add_argument("--all", action="store_true", help="build every script into OUT_DIR/<script>")
+    ap.add_argument("--layers", type=int, default=N_LAYERS, help="zero layers (same answers; 2: two pipeline stages)")
     args = ap.parse_args(argv)
     for script in SCRIPTS if args.all else (args.script,):
-        print(build_model(args.out_dir / script if args.all else args.out_dir, script))
+        print(build_model(args.out_dir / script if args.all else args.out_dir, script, args.layers))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 The key is made on the first call (secrets.token_urlsafe(32)) and kept in the stack's keys file beside its other
 secrets (compose/.env; the local stack's STATE_DIR/.env; k8s/secrets.env), as PERSON_KEY_<NAME>; --rotate replaces
 it, --revoke removes it. Every call then rewrites the gateway's people-keys.json ({sha256 of a key: name}, for the
-people models.yml still has): a running gateway reads it again within a second or two, no restart. The gateway
+people models.yml still has): a running gateway knows a new key at its first request and stops taking a removed one
+within a second or two, no restart. The gateway
 never gets a person's key, only its hash. Exit 2 for a name models.yml's `people:` does not have.
 """
 

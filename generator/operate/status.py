@@ -206,6 +206,7 @@ def with_plan(rep: dict, plan: Plan | None) -> dict:
         (m.name if m.replicas > 1 else m.served_name, m.gpus, m.served_name, m.adapters) for m in plan.models
     ]
     planned += [(m.served_name, None, m.served_name, ()) for m in plan.hosted]
+    nodes = {m.served_name: m.nodes.count for m in plan.models if m.nodes}  # a model on nodes: one row, its nodes
     backends = {r["name"]: r for r in rep["models"] if not r.get("adapter_of")}
     adapters: dict[str, list[dict]] = {}
     for r in rep["models"]:
@@ -223,6 +224,7 @@ def with_plan(rep: dict, plan: Plan | None) -> dict:
             **status_report.model_counters(gm, served),
         }
         row["gpus"] = list(gpus) if gpus is not None else None
+        row["nodes"] = nodes.get(name)
         found = adapters.pop(name, None)
         rows = found or [status_report.adapter_row(row, a.name, gm or {}) for a in planned_adapters]
         models += [row, *({**a, "gpus": row["gpus"]} for a in rows)]
@@ -237,6 +239,7 @@ ROW_FIELDS = (  # a model's row (status_report.report), for a planned model the 
     "state",
     "reason",
     "gpus",
+    "nodes",
     "hosted",
     "requests_running",
     "requests_waiting",
@@ -250,12 +253,18 @@ ROW_FIELDS = (  # a model's row (status_report.report), for a planned model the 
 
 
 def budget_text(row: dict) -> str:
-    """A person's tokens this UTC day and month, each of its budget when they have one."""
+    """A person's tokens this UTC day and month, each of its budget when they have one, then the responses they keep
+    stored (of their stored_responses limit)."""
     limits = row.get("limits") or {}
-    return ", ".join(
+    parts = [
         f"{row[field]}{f' of {limits[period]}' if period in limits else ''} tokens {words}"
         for period, field, words in (("day", "tokens_today", "today"), ("month", "tokens_this_month", "this month"))
-    )
+    ]
+    text = ", ".join(parts) + " (UTC)"
+    if row.get("stored_responses") is not None:
+        most = f" of {limits['stored_bytes']}" if "stored_bytes" in limits else ""
+        text += f", {row['stored_responses']} stored responses ({row.get('stored_bytes') or 0}{most} bytes)"
+    return text
 
 
 def render_usage(rep: dict) -> Group:
@@ -279,7 +288,7 @@ def render_usage(rep: dict) -> Group:
             table.add_row(
                 r["person"], r["model"], _num(r["requests"]), _num(r["input_tokens"]), _num(r["output_tokens"])
             )
-    days = [Text(f"{r['person']}: {budget_text(r)} (UTC)") for r in rows if r["model"] == status_report.BUDGET_ROW]
+    days = [Text(f"{r['person']}: {budget_text(r)}") for r in rows if r["model"] == status_report.BUDGET_ROW]
     return Group(table, *days)
 
 
@@ -295,6 +304,14 @@ def _why(reasons: dict[str, float]) -> str:
     """A fallback's counts by reason (gateway_hooks/fallbacks.py), for people."""
     words = {"context": "prompt over its context", "error": "it failed"}
     return ", ".join(f"{_num(n)} {words.get(r, r)}" for r, n in reasons.items())
+
+
+def _gpus(m: dict) -> str:
+    """The gpus column: models.yml's GPUs; a model on nodes: each node's, times its nodes."""
+    if m["gpus"] is None:
+        return "-"
+    gpus = ",".join(map(str, m["gpus"])) or "none"
+    return f"{gpus} x {m['nodes']} nodes" if m.get("nodes") else gpus
 
 
 def render(rep: dict) -> Group | Text:
@@ -321,7 +338,7 @@ def render(rep: dict) -> Group | Text:
         table.add_row(
             f"└ {m['name']}" if m.get("adapter_of") else m["name"],
             Text(m["state"], STATE_STYLE.get(m["state"], "red")),
-            "-" if m["gpus"] is None else (",".join(map(str, m["gpus"])) or "none"),
+            _gpus(m),
             _num(m["requests_running"]),
             _num(m["requests_waiting"]),
             "-" if m["kv_cache_usage"] is None else f"{100 * m['kv_cache_usage']:.1f}%",

@@ -88,6 +88,7 @@ def model_card(name: str, dep: object, aliases: list[str]) -> dict:
         "tools": bool(info.get("supports_function_calling")),
         "reasoning": bool(info.get("supports_reasoning")),
         "hosted": info.get(gb.HOSTED),
+        "nodes": gb.as_int(info.get(gb.NODES)),  # served across hosts as one group (models.yml nodes:)
         "aliases": aliases,
     }
 
@@ -112,6 +113,7 @@ def limits_of(person: people.Person) -> dict:
         "parallel": person.parallel,
         "tokens_per_day": person.tokens_per_day,
         "tokens_per_month": person.tokens_per_month,
+        "stored_responses": person.stored_responses,
     }
 
 

@@ -284,7 +284,7 @@ async def backend(name: str, dep: object) -> dict:
             parsed = backend_metrics(metrics.text)
         except ValueError:  # not Prometheus text
             parsed = None
-    out = {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed}
+    out = {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed, "nodes": gb.nodes(dep)}
     if scaling is not None:
         out["scaling"] = scaling
     return out
@@ -317,20 +317,28 @@ async def gateway(person: str | None = None) -> dict:
 REPLICA = "gateway_replica"  # model_info of a replicated model's deployment: the replica's name (<model>-<i>)
 
 
-async def budgets_used(name: str | None = None) -> dict[str, dict[str, int]]:
-    """Tokens each person (or only `name`) used this UTC day and month, with their budgets (people.py counts them in
-    the stack's Redis; without one: nothing)."""
+async def budgets_used(name: str | None = None) -> dict[str, dict]:
+    """Tokens each person (or only `name`) used this UTC day and month, with their budgets, and the responses they
+    keep stored (/v1/responses' state: how many, their bytes, of their `stored_responses` limit). people.py and
+    response_store.py count them in the stack's Redis; without one: nothing."""
     try:
         import people
+        import response_store
 
         people.DIRECTORY.refresh()
         if people.redis_client() is None:
             return {}
-        return {
-            p.name: {**await people.used_tokens(p.name), "limits": people.budgets(p)}
-            for p in people.DIRECTORY.people.values()
-            if name is None or p.name == name
-        }
+        out = {}
+        store = response_store.redis_client()  # None: the stack stores no responses (responses_ttl 0)
+        for p in people.DIRECTORY.people.values():
+            if name is None or p.name == name:
+                out[p.name] = {**await people.used_tokens(p.name), "limits": people.budgets(p)}
+                if p.stored_responses is not None:
+                    out[p.name]["limits"]["stored_bytes"] = p.stored_responses
+                if store is not None:
+                    count, size = await response_store.usage(store, response_store.owner_of(p.name))
+                    out[p.name]["stored"] = {"responses": count, "bytes": size}
+        return out
     except Exception:  # noqa: BLE001  no Redis, no people: status still answers
         return {}
 

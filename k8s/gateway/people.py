@@ -98,9 +98,11 @@ class Directory:
                 stamps.append(None)
         return tuple(stamps)
 
-    def refresh(self, force: bool = False) -> None:
+    def refresh(self, force: bool = False, now_please: bool = False) -> None:
+        """Read the files again when they changed, looking at most every RELOAD_EVERY seconds (now_please: now; force:
+        read them whatever their stamps)."""
         now = time.monotonic()
-        if not force and now - self._checked < RELOAD_EVERY:
+        if not (force or now_please) and now - self._checked < RELOAD_EVERY:
             return
         with self._lock:
             self._checked = now
@@ -118,9 +120,12 @@ class Directory:
         """The person this key belongs to, or None (unknown, empty, or no people)."""
         self.refresh()
         key = bare_key(api_key)
-        if not key or not self.hashes:
+        if not key:
             return None
-        name = self.hashes.get(key_hash(key))
+        digest = key_hash(key)
+        if digest not in self.hashes:  # a key `make key` made a moment ago: its file is looked at now (two stats)
+            self.refresh(now_please=True)
+        name = self.hashes.get(digest)
         return self.people.get(name) if name else None
 
 

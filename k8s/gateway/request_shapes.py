@@ -415,6 +415,11 @@ RESPONSES = shape(
             ),
             "parallel_tool_calls": BOOL,
             "previous_response_id": STRING,
+            # LiteLLM 1.108.7 serves no /v1/conversations and vLLM ignores the field: the context would be lost
+            # without a word, so it is refused (continue with previous_response_id: docs/apis.md)
+            "conversation": absent(
+                "this gateway keeps no conversations; continue with `previous_response_id` (docs/apis.md)"
+            ),
             "include": STRINGS,
             "truncation": STRING,
             "text": fields(

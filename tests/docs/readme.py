@@ -138,6 +138,12 @@ WHERE: list[tuple[str, str]] = [
         "compose file of the same shape (examples/cpu-compose) in a real engine",
     ),
     (
+        r"^docker compose (-f compose/nodes/\S+ up -d|ps deepseek-r1)$",
+        NOT_HERE
+        + "the hosts of a model on nodes (GPUs, the CUDA image); tests/unit/test_compose_nodes.py checks every "
+        "host's file against the Compose schema, docs/multinode.md says what runs on this machine",
+    ),
+    (
         r"^GATEWAY_URL=\S+ GATEWAY_KEY=\$\(sed -n 's/\^LITELLM_MASTER_KEY=//p' compose/\.env\)",
         NOT_HERE + "a GPU compose stack; make compose-test runs the same tests against the CPU compose stack",
     ),

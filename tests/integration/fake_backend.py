@@ -4,7 +4,9 @@ With KEY it stands in for a hosted API (models.yml `provider:`): every route but
 request sends `Authorization: Bearer KEY`.
 
 MODE ok: answers (JSON or SSE); hang: accepts and never answers; cut: streams two chunks, then
-drops the connection without `[DONE]` (a backend crash mid-answer); 500: answers every chat with 500.
+drops the connection without `[DONE]` (a backend crash mid-answer, or a hung one the gateway cut off:
+backend_health.py); 500: answers every chat with 500. /v1/responses (vLLM's own, which LiteLLM forwards) does the
+same in modes ok, hang and cut.
 In mode ok, a request with `tools` is answered with a call of its first tool with TOOL_ARGUMENTS (streamed: the
 arguments in two pieces), as an OpenAI-compatible API with function calling answers.
 """
@@ -98,6 +100,37 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
         await resp.write(b"data: [DONE]\n\n")
         return resp
 
+    async def responses(request: web.Request) -> web.StreamResponse:
+        """/v1/responses as vLLM's own (LiteLLM forwards it): streamed, the events of one message; `cut` drops the
+        connection after its first text delta."""
+        body = await request.json()
+        if mode == "hang":
+            await asyncio.sleep(3600)
+        made = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "model": "fake"}
+        text = {"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed"}
+        done = {**made, "status": "completed", "output": [{**text, "content": [
+            {"type": "output_text", "text": "Hello there", "annotations": []}]}],
+            "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}}  # fmt: skip
+        if not body.get("stream"):
+            return web.json_response(done)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        events = [
+            {"type": "response.created", "response": {**made, "status": "in_progress", "output": []}},
+            {"type": "response.output_item.added", "output_index": 0, "item": {**text, "content": []}},
+            {"type": "response.output_text.delta", "item_id": "msg_fake", "content_index": 0, "delta": "Hello"},
+        ]
+        for n, event in enumerate(events):
+            data = json.dumps({**event, "sequence_number": n})
+            await resp.write(f"event: {event['type']}\ndata: {data}\n\n".encode())
+        if mode == "cut":
+            await asyncio.sleep(0.2)
+            request.transport.abort()
+            return resp
+        last = {"type": "response.completed", "response": done, "sequence_number": len(events)}
+        await resp.write(f"event: response.completed\ndata: {json.dumps(last)}\n\n".encode())
+        return resp
+
     async def health(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -112,6 +145,7 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
 
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[keyed])
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/responses", responses)
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     return app

@@ -287,3 +287,50 @@ def test_logprobs_are_served_and_the_backend_serves_on(gateway, model, ask):
         model=model.served_name, messages=[{"role": "user", "content": "Hi."}], max_tokens=2
     )
     assert after.choices[0].message is not None
+
+
+# --- the OpenAI Agents SDK: an agent's tool loop on the gateway's stored responses ------------------
+
+
+def test_the_openai_agents_sdk_runs_its_tool_loop_on_stored_responses(gateway):
+    """The OpenAI Agents SDK (openai-agents, pinned in pyproject's dev extra), as an application written against OpenAI
+    runs it: with `auto_previous_response_id` it sends each turn as the new items only (the tool's output) with the
+    previous response's id, and the gateway's store (docs/apis.md) fills in the rest, the function call included. A
+    second run continues the first by `previous_response_id`."""
+    import agents
+    from openai import AsyncOpenAI
+
+    agents.set_tracing_disabled(True)  # traces would go to OpenAI's servers
+    scripted = {kind: name for name, kind in gateway.scripts.items()}  # the demo's scripted models, what they answer
+    if not {"tool-caller", "reasoner"} <= scripted.keys():
+        pytest.skip("needs the demo's scripted tool-caller and reasoner (their answers are known)")
+
+    def model(served_name: str) -> agents.OpenAIResponsesModel:
+        client = AsyncOpenAI(base_url=gateway.url, api_key=gateway.key, max_retries=0, timeout=120)
+        return agents.OpenAIResponsesModel(model=served_name, openai_client=client)
+
+    asked: list[str] = []
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        asked.append(city)
+        return f"Sunny in {city}."
+
+    caller = agents.Agent(
+        name="weather", instructions="Use the tool.", tools=[get_weather], model=model(scripted["tool-caller"])
+    )
+    # the scripted tool-caller calls the tool at every turn: two turns, then the SDK stops the loop
+    with pytest.raises(agents.MaxTurnsExceeded) as stopped:
+        agents.Runner.run_sync(caller, QUESTION, max_turns=2, auto_previous_response_id=True)
+    assert len(asked) == 2 and all(asked), asked  # the second turn's call came after the first's output was read
+    second = stopped.value.run_data.raw_responses[-1].response_id
+    kinds = [i.type for i in gateway.client().responses.input_items.list(second, order="asc", limit=100).data]
+    assert kinds == ["message", "function_call", "function_call_output"], kinds  # the store's, then the new item
+
+    thinker = agents.Agent(name="thinker", instructions="Answer.", model=model(scripted["reasoner"]))
+    first = agents.Runner.run_sync(thinker, "hi")
+    again = agents.Runner.run_sync(thinker, "and then?", previous_response_id=first.last_response_id)
+    assert ANSWER_TEXT in again.final_output
+    items = gateway.client().responses.input_items.list(again.last_response_id, order="asc", limit=100).data
+    assert [i.type for i in items][:3] == ["message", "reasoning", "message"], items  # turn one, reasoning included

@@ -116,6 +116,33 @@ def test_a_stream_cut_midway_raises_instead_of_ending_quietly(fakes):
     assert "".join(received) in ("", "Hello", "Hello there")
 
 
+# a stream its backend dropped after its first bytes (a crash, or a hung backend the gateway cut off: backend_health.py)
+# ends with the API's own error event, which each SDK raises: never a stream that just stops
+CUT_STREAMS = {
+    "chat": ("/v1/chat/completions", {"messages": HELLO}, lambda last: "error" in last),
+    "messages": ("/v1/messages", {"messages": HELLO, "max_tokens": 20}, lambda last: last.get("type") == "error"),
+    "responses": ("/v1/responses", {"input": "Say hello."}, lambda last: last.get("type") == "response.failed"),
+}
+
+
+@pytest.mark.parametrize("api", CUT_STREAMS)
+def test_a_stream_cut_after_its_first_bytes_ends_with_the_apis_error_event(fakes, api):
+    path, body, is_error = CUT_STREAMS[api]
+    data = []
+    with httpx.stream(
+        "POST",
+        f"{fakes.gateway_url}{path}",
+        json={"model": "cut", "stream": True, **body},
+        headers={"Authorization": f"Bearer {fakes.master_key}"},
+        timeout=30,
+    ) as r:
+        assert r.status_code == 200  # the answer had begun: its status was sent
+        data = [line[6:] for line in r.iter_lines() if line.startswith("data: ") and line != "data: [DONE]"]
+    assert "Hello" in "".join(data[:-1]), data  # what came before the cut reached the client
+    last = json.loads(data[-1])
+    assert is_error(last), f"{api}: the stream ended with {data[-1][:300]}"
+
+
 MALFORMED = {
     "not-json": b"{this is not json",
     "empty-body": b"",

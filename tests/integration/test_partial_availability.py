@@ -6,6 +6,10 @@ the broken model falls back to the good one, a small-context model sends a promp
 on chat, responses and messages, for the master key and not for a person whose `models:` leave the good one out.
 (A fallback under load, its model killed and back: tests/integration/test_faults.py, on the shared stack.)
 
+It also serves a model on two nodes (models.yml `nodes: 2`, docs/multinode.md): a two-layer copy of the scripted
+reasoner, pipeline parallel 2 over gloo on loopback, the leader (node 0) serving the API behind the gateway and node 1
+a headless vLLM process of its own, answering on every API as one model (folded in here: no gateway start of its own).
+
 Runs its own small CPU stack through `python -m generator.operate.runtime up/down`, on free ports (never the
 session stack's, a demo's or another checkout's), next to it.
 """
@@ -25,6 +29,7 @@ import pytest
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import read_env_file
+from generator.demo.script import ANSWER_TEXT, REASONING_TEXT
 from generator.operate.keys import LOCAL_HEADER, person_key, write_hashes
 from generator.operate.runtime.ports import free_ports
 from generator.shipped.gateway_hooks.status_report import BUDGET_ROW
@@ -43,13 +48,21 @@ SCRIPT_DESCRIPTION = "Hosted <script>document.title='run'</script> <b>stand-in</
 
 
 def _models_yml(
-    demo_model, gateway_port: int, good_port: int, broken_port: int, small_port: int, api_port: int, gone_port: int
+    demo_model,
+    gateway_port: int,
+    good_port: int,
+    broken_port: int,
+    small_port: int,
+    api_port: int,
+    gone_port: int,
+    split: tuple[str, int, int],
 ) -> str:
+    split_model, split_port, meet_port = split
     env = "".join(f"    {k}: {v!r}\n" for k, v in demo_model.env.items())
     return f"""
 gateway: {{port: {gateway_port}, workers: 1}}  # one gateway worker: ~8 CPU-s less to start; the demo stack tests 2
 people:
-  sam: {{models: [broken, small, hosted-api]}}  # not good: no fallback for sam (and no limit: no Redis)
+  sam: {{models: [broken, small, hosted-api, split]}}  # not good: no fallback for sam (and no limit: no Redis)
   pat: {{models: [broken, good]}}               # broken's fallback too
 hosted-api:                  # a hosted model: a stand-in API on this machine that wants its own key
   description: {SCRIPT_DESCRIPTION!r}
@@ -85,6 +98,18 @@ good:
 {env}  command: vllm serve {demo_model.model} --max-model-len {demo_model.context} --enforce-eager --port {good_port}
   aliases: [claude-haiku]
   list_aliases: true
+split:                       # one model on two nodes: two vLLM processes, pipeline parallel 2 (docs/multinode.md)
+  gpus: []
+  nodes: {{count: 2, port: {meet_port}}}
+  port: {split_port}
+  # not the demo's environment: no forked engine (the nodes' executor spans processes), and no TORCH_COMPILE_DISABLE or
+  # --enforce-eager: vLLM's CPU worker then skips the warm-up pass that sizes the tensors a pipeline stage receives,
+  # and the second stage fails the first request; dynamo with the eager backend warms up in seconds
+  env: {{VLLM_CPU_KVCACHE_SPACE: "1", OMP_NUM_THREADS: "1", HF_HUB_OFFLINE: "1"}}
+  command: >-
+    vllm serve {split_model} --max-model-len 4K --pipeline-parallel-size 2 --reasoning-parser qwen3
+    --compilation-config '{{"mode": 2, "backend": "eager"}}'
+  litellm: {{max_tokens: 128}}
 """
 
 
@@ -108,8 +133,26 @@ def partial_stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("partial")
     demo = load_plan(DEMO_MODELS).models[0]
     # never the session stack's, a demo's or another checkout's; nothing listens on gone_port
-    gateway_port, good, broken, small, api_port, gone_port = free_ports(6)
-    (tmp / "models.yml").write_text(_models_yml(demo, gateway_port, good, broken, small, api_port, gone_port))
+    gateway_port, good, broken, small, api_port, gone_port, split_port, meet_port = free_ports(8)
+    # the scripted reasoner with two (zero) layers: one per pipeline stage, the same answers
+    vllm_python = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm/bin/python"))
+    split_model = tmp / "reasoner-2-layers"
+    build = [
+        vllm_python,
+        "-m",
+        "generator.demo.scripted_model",
+        str(split_model),
+        "--script",
+        "reasoner",
+        "--layers",
+        "2",
+    ]
+    subprocess.run(build, cwd=ROOT, check=True, capture_output=True, timeout=120)
+    (tmp / "models.yml").write_text(
+        _models_yml(
+            demo, gateway_port, good, broken, small, api_port, gone_port, (str(split_model), split_port, meet_port)
+        )
+    )
     state = tmp / "state"
     # the hosted model's stand-in API; its key reaches the gateway through the environment `up` runs in
     api = subprocess.Popen(
@@ -147,11 +190,11 @@ def test_up_reports_the_broken_model_with_exit_code_and_log_lines_and_exits_non_
     up, state, gateway_port = partial_stack
     assert up.returncode == 1, up.stderr[-3000:]
     out = up.stderr
-    assert "failed: broken exited with code" in out and "1 of 3 model(s) failed to start: broken" in out
+    assert "failed: broken exited with code" in out and "1 of 4 model(s) failed to start: broken" in out
     last_line = [line for line in (state / "logs" / "broken.log").read_text().splitlines() if line.strip()][-1]
     assert last_line.strip()[:60] in out  # the log's last lines are in the report
-    assert "good: ready" in out
-    serving = "small, good, hosted-api (hosted), gone-api (hosted)"
+    assert "good: ready" in out and "split: ready" in out and "split-node-1: starting (headless" in out
+    serving = "small, good, split, hosted-api (hosted), gone-api (hosted)"
     assert f"gateway ready at http://127.0.0.1:{gateway_port}/v1 serving {serving}" in out
     assert HOSTED_KEY_ENV not in out  # its key was in the environment: no warning
 
@@ -270,7 +313,7 @@ def test_a_down_models_streamed_answers_name_the_fallback_in_every_event(partial
 @pytest.mark.parametrize("api", APIS)
 def test_a_prompt_over_the_context_is_answered_by_the_context_fallback_within_its_budget(partial_stack, keys, api):
     _, _, port = partial_stack
-    good = load_plan(partial_stack[1].parent / "models.yml").models[-1]
+    good = next(m for m in load_plan(partial_stack[1].parent / "models.yml").models if m.name == "good")
     status, headers, body = ask(port, keys["master"], api, "small", LONG, budget=10 * good.context)
     assert status == 200, body
     assert headers["x-gateway-fallback"] == "small->good" and body["model"] == "good"
@@ -316,9 +359,9 @@ def test_an_alias_is_its_model_for_everyone_who_may_use_it_and_listed_only_when_
         r = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30)
         return sorted(m["id"] for m in r.json()["data"])
 
-    every = ["broken", "claude-haiku", "gone-api", "good", "hosted-api", "small"]
+    every = ["broken", "claude-haiku", "gone-api", "good", "hosted-api", "small", "split"]
     assert listed(keys["master"]) == every  # gpt-4o-mini: not listed
-    assert listed(keys["sam"]) == ["broken", "hosted-api", "small"]
+    assert listed(keys["sam"]) == ["broken", "hosted-api", "small", "split"]
 
 
 def test_a_hosted_model_answers_a_persons_key_and_its_key_is_in_no_file_or_log(partial_stack, keys):
@@ -453,13 +496,55 @@ def test_a_persons_page_shows_models_yml_text_as_text(partial_stack, keys):
     with chromium() as driver:
         sign_in(driver, f"http://127.0.0.1:{partial_stack[2]}", keys["sam"])
         rows = {r[0]: r for r in wait_for(lambda: table(driver, "models"), what="sam's models")}
-        assert list(rows) == ["broken", "hosted-api", "small"]
+        assert list(rows) == ["broken", "hosted-api", "small", "split"]
         assert rows["hosted-api"][1] == "chat (hosted)" and rows["hosted-api"][6] == SCRIPT_DESCRIPTION
+        assert rows["split"][1] == "chat (2 nodes)"  # one model, with its nodes
         assert rows["small"][2:4] == [f"{SMALL_CONTEXT:,}", "64"] and rows["small"][6] == ""  # its alias is hidden
         assert driver.title == "LLM gateway" and not driver.find_elements(By.CSS_SELECTOR, "#models script, #models b")
         assert page_errors(driver) == []
     head = httpx.head(f"http://127.0.0.1:{partial_stack[2]}/gateway/", timeout=10)  # `curl -I` answered 405 once
     assert head.status_code == 200 and "script-src 'self'" in head.headers["content-security-policy"]
+
+
+def answer_and_reasoning(api: str, body: dict) -> tuple[str, str]:
+    """(the answer's text, its reasoning) of a non-streamed answer on `api`."""
+    if api == "chat":
+        message = body["choices"][0]["message"]
+        return message["content"], message.get("reasoning_content") or ""
+    if api == "responses":
+        text = "".join(c["text"] for item in body["output"] if item["type"] == "message" for c in item["content"])
+        thought = "".join(
+            s["text"] for item in body["output"] if item["type"] == "reasoning" for s in item.get("summary") or []
+        ) or "".join(
+            c["text"] for item in body["output"] if item["type"] == "reasoning" for c in item.get("content") or []
+        )
+        return text, thought
+    return (
+        "".join(b["text"] for b in body["content"] if b["type"] == "text"),
+        "".join(b["thinking"] for b in body["content"] if b["type"] == "thinking"),
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_model_on_two_nodes_answers_every_api_through_the_gateway(partial_stack, keys, api):
+    """Two vLLM processes as two nodes of one model (pipeline parallel 2, gloo on loopback): the leader serves the
+    API, node 1 runs headless; through the real gateway the answer and its reasoning arrive apart on every API."""
+    _, state, port = partial_stack
+    status, _, body = ask(port, keys["sam"], api, "split", HELLO_TEXT, budget=100)
+    assert status == 200, body
+    text, thought = answer_and_reasoning(api, body)
+    assert text.strip() == ANSWER_TEXT and thought.strip() == REASONING_TEXT, body
+    node = (state / "logs" / "split-node-1.log").read_text()
+    assert "headless multiproc executor" in node and "PP rank 1" in node  # the second stage ran in that process
+    assert "PP rank 0" in (state / "logs" / "split.log").read_text()
+
+
+def test_status_shows_the_model_on_nodes_as_one_row_with_its_nodes(partial_stack, keys):
+    _, _, port = partial_stack
+    r = httpx.get(f"http://127.0.0.1:{port}/gateway/report", headers={"Authorization": f"Bearer {keys['master']}"})
+    rows = {row["name"]: row for row in r.json()["models"]}
+    assert rows["split"]["state"] == "healthy" and rows["split"]["nodes"] == 2, rows["split"]
+    assert not any(name.startswith("split-") for name in rows) and rows["good"]["nodes"] is None
 
 
 def test_the_cpu_demo_models_get_a_fit_estimate_from_their_files():

@@ -462,6 +462,7 @@ def test_a_persons_page_shows_their_models_limits_and_the_usage_make_usage_shows
         assert [row[0] for row in table(driver, "models")] == sorted(ann.models)  # the tool-caller is absent
         limits = dict(zip(*[[e.text for e in driver.find_elements(By.TAG_NAME, t)] for t in ("dt", "dd")]))
         assert limits["requests a minute"] == "10" and limits["tokens a day (UTC)"] == "no limit", limits
+        assert limits["bytes of stored responses"] == "no limit", limits
         per_model = [r for r in expected if r["model"] != "(budget)"]
         assert [
             [r["model"], f"{r['requests']:,.0f}", f"{r['input_tokens']:,.0f}", f"{r['output_tokens']:,.0f}"]
@@ -469,8 +470,9 @@ def test_a_persons_page_shows_their_models_limits_and_the_usage_make_usage_shows
         ] == table(driver, "usage")
         assert next(r for r in per_model if r["model"] == "reasoner")["requests"] >= N_PAGE_REQUESTS
         budget = next(r for r in expected if r["model"] == "(budget)")
+        kept = f", {budget['stored_responses']:,} stored responses ({budget['stored_bytes']:,} bytes)"
         assert driver.find_element(By.ID, "tokens").text == (
-            f"{budget['tokens_today']:,} tokens today, {budget['tokens_this_month']:,} tokens this month"
+            f"{budget['tokens_today']:,} tokens today, {budget['tokens_this_month']:,} tokens this month{kept}"
         )
         assert people["ann"] in driver.find_element(By.CSS_SELECTOR, "[data-snippet=openai] pre").get_attribute(
             "textContent"
@@ -516,8 +518,14 @@ def test_no_key_or_hash_in_logs_or_metrics(gateway, people):
 def test_a_conversation_by_previous_response_id_is_its_owners_alone(gateway, people, stream):
     """Stored responses (docs/apis.md): three turns by previous_response_id, the expanded prompt counted, reasoning
     items carried back; the owner reads, lists and deletes; another person gets 403 on every route; a deleted id is a
-    404."""
+    404; `make usage` counts the person's stored responses; a `conversation` (kept by no one here) is a 400."""
     bob, ann = gateway.client(people["bob"]), gateway.client(people["ann"])
+
+    def stored() -> tuple[int, int]:
+        row = next(r for r in make_usage(gateway) if r["person"] == "bob" and r["model"] == "(budget)")
+        return row["stored_responses"], row["stored_bytes"]
+
+    before = stored()
 
     def turn(text: str, previous: str | None):
         return responses_turn(bob, "reasoner", text, previous, stream)
@@ -529,6 +537,8 @@ def test_a_conversation_by_previous_response_id_is_its_owners_alone(gateway, peo
     kinds = [i.type for i in bob.responses.input_items.list(third.id, order="asc", limit=100).data]
     assert kinds == ["message", "reasoning", "message", "message", "reasoning", "message", "message"], kinds
     assert bob.responses.retrieve(third.id).output_text == third.output_text
+    kept = stored()
+    assert kept[0] == before[0] + 3 and kept[1] > before[1], (before, kept)
     for refused in (
         lambda: ann.responses.retrieve(third.id),
         lambda: ann.responses.input_items.list(third.id),
@@ -539,7 +549,10 @@ def test_a_conversation_by_previous_response_id_is_its_owners_alone(gateway, peo
         with pytest.raises(openai.PermissionDeniedError):
             refused()
     bob.responses.delete(third.id)
+    assert stored()[0] == kept[0] - 1
     with pytest.raises(openai.NotFoundError):
         bob.responses.retrieve(third.id)
+    with pytest.raises(openai.BadRequestError, match="previous_response_id"):
+        bob.responses.create(model="reasoner", input="x", conversation="conv_123")
     with pytest.raises(openai.NotFoundError, match=third.id[:20]):
         bob.responses.create(model="reasoner", input="x", previous_response_id=third.id)

@@ -17,6 +17,7 @@ import yaml
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
+from generator.compile.renderers import hung_check
 from generator.compile.renderers.compose import probe_script
 from generator.operate.runtime.ports import free_port
 from tests.unit.golden import assert_golden
@@ -82,7 +83,9 @@ def test_backends_get_exactly_their_gpus_a_key_and_a_healthcheck(compose):
         devices = s["deploy"]["resources"]["reservations"]["devices"]
         assert devices == [{"driver": "nvidia", "device_ids": [str(g) for g in m.gpus], "capabilities": ["gpu"]}]
         assert s["environment"]["VLLM_API_KEY"] == f"${{{m.api_key_env}:?run make regenerate to create compose/.env}}"
-        assert s["healthcheck"]["test"] == ["CMD", "bash", "-c", probe_script(m.port, "/health")]
+        # restart_when_hung (default 5m): the check that also ends a container hung that long (test_hung_restart.py)
+        assert m.restart_when_hung == 300 and s["init"] is True
+        assert s["healthcheck"]["test"] == ["CMD", "python3", "-c", hung_check.script(m.port, 300)]
         assert s["healthcheck"]["start_period"] == "30m"
         assert s["command"][0] == m.model and "--served-model-name" in s["command"]
         assert s["ipc"] == "host" and s["restart"] == "unless-stopped"

@@ -65,7 +65,7 @@ def manifests(files: dict[str, str]) -> list[dict]:
     return [
         doc
         for rel, text in sorted(files.items())
-        if rel.endswith(".yaml") and not rel.startswith(("k8s/gateway/", "k8s/kustomization"))
+        if rel.endswith(".yaml") and not rel.startswith(("k8s/gateway/", "k8s/kustomization", "k8s/kustomizeconfig/"))
         for doc in yaml.safe_load_all(text)
     ]
 

@@ -99,6 +99,18 @@ def test_the_directory_reloads_changed_files_and_ignores_a_broken_one(tmp_path, 
     assert d.who("k1") is None
 
 
+def test_a_key_made_a_moment_ago_is_known_at_its_first_request(tmp_path, monkeypatch):
+    """`make key` then a request at once: the files are looked at again for a key not known yet, not only every
+    RELOAD_EVERY seconds (it was a 401 for up to a second)."""
+    monkeypatch.setattr(hook, "RELOAD_EVERY", 3600)
+    (tmp_path / "people.json").write_text(json.dumps({"people": {"ann": {}, "bob": {}}}))
+    (tmp_path / "people-keys.json").write_text(json.dumps({key_hash("k1"): "ann"}))
+    d = Directory(str(tmp_path))
+    assert d.who("k1").name == "ann" and d.who("k2") is None
+    (tmp_path / "people-keys.json").write_text(json.dumps({key_hash("k1"): "ann", key_hash("k2"): "bob"}))
+    assert d.who("k2").name == "bob"
+
+
 def test_model_problem_names_the_model_and_the_allowed_ones():
     p = hook.Person("ann", frozenset({"a", "b"}), None, None, None, None, None)
     assert model_problem(p, "a") is None

@@ -224,6 +224,35 @@ def test_a_crashed_backend_is_loaded_again_by_the_next_request():
     assert kinds(p.actions()) == [("load", "a")]
 
 
+@pytest.mark.parametrize("unload", ["stop", "sleep"])
+def test_a_hung_backend_is_killed_at_once_with_its_requests_and_the_waiting_one_loads_it_again(unload):
+    p = make(spec("a", unload=unload), drain_timeout=300)
+    loaded(p, "a")
+    p.request("a", 1)  # in flight on the backend that then hangs
+    p.actions()
+    p.hung("a", "connected, /health silent for 6s", 8)
+    assert kinds(p.actions()) == [("unload", "a", "kill", "cut 1")]  # not a 300 s drain: it would never end
+    assert p.models["a"].state is State.DRAINING and "hung" in p.status(8)["a"]["last_error"]
+    p.hung("a", "again", 9)  # the next probe round while it is killed: nothing more
+    p.request("a", 9)  # waits: the kill is under way
+    assert kinds(p.actions()) == []
+    p.release("a", 9)  # the cut request ends
+    p.unloaded("a", 10)
+    assert p.models["a"].state is State.LOADING  # stopped (not asleep: a hung process answers no /sleep), reloading
+    assert kinds(p.actions()) == [("load", "a")]
+    p.loaded("a", 20)
+    assert kinds(p.actions()) == [("admit", "a")] and p.models["a"].last_error is None
+
+
+def test_only_a_loaded_backend_can_be_hung():
+    p = make(spec("a"))
+    p.hung("a", "silent", 1)  # stopped: probes never ask it, and a late finding changes nothing
+    p.request("a", 2)
+    assert kinds(p.actions()) == [("load", "a")]
+    p.hung("a", "silent", 3)  # loading: its /health is not up yet
+    assert kinds(p.actions()) == [] and p.models["a"].state is State.LOADING
+
+
 def test_sleep_models_go_to_sleep_and_wake_instead_of_a_cold_start():
     p = make(spec("a", unload="sleep"), spec("b", unload="sleep"))
     loaded(p, "a")

@@ -294,6 +294,26 @@ def test_a_failed_load_gives_a_clear_error_the_others_keep_serving_and_the_next_
     assert c.logs().count("bad: loading") == 2
 
 
+@pytest.mark.parametrize("unload", ["stop", "sleep"])
+def test_a_hung_backend_is_killed_its_request_cut_and_the_next_request_loads_it_again(controller, unload):
+    """A loaded backend stopped with SIGSTOP (as a hung GPU engine: its port accepts, nothing answers): the request
+    waiting on it ends within seconds (a 502 the gateway fails over from), the process is killed (a sleep-mode one
+    too: a hung process answers no /sleep), and the next request starts a new one."""
+    c = controller({"a": {"unload": unload}}, hung_probe_interval=0.2, hung_probe_timeout=0.5)
+    pid = c.chat("a").json()["pid"]
+    os.killpg(pid, signal.SIGSTOP)  # its group: the driver starts each backend in its own
+    start = time.monotonic()
+    cut = c.chat("a", timeout=30)
+    assert cut.status_code == 502 and time.monotonic() - start < 5, (cut.status_code, time.monotonic() - start)
+    assert "hung" in c.status()["a"]["last_error"], c.status()
+    assert "a: hung (connected, /health silent for" in c.logs()
+    c.wait_state("a", "stopped")
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    again = c.chat("a")
+    assert again.status_code == 200 and again.json()["pid"] != pid
+    assert c.status()["a"]["last_error"] is None
+
+
 def test_an_idle_model_unloads_after_its_idle_timeout(controller):
     c = controller({"a": {"idle": 1}})
     assert c.chat("a").status_code == 200

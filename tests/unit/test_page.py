@@ -72,6 +72,7 @@ def test_a_person_sees_their_models_only_with_what_each_takes(page, monkeypatch)
         "tools": True,
         "reasoning": True,
         "hosted": None,
+        "nodes": None,  # one host (a model on nodes: how many, tests/unit/test_nodes.py)
         "aliases": ["gpt-4o-mini"],  # listed aliases only
     }
     assert (cards["embed"]["kind"], cards["embed"]["context"], cards["embed"]["max_output_tokens"]) == (
@@ -79,7 +80,14 @@ def test_a_person_sees_their_models_only_with_what_each_takes(page, monkeypatch)
         512,
         None,
     )
-    assert me["limits"] == {"rpm": 10, "tpm": None, "parallel": 2, "tokens_per_day": 1000, "tokens_per_month": None}
+    assert me["limits"] == {
+        "rpm": 10,
+        "tpm": None,
+        "parallel": 2,
+        "tokens_per_day": 1000,
+        "tokens_per_month": None,
+        "stored_responses": None,
+    }
     # status_report.usage's rows, as `make usage` prints them, for ann alone: nothing about bob
     assert me["usage"] == [
         {"person": "ann", "model": "chat", "requests": 3.0, "input_tokens": 0.0, "output_tokens": 0.0},
@@ -88,6 +96,8 @@ def test_a_person_sees_their_models_only_with_what_each_takes(page, monkeypatch)
             "model": "(budget)",
             "tokens_today": 40,
             "tokens_this_month": 40,
+            "stored_responses": None,  # no Redis here: none stored
+            "stored_bytes": None,
             "limits": {"day": 1000},
         },
     ]

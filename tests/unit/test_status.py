@@ -123,12 +123,17 @@ litellm_output_tokens_metric_total{api_key_alias="ann",requested_model="reasoner
     from rich.console import Console
 
     rows.append({"person": "bob", "model": "(budget)", "tokens_today": 7, "tokens_this_month": 9, "limits": {}})
+    stored = {"stored_responses": 3, "stored_bytes": 2048, "limits": {"stored_bytes": 4096}}
+    rows.append({"person": "cy", "model": "(budget)", "tokens_today": 0, "tokens_this_month": 0, **stored})
     console = Console(width=80, record=True)
     console.print(status.render_usage({"people": rows}))
     lines = console.export_text().splitlines()
     assert "ann     reasoner         5         30          12" in lines  # make usage at 80 columns
     assert "ann: 42 of 1000 tokens today, 42 tokens this month (UTC)" in lines  # of a budget only where one is set
     assert "bob: 7 tokens today, 9 tokens this month (UTC)" in lines
+    # the /v1/responses a person keeps stored, of their stored_responses limit
+    said = " ".join(line.strip() for line in lines)  # its line is wrapped at 80 columns
+    assert "cy: 0 tokens today, 0 tokens this month (UTC), 3 stored responses (2048 of 4096 bytes)" in said
 
 
 @pytest.mark.parametrize(

@@ -12,17 +12,19 @@ if TYPE_CHECKING:
     from .state import Finding, Model, State
 
 
-def world_size(cmd: ServeCommand) -> int:
+def world_size(cmd: ServeCommand, nodes: int = 1) -> int:
+    """The GPUs one host gives the model: tensor x pipeline x data parallel size, over its `nodes:` (nodes.py checks
+    that they divide)."""
     size = 1
     for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"):
         size *= int(cmd.value(flag) or 1)
-    return size
+    return size // nodes
 
 
-def gpu_count(name: str, cmd: ServeCommand, gpus: list[int]) -> list[Finding]:
+def gpu_count(name: str, cmd: ServeCommand, gpus: list[int], nodes: int = 1) -> list[Finding]:
     if len(set(gpus)) != len(gpus):
         return [((name, "gpus"), f"gpus {gpus} lists a GPU twice")]
-    size = world_size(cmd)
+    size = world_size(cmd, nodes)
     if gpus and size != len(gpus):
         return [
             (
@@ -35,7 +37,7 @@ def gpu_count(name: str, cmd: ServeCommand, gpus: list[int]) -> list[Finding]:
 
 
 def replica_gpus(
-    name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]], replicas: int
+    name: str, cmd: ServeCommand, gpus: list[int] | list[list[int]], replicas: int, nodes: int = 1
 ) -> tuple[list[tuple[int, ...]], list[Finding]]:
     """Each replica's GPUs: `gpus` split in order into chunks of tensor x pipeline x data parallel size, or one
     list per replica; every replica's list then passes gpu_count. [] (CPU): `replicas` processes, no GPU."""
@@ -70,14 +72,15 @@ def replica_gpus(
         sets = [tuple(flat[i * size : (i + 1) * size]) for i in range(replicas)]
     findings: list[Finding] = []
     for i, chunk in enumerate(sets):
-        for path, msg in gpu_count(name, cmd, list(chunk)):
+        for path, msg in gpu_count(name, cmd, list(chunk), nodes):
             findings.append(((name, "gpus", i) if nested else path, f"replica {i + 1}: {msg}" if replicas > 1 else msg))
     return sets, findings
 
 
 def place(s: State, m: Model) -> None:
-    """Each replica's GPUs; a model whose GPUs do not split stops here."""
-    m.gpu_sets, found = replica_gpus(m.name, m.cmd, m.entry.gpus, m.entry.copies)
+    """Each replica's GPUs (on a model with `nodes:`, each node's); a model whose GPUs do not split stops here."""
+    nodes = m.entry.nodes.size if m.entry.nodes else 1
+    m.gpu_sets, found = replica_gpus(m.name, m.cmd, m.entry.gpus, m.entry.copies, nodes)
     s.findings += found
     if not m.gpu_sets:
         m.stopped = True

@@ -21,9 +21,11 @@ from . import (
     gpu_memory,
     gpus,
     hosted,
+    hung,
     media,
     metrics,
     model_files,
+    nodes,
     on_demand,
     output_budget,
     parser_repairs,
@@ -44,8 +46,7 @@ from .yaml_source import Source, load_source
 
 
 def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[str], None] | None = None) -> Plan:
-    """models.yml's source -> Plan: parse, each model's concerns in a fixed order, the concerns across models, the plan
-    (docs/architecture.md, "The pipeline"). `notify` gets a line before anything slow (model metadata from the Hub)."""
+    """models.yml's source -> Plan (docs/architecture.md, "The pipeline"); `notify` gets a line before anything slow."""
     s = State(src, parse_file(src), catalog or load_catalog())
     volumes.check_defaults(s)
     for m in s.models:  # what each entry says, before any model file is read
@@ -62,10 +63,13 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             output_budget.plan,  # max_tokens, below the context
             adapters.serve,  # LoRA adapters and their flags
             tools.check,  # tool-call flags
-            gpus.place,  # each replica's GPUs
+            nodes.check,  # a model across hosts: its parallel sizes against its nodes' GPUs
+            gpus.place,  # each replica's GPUs (each node's)
             backends.plan,  # each backend (the model, or each replica): port, plan, on-demand, fit
-            replicas.check,  # what one copy per model assumes
+            nodes.plan,  # the leader's backend carries its nodes
             autoscale.plan,  # replicas: {min, max}: copies above min on demand, started by the load
+            hung.plan,  # how long a hung backend waits for a restart
+            replicas.check,  # what one copy per model assumes
             context.warn,  # then the model's warnings: a context above the model's,
             media.warn,  # media hosts,
             parser_support.warn,  # parsers the pinned vLLM gets wrong,
@@ -73,8 +77,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         ):
             if not m.stopped:
                 concern(s, m)
-    # the concerns across models
-    parser_repairs.apply(s)  # the repaired vLLM parsers a backend loads
+    parser_repairs.apply(s)  # then the concerns across models: the repaired vLLM parsers a backend loads
     ports.check(s)  # served names and ports: one per model
     adapters.unique(s)  # adapter names
     autoscale.share_gpus(s)  # copies started by the load: GPUs of their own, or of one on-demand group
@@ -98,14 +101,9 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         metrics=metrics_plan,
         controller=controller,
         people=people_plan,
-        redis=redis_plan(s, people_plan, gateway_plan),
+        redis=RedisPlan(s.file.gateway.redis_image) if needs_redis(people_plan, s.backends, gateway_plan) else None,
         hosted=tuple(s.hosted),
     )
-
-
-def redis_plan(s: State, people: tuple[PersonPlan, ...], gateway: GatewayPlan) -> RedisPlan | None:
-    """The stack's Redis, when needs_redis says so."""
-    return RedisPlan(image=s.file.gateway.redis_image) if needs_redis(people, s.backends, gateway) else None
 
 
 def needs_redis(people: tuple[PersonPlan, ...], models: list[ModelPlan], gateway: GatewayPlan) -> bool:

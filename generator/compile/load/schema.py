@@ -193,6 +193,28 @@ PositiveSeconds = Annotated[
         "duration (90s, 10m, 1h, 30d, or seconds; > 0)", {"type": "number", "exclusiveMinimum": 0}, _text(DURATION_TEXT)
     ),
 ]
+
+
+def _off_or_duration(value: object) -> float:
+    """`off` (or false, or 0) -> 0.0; otherwise a duration."""
+    if value is False or (isinstance(value, str) and value.strip().lower() == "off"):
+        return 0.0
+    if value is True:  # YAML's yes / on / true
+        raise ValueError(f"expected a duration or off, got {value!r}; {DURATION_HINT} (the default is 5m), or off")
+    return parse_duration(value)
+
+
+OffOrSeconds = Annotated[
+    float,
+    BeforeValidator(_off_or_duration),
+    _json(
+        "duration (90s, 10m, 1h, or seconds) or off",
+        {"type": "number", "minimum": 0},
+        _text(DURATION_TEXT),
+        {"const": "off"},
+        {"const": False},
+    ),
+]
 Volume = Annotated[
     str,
     BeforeValidator(_volume),
@@ -454,6 +476,62 @@ def _on_demand(value: object) -> object:
 
 
 OnDemandField = Annotated[OnDemand | None, BeforeValidator(_on_demand, json_schema_input_type=bool | OnDemand | None)]
+
+
+HostAddress = Annotated[
+    str,
+    *_pattern_type(
+        r"^[A-Za-z0-9]([-A-Za-z0-9.]{0,251}[A-Za-z0-9])?$",
+        "a host name or IPv4 address that every node reaches, e.g. 10.0.0.11 or gpu-a.lan",
+        "host name or IPv4 address",
+    ),
+]
+
+
+class Nodes(_Strict):
+    """A model larger than one host: one vLLM per node, started, failed and restarted as one group; the first node
+    (the leader) serves the API, the others run headless (docs/multinode.md). `gpus:` are each node's; tensor x
+    pipeline parallel size covers every node's GPUs (e.g. --tensor-parallel-size 8 --pipeline-parallel-size 2 on
+    nodes: 2 of 8 GPUs)."""
+
+    count: Int | None = Field(None, ge=2, le=64)
+    """How many nodes (hosts, or pods of a LeaderWorkerSet group); absent: as many as `hosts`."""
+    hosts: list[HostAddress] = []
+    """Each node's address, the leader first (compose: one file per host, the leader's with the gateway; the nodes
+    meet at the leader's address). Not needed for Kubernetes, where LeaderWorkerSet gives the addresses."""
+    port: Int = Field(29501, ge=1, le=65535)
+    """The port on the leader where the nodes meet (vLLM --master-port)."""
+
+    @model_validator(mode="after")
+    def _count_or_hosts(self):
+        if self.count is None and not self.hosts:
+            raise ValueError("give the number of nodes (nodes: 2) or their addresses (nodes: {hosts: [a, b]})")
+        if self.count is not None and self.hosts and len(self.hosts) != self.count:
+            raise ValueError(
+                f"count: {self.count} but {len(self.hosts)} host(s) {self.hosts}; give one address per node"
+            )
+        if len(set(self.hosts)) != len(self.hosts):
+            raise ValueError(f"hosts {self.hosts} lists an address twice; one per node")
+        return self
+
+    @property
+    def size(self) -> int:
+        """The number of nodes: `count`, or one per address."""
+        return self.count or len(self.hosts)
+
+
+def _nodes(value: object) -> object:
+    """`nodes: 2` = {count: 2}; `nodes: 1` or absent: one host, as every other model."""
+    if value is None or value == 1 and not isinstance(value, bool):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"count": value}
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a number of nodes (2) or a mapping such as {{hosts: [a, b]}}, got {value!r:.40}")
+    return value
+
+
+NodesField = Annotated[Nodes | None, BeforeValidator(_nodes, json_schema_input_type=int | Nodes | None)]
 
 
 class Controller(_Strict):
@@ -756,6 +834,9 @@ class ModelEntry(_Strict):
     """GPU indexes, e.g. [0] or [0, 1]; [] for none (CPU). With `replicas:` the list is split among the replicas in
     order, tensor x pipeline parallel size GPUs each ([0, 1, 2, 3] with --tensor-parallel-size 2 and replicas: 2:
     [0, 1] and [2, 3]), or one list per replica: [[0, 1], [2, 3]]."""
+    nodes: NodesField = None
+    """A model larger than one host, served by one vLLM per node as one group (docs/multinode.md): `nodes: 2`, or
+    {hosts: [10.0.0.11, 10.0.0.12], port: 29501} for compose. `gpus:` are then each node's."""
     replicas: Replicas = 1
     """Copies of this model, each its own vLLM (process, container or pod) on its own GPUs and port, all behind one
     model name: the gateway keeps a conversation on one copy and retries a request a dead copy failed on another
@@ -799,6 +880,10 @@ class ModelEntry(_Strict):
     `models:`. Not listed in /v1/models unless `list_aliases: true`."""
     list_aliases: StrictBool = False
     """List the aliases in /v1/models beside the model's own name."""
+    restart_when_hung: OffOrSeconds | None = None
+    """Restart a backend whose /health has been silent (connected, no answer) this long: compose (its healthcheck
+    ends the container, its restart policy starts it) and Kubernetes (a liveness probe). Default 5m; `off`: never
+    (docs/replicas.md, "A hung backend"). The gateway stops sending to a hung backend within seconds either way."""
 
     @property
     def copies(self) -> int:

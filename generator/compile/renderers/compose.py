@@ -16,6 +16,8 @@ from ..gateway_process import (
 from ..load.parser_repairs import MOUNT as REPAIRS_MOUNT
 from ..load.schema import AUTOHEAL_IMAGE, BACKEND_CACHES
 from ..plan import ModelPlan, Plan
+from . import hung_check
+from .compose_nodes import as_leader
 from .dashboard import GRAFANA, GRAFANA_DASHBOARDS, GRAFANA_DATA, GRAFANA_DIR, GRAFANA_PORT, GRAFANA_PROVISIONING
 from .litellm import CONTROLLER_SERVICE, SUPERVISOR_MODULE, supervisor_digest
 from .metrics import CONTAINER_CONFIG, CONTAINER_DATA, DATA_VOLUME, DCGM, PROMETHEUS, PROMETHEUS_DIR, PROMETHEUS_PORT
@@ -33,22 +35,22 @@ def secret_ref(env: str) -> str:
     return f"${{{env}:?{ENV_HINT}}}"
 
 
-def probe_script(port: int, path: str) -> str:
+def probe_script(port: int, path: str, host: str = "127.0.0.1") -> str:
     """Passes when GET http://127.0.0.1:<port><path> answers 200: bash's /dev/tcp and builtins only, no program
     started beside bash (bash is in the backend, gateway and controller images; curl is not guaranteed). Docker's
     exec of it costs ~40 ms of CPU, a python3 probe ~80 ms (docs/compose.md). `$$` is Compose's escape for a `$`
     the container sees."""
     return (
-        f"exec 3<>/dev/tcp/127.0.0.1/{port} && printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3 "
+        f"exec 3<>/dev/tcp/{host}/{port} && printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3 "
         '&& read -r _ code _ <&3 && [[ "$$code" == 200* ]]'
     )
 
 
-def _healthcheck(port: int, path: str, timeout: str, retries: int, start_period: str) -> dict:
+def _healthcheck(port: int, path: str, timeout: str, retries: int, start_period: str, host: str | None = None) -> dict:
     # no `start_interval`: Docker Engine < 25 (Debian's docker.io 20.10) refuses the whole service with it; a 10 s
     # interval finds a ready container soon enough (each probe: a bash start in it, ~40 ms of CPU with Docker's exec)
     return {
-        "test": ["CMD", "bash", "-c", probe_script(port, path)],
+        "test": ["CMD", "bash", "-c", probe_script(port, path, host or "127.0.0.1")],
         "interval": "10s",
         "timeout": timeout,
         "retries": retries,
@@ -78,9 +80,17 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         "networks": ["backends", "egress"] if plan.gateway.backend_internet else ["backends"],
         # 15 retries = 150 s of failed probes before a started backend is called unhealthy; a 30-minute start
         # period: a first start downloads weights and compiles
-        "healthcheck": _healthcheck(m.port, "/health", timeout="10s", retries=15, start_period="30m"),
+        # (a model on nodes: its leader listens on its host's address, not loopback: compose_nodes.as_leader)
+        "healthcheck": _healthcheck(
+            m.port, "/health", timeout="10s", retries=15, start_period="30m", host=m.compose_host if m.nodes else None
+        ),
         **_hardening(),
     }
+    if m.restart_when_hung:  # the check ends the container once hung that long; the restart policy starts it again
+        service["healthcheck"]["test"] = hung_check.test(
+            m.port, m.restart_when_hung, (m.compose_host if m.nodes else None) or "127.0.0.1"
+        )
+        service["init"] = True  # Docker's tini as PID 1: the check may end vLLM, never PID 1 (hung_check.py)
     if m.on_demand and m.on_demand.unload == "stop":
         # Not started by `docker compose up`: the controller starts and stops this container (Docker API, by its
         # compose labels) when requests come and go. A profile, not `scale: 0`: `up` never creates, starts or
@@ -340,7 +350,9 @@ def compose_problems(plan: Plan) -> list[Problem]:
 
 
 def render_compose(plan: Plan) -> dict:
-    services = {m.name: model_service(m, plan) for m in plan.models}
+    services = {
+        m.name: as_leader(m, model_service(m, plan)) if m.nodes else model_service(m, plan) for m in plan.models
+    }
     services["litellm"] = gateway_service(plan)
     if plan.redis:
         services[plan.redis.service] = redis_service(plan)

@@ -134,8 +134,9 @@ def supervisor_digest() -> str:
 
 
 def compose_api_base(m: ModelPlan) -> str:
-    """The backend as the gateway container sees it: service name on the internal network."""
-    return f"http://{m.name}:{m.port}/v1"
+    """The backend as the gateway container sees it: service name on the internal network (a model on nodes: the
+    leader's address)."""
+    return f"http://{m.compose_host}:{m.port}/v1"
 
 
 def local_api_base(m: ModelPlan) -> str:
@@ -201,6 +202,8 @@ def model_entry(
         info[DESCRIPTION] = m.description
     if m.hosted is not None:  # no backend of ours: nothing asks it to count a prompt; status asks its /models
         info[HOSTED] = m.hosted.provider
+    if m.nodes:  # served across hosts (docs/multinode.md): status and the page show the model with its nodes
+        info[NODES] = m.nodes.count
     if m.context_fallbacks:  # max_tokens_clamp.py sends a prompt + budget over the context to the first that fits
         info[CONTEXT_FALLBACKS] = list(m.context_fallbacks)
     # what one request may ask (models.yml `limits:`): gateway_guard.py answers 400/413 past these
@@ -225,6 +228,7 @@ def model_entry(
 ADAPTER_OF = "gateway_adapter_of"  # model_info of a LoRA adapter's deployment: its base model's served name
 CONTEXT_FALLBACKS = "gateway_context_fallbacks"  # model_info: models.yml `context_fallbacks:` (served names)
 HOSTED = "gateway_hosted"  # model_info of a hosted model: its provider (gateway_backends.py reads it)
+NODES = "gateway_nodes"  # model_info of a model on nodes: how many (gateway_backends.py reads it)
 DESCRIPTION = "gateway_description"  # model_info: models.yml `description:` (gateway_page.py shows it)
 MAX_LOGPROBS = "gateway_max_logprobs"  # model_info: the backend's vLLM --max-logprobs (request_guard.py)
 

@@ -77,7 +77,7 @@ def scrape_configs(plan: Plan) -> list[dict]:
             "metrics_path": "/metrics",
             "static_configs": [
                 {
-                    "targets": [f"{m.name}:{m.port}"],
+                    "targets": [f"{m.compose_host}:{m.port}"],
                     "labels": {"model": m.name, "served_model_name": m.served_name, "gpus": gpus_label(m)},
                 }
                 for m in plan.models

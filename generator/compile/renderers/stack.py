@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...errors import ConfigError
 from ..plan import Plan
 from .compose import compose_problems, render_compose
+from .compose_nodes import NODES_DIR, node_documents, nodes_problems
 from .dashboard import grafana_files
 from .litellm import gateway_modules, people_file, render_litellm, supervisor_file
 from .metrics import PROMETHEUS_FILE, RULES_FILE, prometheus_config, recording_rules
@@ -23,11 +24,14 @@ ENV_HEADER = "# Keys for the gateway and the backends, made by `make regenerate`
 
 
 def stack_files(plan: Plan) -> dict[str, str]:
-    problems = compose_problems(plan)
+    problems = compose_problems(plan) + nodes_problems(plan)
     if problems:
         raise ConfigError(problems)
+    compose = render_compose(plan)
     return {
-        COMPOSE_FILE: header(plan) + dump_yaml(render_compose(plan)),
+        COMPOSE_FILE: header(plan) + dump_yaml(compose),
+        # a model on nodes: one compose file per other host (compose_nodes.py)
+        **{path: header(plan) + dump_yaml(doc) for path, doc in node_documents(plan, compose["services"]).items()},
         LITELLM_FILE: header(plan) + dump_yaml(render_litellm(plan)),
         **gateway_modules(plan),
         **people_file(plan),
@@ -49,5 +53,9 @@ def metrics_files(plan: Plan) -> dict[str, str]:
 
 
 TARGET = Target(
-    "stack", stack_files, regenerate="make regenerate", keys_file=(ENV_FILE, ENV_HEADER), folders=(REPAIRS_DIR,)
+    "stack",
+    stack_files,
+    regenerate="make regenerate",
+    keys_file=(ENV_FILE, ENV_HEADER),
+    folders=(REPAIRS_DIR, NODES_DIR),
 )

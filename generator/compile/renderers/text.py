@@ -42,7 +42,13 @@ def _represent_list(dumper: yaml.SafeDumper, data: list):
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str):
+    """A text of several lines (a healthcheck's script) as a literal block, as written, not one escaped line."""
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
 _Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: dict) -> str:

@@ -83,6 +83,7 @@ from .processes import (
 VLLM_ENTRYPOINT = ["-m", "vllm.entrypoints.openai.api_server"]  # `vllm serve` with the same flags
 # the same, its engine forked: the spawned fallback of a CPU_BACKEND_FORK backend that no fork server took
 ENGINE_FORK_ENTRYPOINT = ["-m", "generator.shipped.on_demand.vllm_fork"]
+HEADLESS_ENTRYPOINT = ["-m", "generator.operate.runtime.vllm_headless"]  # `vllm serve --headless`: a model's node
 FORK_SERVER = "vllm-fork"  # a fork server's process name: vllm-fork-<its environment's digest> (state.json, logs/)
 FORK_TMP_PREFIX = "llm-gateway-fork-"  # a deep state dir's fork sockets: a private folder in /tmp, named so
 CONTROLLER = "on-demand"  # the controller's process name (state.json, logs/on-demand.log)
@@ -199,6 +200,7 @@ class LocalStack:
         config = str(self.state_dir / LITELLM_FILE)
         what = {
             "backends": [self._backend(m).cmd for m in self.plan.models],
+            "nodes": [p.cmd for m in self.plan.models for p in self._nodes(m)],
             "gateway": self._gateway(Path(config)).cmd,
             "gateway_env": self.gateway_env(),
             "files": self.gateway_files(),
@@ -311,8 +313,10 @@ class LocalStack:
 
     # --- processes ------------------------------------------------------------------------------
     def _backend(self, m: ModelPlan) -> Proc:
-        forked = cpu_backend_patches.enabled(m.env)
-        args = ("--model", m.model, *self.on_host(m.flag_args), "--host", "127.0.0.1")
+        # a model on nodes is never forked: its nodes' engines run vLLM's multiprocessing executor across them
+        forked = cpu_backend_patches.enabled(m.env) and m.nodes is None
+        leader = m.nodes.args(0, "127.0.0.1") if m.nodes else ()  # node 0 of a model on nodes: it serves the API
+        args = ("--model", m.model, *self.on_host(m.flag_args), "--host", "127.0.0.1", *leader)
         cmd = [self.vllm_python, *(ENGINE_FORK_ENTRYPOINT if forked else VLLM_ENTRYPOINT), *args]
         # only its own GPUs, as compose's device_ids; "" (none) for gpus: [] (vLLM's CPU build ignores it)
         env = {
@@ -332,6 +336,37 @@ class LocalStack:
             fork_socket=self._fork_socket(env) if forked else None,
             fork_args=args,
         )
+
+    def _nodes(self, m: ModelPlan) -> list[Proc]:
+        """The other nodes of a model on `nodes:` (docs/multinode.md), each a headless vLLM on this host meeting the
+        leader (_backend) on 127.0.0.1 at nodes.port: started before it, stopped with the stack, never probed (no
+        API: the leader answers once every node joined)."""
+        if m.nodes is None:
+            return []
+        env = {**BACKEND_ENV, **m.env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, m.gpus))}
+        return [
+            Proc(
+                f"{m.name}-node-{rank}",
+                [
+                    self.vllm_python,
+                    *HEADLESS_ENTRYPOINT,
+                    "--model",
+                    m.model,
+                    *self.on_host(m.flag_args),
+                    *m.nodes.args(rank, "127.0.0.1"),
+                ],
+                self.state_dir / "logs" / f"{m.name}-node-{rank}.log",
+                "",
+                env=env,
+            )
+            for rank in range(1, m.nodes.count)
+        ]
+
+    def _start_nodes(self, models: list[ModelPlan] | tuple[ModelPlan, ...]) -> None:
+        for m in models:
+            for proc in self._nodes(m):
+                self._spawn(proc, proc.env)
+                self.console.print(f"{proc.name}: starting (headless; {m.name} serves once its nodes joined)")
 
     # --- the vLLM fork servers (CPU_BACKEND_FORK models: generator/shipped/on_demand/vllm_fork.py) ------------------
     def _fork_socket(self, env: dict[str, str]) -> str | None:
@@ -436,7 +471,8 @@ class LocalStack:
 
     def ports(self) -> dict[int, str]:
         controller = {self.plan.controller.port: CONTROLLER} if self.plan.controller and self.plan.on_demand else {}
-        return {self.plan.gateway.port: "gateway", **{m.port: m.name for m in self.plan.models}, **controller}
+        nodes = {m.nodes.port: f"{m.name} (where its nodes meet)" for m in self.plan.models if m.nodes}
+        return {self.plan.gateway.port: "gateway", **{m.port: m.name for m in self.plan.models}, **controller, **nodes}
 
     def start(self, timeout: float = 900, partial: bool = False) -> tuple[Failure, ...]:
         """Start the gateway at once and each backend after its `start_after` models; wait until every
@@ -457,6 +493,7 @@ class LocalStack:
                 self.console.print(
                     f"{CONTROLLER}: starting (loads {', '.join(m.name for m in self.plan.on_demand)} on request)"
                 )
+            self._start_nodes(self.always_on)
             failures = self._run([*controller, *(self._backend(m) for m in self.always_on)], gateway, timeout)
         except BaseException:
             self.stop()
@@ -474,6 +511,7 @@ class LocalStack:
         """Start (or restart, after `kill`) these models' vLLM processes side by side, as `plan` now says."""
         procs = [self._backend(m) for m in self.plan.models if m.name in names]
         self.write_backend_files()
+        self._start_nodes([m for m in self.plan.models if m.name in names])
         for proc in procs:
             self._spawn(proc, proc.env)
         if wait:
@@ -536,8 +574,10 @@ class LocalStack:
         return {**metrics_env(self.metrics_port), "PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
     def kill(self, name: str) -> None:
-        """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests."""
-        procs = [p for p in self.procs if p.name == name and p.alive()]
+        """Kill one process of this stack at once (SIGKILL), as a crash would; for fault tests. A model on nodes: its
+        other nodes too (one group: a restart starts them all again, start_backends)."""
+        group = {name, *(n.name for m in self.plan.models if m.name == name for n in self._nodes(m))}
+        procs = [p for p in self.procs if p.name in group and p.alive()]
         for p in procs:
             members = session_processes(p.pid, p.started)  # what it started too: its port is free once they are gone
             signal_group(p.pid, signal.SIGKILL)

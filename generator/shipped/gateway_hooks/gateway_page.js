@@ -70,7 +70,8 @@ function showModels(models) {
     "models",
     models.map((m) => {
       const about = [m.description, m.aliases && m.aliases.length ? "also: " + m.aliases.join(", ") : ""];
-      const kind = m.kind === "adapter" && m.base ? "adapter of " + m.base : m.kind + (m.hosted ? " (hosted)" : "");
+      const kind = m.kind === "adapter" && m.base ? "adapter of " + m.base : m.kind + (m.hosted ? " (hosted)" : "") +
+        (m.nodes ? ` (${m.nodes} nodes)` : "");
       return [m.name, kind, num(m.context), num(m.max_output_tokens), yesNo(m.tools), yesNo(m.reasoning),
         about.filter(Boolean).join(" \u00b7 ")];
     }),
@@ -79,7 +80,8 @@ function showModels(models) {
 
 function showLimits(limits) {
   const names = {rpm: "requests a minute", tpm: "tokens a minute", parallel: "requests at a time",
-    tokens_per_day: "tokens a day (UTC)", tokens_per_month: "tokens a month (UTC)"};
+    tokens_per_day: "tokens a day (UTC)", tokens_per_month: "tokens a month (UTC)",
+    stored_responses: "bytes of stored responses"};
   const list = $("limits");
   list.replaceChildren();
   for (const [field, words] of Object.entries(names)) {
@@ -93,7 +95,13 @@ function tokensLine(row, limits) {
     limit === undefined || limit === null
       ? `${num(used)} tokens ${words}`
       : `${num(used)} of ${num(limit)} tokens ${words} (${num(Math.max(limit - used, 0))} left)`;
-  return [part(row.tokens_today, limits.day, "today"), part(row.tokens_this_month, limits.month, "this month")].join(", ");
+  const parts = [part(row.tokens_today, limits.day, "today"), part(row.tokens_this_month, limits.month, "this month")];
+  if (row.stored_responses !== undefined && row.stored_responses !== null) {
+    // /v1/responses kept for previous_response_id (docs/apis.md), of the stored_responses limit when there is one
+    const most = limits.stored_bytes === undefined ? "" : ` of ${num(limits.stored_bytes)}`;
+    parts.push(`${num(row.stored_responses)} stored responses (${num(row.stored_bytes || 0)}${most} bytes)`);
+  }
+  return parts.join(", ");
 }
 
 function showUsage(me) {
@@ -233,7 +241,7 @@ function showReport(rep) {
     `${num(g.requests_total)} requests and ${num(g.errors_total)} backend errors since it started` +
     (g.error ? ` (${g.error})` : "");
   fill("stack", (rep.models || []).map((m) => [
-    m.adapter_of ? "\u2514 " + m.name : m.name,
+    (m.adapter_of ? "\u2514 " + m.name : m.name) + (m.nodes ? ` (${m.nodes} nodes)` : ""),
     stateCell(m.state),
     num(m.requests_running), num(m.requests_waiting),
     m.kv_cache_usage === null || m.kv_cache_usage === undefined ? "-" : (100 * m.kv_cache_usage).toFixed(1) + "%",
@@ -242,7 +250,8 @@ function showReport(rep) {
     num(m.gateway_requests_total), num(m.gateway_errors_total),
     GOOD.has(m.state) && !m.scaling ? "" : m.reason,  // a copy that follows the load: its model's range, last decision
   ]));
-  for (const tr of $("stack").querySelectorAll("tbody tr")) tr.dataset.model = tr.cells[0].textContent.replace("\u2514 ", "");
+  const rows = $("stack").querySelectorAll("tbody tr");
+  rows.forEach((tr, i) => { tr.dataset.model = (rep.models || [])[i].name; });
   fill("people", (rep.people || []).map((r) => r.model === "(budget)"
     ? [r.person, "(tokens)", "", "", "", tokensLine(r, r.limits || {})]
     : [r.person, r.model, num(r.requests), num(r.input_tokens), num(r.output_tokens), ""]));

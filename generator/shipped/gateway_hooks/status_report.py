@@ -109,6 +109,7 @@ def report(before: dict | None, after: dict, url: str) -> dict:
                 "reason": cur["reason"],
                 "scaling": cur.get("scaling"),  # a copy that follows the load: its model's range, copies, last decision
                 "gpus": None,  # models.yml's, not the gateway's: the CLI adds them
+                "nodes": cur.get("nodes"),  # hosts serving it as one group (models.yml nodes:), None: one
                 "hosted": cur.get("hosted"),
                 "requests_running": _m(cur, "requests_running"),
                 "requests_waiting": _m(cur, "requests_waiting"),
@@ -152,7 +153,8 @@ def adapter_row(base: dict, adapter: str, gm: dict) -> dict:
 def usage(metrics: dict, budgets: dict) -> list[dict]:
     """One row per person and model (models.yml people:): requests and tokens in/out since the gateway started
     (LiteLLM's counters, labelled with the person's name), and the tokens each person used this UTC day / month
-    with their budgets (`limits`: {"day": n, "month": n}, only those set)."""
+    with their budgets (`limits`: {"day": n, "month": n, "stored_bytes": n}, only those set), and the /v1/responses
+    they keep stored (`stored_responses`, `stored_bytes`; None where the stack stores none)."""
     rows = []
     for person, models in (metrics.get("people") or {}).items():
         for model, c in models.items():
@@ -170,6 +172,8 @@ def usage(metrics: dict, budgets: dict) -> list[dict]:
                 "model": BUDGET_ROW,
                 "tokens_today": b.get("day"),
                 "tokens_this_month": b.get("month"),
+                "stored_responses": (b.get("stored") or {}).get("responses"),
+                "stored_bytes": (b.get("stored") or {}).get("bytes"),
                 "limits": b.get("limits"),
             }
         )

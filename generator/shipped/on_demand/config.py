@@ -74,6 +74,10 @@ class ControllerConfig:
     compose_project: str | None = None
     docker_socket: str | None = DOCKER_SOCKET  # None: models.yml did not give the controller the socket
     scaling: dict[str, ScaleSpec] = field(default_factory=dict)  # models of `replicas: {min, max}` (scaling.py)
+    # a loaded backend is hung after 2 probes of /health in a row that connected and got no answer within
+    # hung_probe_timeout, one every hung_probe_interval: as the gateway finds always-on ones (backend_health.py)
+    hung_probe_interval: float = 1.0
+    hung_probe_timeout: float = 3.0
 
     @property
     def settings(self) -> Settings:
@@ -119,6 +123,8 @@ def parse_config(data: dict, source: str = "config") -> ControllerConfig:
         compose_project=data.get("compose_project"),
         docker_socket=_socket(data.get("docker_socket", True)),
         scaling={name: _scale(name, s, source) for name, s in data.get("scaling", {}).items()},
+        hung_probe_interval=float(data.get("hung_probe_interval", 1.0)),
+        hung_probe_timeout=float(data.get("hung_probe_timeout", 3.0)),
     )
 
 

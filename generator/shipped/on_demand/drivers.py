@@ -49,7 +49,7 @@ class LoadError(RuntimeError):
 
 class Driver(Protocol):
     async def load(self, m: ModelConfig, timeout: float, wake: bool = False) -> None: ...
-    async def unload(self, m: ModelConfig, cut: int = 0) -> None: ...
+    async def unload(self, m: ModelConfig, cut: int = 0, kill: bool = False) -> None: ...
     async def alive(self, m: ModelConfig) -> bool: ...
     async def close(self) -> None: ...
 
@@ -148,11 +148,13 @@ class LocalProcesses:
                 ) from None
             raise
 
-    async def unload(self, m: ModelConfig, cut: int = 0) -> None:
+    async def unload(self, m: ModelConfig, cut: int = 0, kill: bool = False) -> None:
+        """SIGTERM to its group, SIGKILL after the grace; `kill` (a hung backend, which never ends on SIGTERM): SIGKILL
+        at once."""
         proc = self.procs.pop(m.name, None)
         if proc is None or proc.poll() is not None:
             return
-        self._signal_group(proc.pid, signal.SIGTERM)
+        self._signal_group(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         while proc.poll() is None and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
@@ -283,11 +285,10 @@ class Docker:
         except httpx.HTTPError:
             return "(logs unavailable)"
 
-    async def unload(self, m: ModelConfig, cut: int = 0) -> None:
+    async def unload(self, m: ModelConfig, cut: int = 0, kill: bool = False) -> None:
         cid = await self.container(m)
-        r = await self.client.post(
-            f"/containers/{cid}/stop", params={"t": str(self.stop_grace)}, timeout=self.stop_grace + 30
-        )
+        grace = 0 if kill else self.stop_grace  # t=0: the Engine's SIGKILL at once (a hung backend)
+        r = await self.client.post(f"/containers/{cid}/stop", params={"t": str(grace)}, timeout=grace + 30)
         if r.status_code not in (204, 304):
             raise RuntimeError(f"Docker Engine refused to stop {m.service}: {r.status_code} {r.text[:200]}")
 
@@ -313,7 +314,7 @@ class NoStarter:
             f"the controller start it)"
         )
 
-    async def unload(self, m: ModelConfig, cut: int = 0) -> None:
+    async def unload(self, m: ModelConfig, cut: int = 0, kill: bool = False) -> None:
         return None
 
     async def alive(self, m: ModelConfig) -> bool:
@@ -357,7 +358,10 @@ class Sleep:
                 await asyncio.sleep(HEALTH_POLL)
         await wait_healthy(m.url, timeout)
 
-    async def unload(self, m: ModelConfig, cut: int = 0) -> None:
+    async def unload(self, m: ModelConfig, cut: int = 0, kill: bool = False) -> None:
+        if kill:  # a hung backend answers no /sleep: its process goes, and the next load starts it afresh
+            await self.starter.unload(m, cut, kill=True)
+            return
         # drained (cut == 0): mode=wait changes nothing; cut: abort what is still running, as vLLM does by default
         r = await self.client.post(f"{m.url}/sleep", params={"level": "1", "mode": "abort" if cut else "wait"})
         if r.status_code != 200:

@@ -21,6 +21,9 @@ Rules:
 - a copy of a `replicas: {min, max}` model that only the load starts (by_load, scaling.py) is loaded by want(), never
   by a request: a request for it while it does not serve is refused at once (503, Retry-After 1: the gateway retries
   another copy); want() takes its group's GPUs only from a member idle for YIELD_AFTER seconds;
+- a loaded model whose backend hangs (connected, /health silent: the server's probes) is killed at once, its
+  requests in flight cut (they get the dropped connection, the gateway's fallbacks or error), and loaded again as
+  soon as a request waits for it;
 - backends found running when the controller starts are adopted (loaded, or asleep); a group found with
   more than one loaded member unloads the least recently used ones, one at a time.
 """
@@ -92,7 +95,7 @@ class Load:
 @dataclass(frozen=True)
 class Unload:
     model: str
-    how: str  # stop | sleep
+    how: str  # stop | sleep | kill (a hung backend: SIGKILL at once, no drain, no sleep)
     cut: int  # requests still in flight that the unload cuts (drain_timeout passed); 0 normally
     reason: str  # "idle 20s", "group g: x needs room", ...
 
@@ -114,6 +117,7 @@ class ModelState:
     unloading: bool = False  # draining, and the unload itself is under way (Unload was emitted)
     unload_reason: str = ""
     wanted_since: float | None = None  # scaling.py asked for a load (want()), not yet started
+    unload_how: str = ""  # the Unload's `how`: a killed sleep-mode model is stopped, not asleep
 
     @property
     def holds_room(self) -> bool:
@@ -196,7 +200,7 @@ class Policy:
         m = self.models[name]
         m.unload_seconds = now - m.since if m.unloading else None
         m.unloading = False
-        asleep = m.spec.unload == "sleep" and error is None
+        asleep = m.unload_how == "sleep" and error is None
         self._set(m, State.ASLEEP if asleep else State.STOPPED, now)
         if error:
             m.last_error = f"unload: {error}"
@@ -217,6 +221,17 @@ class Policy:
             self._set(m, State.FAILED, now)
             m.last_error = error
             self._schedule(now)
+
+    def hung(self, name: str, why: str, now: float) -> None:
+        """A loaded backend hangs (connected, nothing answers): killed now, whatever is in flight (a drain would wait
+        on requests that never end); requests that wait for it, or come later, load it again."""
+        m = self.models[name]
+        if m.state not in (State.LOADED, State.DRAINING) or m.unloading:
+            return
+        self._set(m, State.DRAINING, now)
+        m.unloading, m.unload_reason, m.unload_how = True, f"hung: {why}", "kill"
+        m.last_error = f"hung: {why}"
+        self._emit(Unload(name, "kill", m.in_flight, m.unload_reason))
 
     def tick(self, now: float) -> None:
         """Timeouts: waiters past load_timeout, drains past drain_timeout, idle models."""
@@ -307,7 +322,7 @@ class Policy:
             m.unload_reason = reason
         cut = m.in_flight
         if cut == 0 or now - m.since >= self.settings.drain_timeout:
-            m.unloading = True
+            m.unloading, m.unload_how = True, m.spec.unload
             m.since = now  # the unload's own duration is measured from here
             self._emit(Unload(m.spec.name, m.spec.unload, cut, m.unload_reason))
 

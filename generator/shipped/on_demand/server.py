@@ -32,6 +32,7 @@ from .scaling import Scaler, watch
 
 log = logging.getLogger("on_demand")
 TICK = 0.5  # seconds between timeout / idle checks
+HUNG_PROBES = 2  # silent /health probes in a row that make a loaded backend hung
 STATE_HEADER = "x-on-demand-state"  # on every /m/<model>/ answer: the model's state (gateway_status.py reads it)
 SCALING_HEADER = "x-on-demand-scaling"  # ... and for a copy that follows the load, its model's scaling (JSON)
 HOP_BY_HOP = {
@@ -88,6 +89,8 @@ class Controller:
         self.client: httpx.AsyncClient | None = None
         self._ticker: asyncio.Task | None = None
         self.scaler = Scaler(config.scaling)  # replicas: {min, max}: copies that follow the load (scaling.py)
+        self._prober: asyncio.Task | None = None
+        self.silent: dict[str, int] = {}  # loaded model -> its silent /health probes in a row
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -97,6 +100,7 @@ class Controller:
         self._ticker = asyncio.create_task(self._tick_loop())
         if self.config.scaling:
             self._spawn(watch(self.scaler, self.client, self._states, self._queued, self.want))
+        self._prober = asyncio.create_task(self._probe_loop())
         log.info(
             "controller ready: %s",
             ", ".join(
@@ -125,8 +129,9 @@ class Controller:
         self._act()
 
     async def stop(self) -> None:
-        if self._ticker:
-            self._ticker.cancel()
+        for task in (self._ticker, self._prober):
+            if task:
+                task.cancel()
         for t in list(self.tasks):
             t.cancel()
         seen = set()
@@ -170,6 +175,40 @@ class Controller:
         if self.policy.want(copy, self.clock()):
             self.scaler.record(copy, "up", reason)
             self._act()
+
+    async def _probe_loop(self) -> None:
+        """Loaded backends that hang: two probes of /health in a row that connect and get no answer within
+        hung_probe_timeout make the model hung (policy.hung: killed, loaded again on demand). A refused connection
+        is not a hang: a dead backend is found by the requests that fail on it (policy.lost)."""
+        while True:
+            begun = time.monotonic()
+            try:
+                loaded = [n for n, m in self.policy.models.items() if m.state is State.LOADED and not m.unloading]
+                for name in set(self.silent) - set(loaded):
+                    del self.silent[name]
+                answers = await asyncio.gather(*(self._silent(self.config.models[n]) for n in loaded))
+                for name, silent in zip(loaded, answers):
+                    self.silent[name] = self.silent.get(name, 0) + 1 if silent else 0
+                    if self.silent[name] >= HUNG_PROBES and self.policy.models[name].state is State.LOADED:
+                        why = f"connected, /health silent for {self.silent[name] * self.config.hung_probe_timeout:g}s"
+                        log.error("%s: hung (%s): killing it; the next request loads it again", name, why)
+                        self.policy.hung(name, why, self.clock())
+                        del self.silent[name]
+                self._act()
+            except Exception:  # a bug here must not stop the probes (logged)
+                log.exception("probe")
+            await asyncio.sleep(max(0.05, self.config.hung_probe_interval - (time.monotonic() - begun)))
+
+    async def _silent(self, m: ModelConfig) -> bool:
+        """True: connected, and /health did not answer within hung_probe_timeout."""
+        assert self.client is not None
+        try:
+            await self.client.get(f"{m.url}/health", timeout=httpx.Timeout(self.config.hung_probe_timeout, connect=2))
+        except httpx.TimeoutException as exc:
+            return not isinstance(exc, httpx.ConnectTimeout)
+        except httpx.HTTPError:
+            return False
+        return False
 
     # --- policy <-> actions ---------------------------------------------------------------------
     def _act(self) -> None:
@@ -220,7 +259,7 @@ class Controller:
         )
         error = None
         try:
-            await self.drivers[a.model].unload(m, cut=a.cut)
+            await self.drivers[a.model].unload(m, cut=a.cut, kill=a.how == "kill")
         except Exception as exc:  # noqa: BLE001
             error = f"{type(exc).__name__}: {exc}"
             log.error("%s: unload failed: %s", a.model, error)

@@ -4,7 +4,9 @@
     k8s/namespace.yaml       the namespace everything lives in
     k8s/gateway.yaml         LiteLLM Deployment + Service
     k8s/gateway/*            config.yaml (api_base = each model's Service) and the two hook modules
-    k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy
+    k8s/models/<name>.yaml   per model: cache PVC, Deployment, ClusterIP Service, NetworkPolicy; a model on `nodes:`:
+                             a LeaderWorkerSet (its pods' caches from claim templates), Service, NetworkPolicy
+    k8s/kustomizeconfig/     with a LeaderWorkerSet: where it names the hashed Secret, for kustomize
     k8s/parser-repairs/*     when a backend runs a repaired vLLM parser: the plugin, a ConfigMap that backend mounts
     k8s/redis.yaml           when the stack needs a Redis (plan.redis): Deployment, Service, NetworkPolicy
     k8s/monitoring.yaml      with metrics.k8s.service_monitor: ServiceMonitors (Prometheus Operator) + metrics Service
@@ -28,6 +30,7 @@ from .autoscale import k8s_plan, with_scaling
 from .backend import REPAIRS_CONFIG_MAP, backend_objects, backend_problems, local_adapters, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
+from .leader_worker import KUSTOMIZE_CONFIG, LWS_INSTALL, group_objects, kustomize_config
 from .monitoring import MONITORING_FILE, monitoring_objects
 from .objects import GATEWAY, KEYS_SECRET, PART_OF, PEOPLE_SECRET
 from .redis import REDIS_FILE, redis_objects
@@ -75,6 +78,7 @@ def kustomization(
         # generated names get a hash of their content: a new key or config rolls the pods that use it (the repaired
         # parsers' ConfigMap keeps its name: backend.REPAIRS_CONFIG_MAP)
         "configMapGenerator": [{"name": CONFIG_MAP, "files": config_files}, *repairs],
+        **({"configurations": [KUSTOMIZE_CONFIG]} if any(m.nodes for m in plan.models) else {}),
         "secretGenerator": [
             {"name": KEYS_SECRET, "envs": [SECRETS_FILE], "type": "Opaque"},
             # hashes of people's keys (make key K8S=1 / make k8s write it): a new one rolls the gateway
@@ -113,7 +117,9 @@ def k8s_files(plan: Plan) -> dict[str, str]:
         raise ConfigError(problems)
     config = gateway_config(plan)
     models = {
-        f"{K8S_DIR}/models/{m.name}.yaml": documents(plan, with_scaling(m, plan, backend_objects(m, plan)))
+        f"{K8S_DIR}/models/{m.name}.yaml": documents(
+            plan, group_objects(m, plan) if m.nodes else with_scaling(m, plan, backend_objects(m, plan))
+        )
         for m in plan.models
     }
     if plan.metrics.enabled and plan.metrics.k8s.service_monitor:
@@ -134,6 +140,11 @@ def k8s_files(plan: Plan) -> dict[str, str]:
         **config,
         **models,
         **repairs,
+        **(
+            {f"{K8S_DIR}/{KUSTOMIZE_CONFIG}": _header(plan) + dump_yaml(kustomize_config())}
+            if any(m.nodes for m in plan.models)
+            else {}
+        ),
     }
 
 
@@ -146,6 +157,11 @@ def k8s_warnings(plan: Plan) -> list[str]:
     """What the user must know before applying (printed by the CLI, never fatal)."""
     warnings = gpu_warnings(plan)
     for m in plan.models:
+        if m.nodes:
+            warnings.append(
+                f"{m.name}: runs on {m.nodes.count} nodes as a LeaderWorkerSet, which needs the LWS controller in the "
+                f"cluster ({LWS_INSTALL}; docs/multinode.md)"
+            )
         if weights := local_weights(m):
             warnings.append(
                 f"{m.name}: serves the local path {m.model}, which pods do not have; its pod waits "
@@ -189,7 +205,7 @@ TARGET = Target(
     marker=f"{K8S_DIR}/kustomization.yaml",
     warnings=k8s_warnings,
     gateway_url=gateway_url,
-    folders=(f"{K8S_DIR}/{REPAIRS_DIR}",),
+    folders=(f"{K8S_DIR}/{REPAIRS_DIR}", f"{K8S_DIR}/kustomizeconfig"),
 )
 
 __all__ = ["ENV_FILE", "ENV_HEADER", "K8S_DIR", "REGENERATE", "TARGET", "gateway_url", "k8s_files", "k8s_warnings"]

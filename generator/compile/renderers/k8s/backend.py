@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import posixpath
 
 from ....errors import Problem
@@ -26,6 +27,7 @@ from .objects import (
 WORKDIR = "/workspace"  # the backend's working directory: relative model paths resolve under it
 # where the vLLM image keeps downloads, and torch.compile / CUDA graph caches (as in compose)
 HF_CACHE, VLLM_CACHE = BACKEND_CACHES["hf-cache"], BACKEND_CACHES["vllm-cache"]
+LIVENESS_PERIOD = 10  # seconds between liveness probes: restart_when_hung / 10 failures in a row restart the pod
 STARTUP_MINUTES = 30  # a first start downloads weights and compiles (compose: start_period 30m)
 # the repaired vLLM parsers (k8s/parser-repairs/), for the backends that run one; a fixed name (no content hash):
 # the backends' pod annotation rolls them when the modules change, not when a header's models.yml digest does
@@ -168,9 +170,12 @@ def deployment(m: ModelPlan, plan: Plan) -> dict:
         "volumeMounts": mounts,
         "startupProbe": http_probe("/health", 10, 5, STARTUP_MINUTES * 6),
         "readinessProbe": http_probe("/health", 10, 5, 3),
-        "livenessProbe": http_probe("/health", 30, 10, 5),
         "securityContext": container_security(),
     }
+    if m.restart_when_hung:  # the kubelet restarts it once /health fails that long (compile/load/hung.py)
+        container["livenessProbe"] = http_probe(
+            "/health", LIVENESS_PERIOD, 3, math.ceil(m.restart_when_hung / LIVENESS_PERIOD)
+        )
     requests = {k: v for k, v in (("cpu", m.k8s.cpu), ("memory", m.k8s.memory)) if v}
     resources: dict[str, dict] = {"requests": requests} if requests else {}  # limits: GPU counts
     if limits := gpu_limits(m, plan):

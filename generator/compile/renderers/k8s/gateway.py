@@ -13,8 +13,7 @@ from ...gateway_process import (
     gateway_env,
     redis_env,
 )
-from ...plan import Plan
-from ..litellm import compose_api_base
+from ...plan import ModelPlan, Plan
 from .objects import (
     GATEWAY,
     PEOPLE_SECRET,
@@ -49,9 +48,11 @@ def resources(workers: int | str) -> dict:
     }
 
 
-# The model's Service by its short DNS name (resolves in whatever namespace the stack is applied to):
-# the same URL as compose's service name on its backend network.
-service_api_base = compose_api_base
+def service_api_base(m: ModelPlan) -> str:
+    """The model's Service by its short DNS name (resolves in whatever namespace the stack is applied to): compose's
+    URL for a single-host model; a model on nodes too (its Service selects the leader), where compose has the
+    leader's address."""
+    return f"http://{m.name}:{m.port}/v1"
 
 
 STARTUP_PERIOD = 5  # seconds between the gateway's start-up probes
