@@ -1,7 +1,7 @@
 """`replicas: {min, max}`: copies that follow the load. The range's checks (through load_plan, on the message a person
 reads), its plan, the controller's config, and what compose and Kubernetes get: golden files for the 4-GPU example,
 every Kubernetes object valid (core kinds against Kubernetes' schemas, KEDA's ScaledObject against its CRD, vendored
-in tests/k8s/crds/ from KEDA v2.20.2)."""
+in tests/unit/fixtures/keda/ from KEDA v2.20.2)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from generator.compile.output import render_files
 from generator.compile.renderers.on_demand import controller_config
 from tests.unit.golden import assert_yaml_golden, example_files
 from tests.unit.test_k8s import manifests, validate_all
+from tests.unit.test_metrics import _closed
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/autoscale/models.yml"
-KEDA_CRD = ROOT / "tests/k8s/crds/keda-v2.20.2-scaledobjects.yaml"
+KEDA_CRD = Path(__file__).parent / "fixtures/keda/keda.sh_scaledobjects.yaml"  # SOURCE.md beside it
 ONE_GPU = "vllm serve org/m --max-model-len 8K --gpu-memory-utilization 0.45"
 
 
@@ -157,30 +158,11 @@ def scaled_object_schema() -> dict:
     return version["schema"]["openAPIV3Schema"]
 
 
-def strict(schema: dict) -> dict:
-    """The CRD's schema as the API server prunes it: an unknown field is an error here (not silently dropped)."""
-    out = copy.deepcopy(schema)
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
-                node["additionalProperties"] = False
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(out)
-    out["properties"]["metadata"] = {"type": "object"}
-    return out
-
-
 def test_example_kubernetes_objects_are_valid_keda_included(example):
     docs = manifests({rel: text for rel, text in example.items() if rel.startswith("k8s/")})
     keda = [d for d in docs if d["kind"] == "ScaledObject"]
     validate_all([d for d in docs if d["kind"] != "ScaledObject"])
-    schema = strict(scaled_object_schema())
+    schema = _closed(scaled_object_schema())
     for d in keda:
         jsonschema.validate(d, schema)
     assert sorted(d["metadata"]["name"] for d in keda) == ["coder", "qwen3-8b-2", "qwen3-8b-3"]
@@ -231,3 +213,13 @@ def test_compose_needs_the_docker_socket_for_the_copies_and_says_so_on_the_range
     err = capsys.readouterr().err
     assert "m1.replicas: copies that follow the load in compose need the on-demand controller" in err, err
     assert "m1-2.on_demand" not in err and not (out / "compose").exists()
+
+
+def test_make_k8s_says_what_the_cluster_needs(tmp_path):
+    from generator.compile.renderers.k8s import k8s_warnings
+
+    src = tmp_path / "models.yml"
+    src.write_text(EXAMPLE.read_text())
+    (line,) = [w for w in k8s_warnings(load_plan(src)) if "KEDA" in w]
+    assert line.startswith("qwen3-8b, coder: copies follow the load through KEDA ScaledObjects (docs/replicas.md)")
+    assert "http://prometheus-operated.monitoring.svc:9090" in line and "KEDA v2.20.2" in line

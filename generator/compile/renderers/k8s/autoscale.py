@@ -27,6 +27,7 @@ from .objects import labels
 
 KEDA_API = "keda.sh/v1alpha1"
 POLLING_SECONDS = 15  # KEDA's default polling interval, written out
+KEDA_RELEASE = "KEDA v2.20.2"  # whose CRD the tests check the ScaledObjects against (tests/unit/fixtures/keda)
 
 
 def prometheus_url(plan: Plan) -> str:
@@ -105,3 +106,15 @@ def with_scaling(m: ModelPlan, plan: Plan, objects: list[dict]) -> list[dict]:
         if o["kind"] == "Deployment":
             o["spec"].pop("replicas", None)
     return [*objects, scaled_object(m, plan)]
+
+
+def scaling_warnings(plan: Plan) -> list[str]:
+    """What a cluster needs for the ScaledObjects (printed by `make k8s`)."""
+    scaled = list(dict.fromkeys(m.entry for m in plan.models if follows_load(m)))
+    if not scaled:
+        return []
+    return [
+        f"{', '.join(scaled)}: copies follow the load through KEDA ScaledObjects (docs/replicas.md): the cluster needs "
+        f"KEDA 2.x (checked against {KEDA_RELEASE}) and a Prometheus at {prometheus_url(plan)} that scrapes the "
+        "backends and the gateway (metrics.k8s.service_monitor: true)"
+    ]
