@@ -27,6 +27,9 @@ after it has dropped the deployments in cooldown, before its routing strategy pi
    the gateway sent there (member: LiteLLM's call id, score: when it stops counting, now + the request timeout);
    a request leaves it when LiteLLM logs its success or failure, or at that deadline (a worker that died
    mid-request leaves no count behind for longer).
+   A copy of a `replicas: {min, max}` model that only the load starts takes part only while the on-demand
+   controller says it serves (scaled_copies.py): a stopped, starting or draining copy is left out, a new one is in
+   within a second of serving;
 5. without Redis (a stack without one, or Redis down, slow or refusing: then not asked again for BACKOFF
    seconds in this process), the stateless choice of before: the live replica with the highest
    sha256(key, replica name) (rendezvous hashing), the same in every worker; never an error for the request.
@@ -50,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # LiteLLM loads this file by path, not as a package: find the modules beside it
     sys.path.insert(0, HERE)
 import stack_redis  # noqa: E402
+from scaled_copies import Serving  # noqa: E402
 
 REPLICA = "gateway_replica"  # model_info key of a replicated model's deployments (the backend's name)
 # model_info key: "hash" keeps a model group on the stateless rendezvous hash (the benchmark's baseline arm)
@@ -322,13 +326,23 @@ class Placement:
             return {}
 
 
-async def route(placement: Placement, deployments: list, request: Mapping | None, messages: object = None) -> list:
+async def route(
+    placement: Placement,
+    deployments: list,
+    request: Mapping | None,
+    messages: object = None,
+    serving: Serving | None = None,
+) -> list:
     """The deployments the router may pick from for this attempt (see the module docstring)."""
     request = request or {}
     offered = candidates(deployments, request)
     if offered is None:
         return deployments
     named, live = offered
+    if serving is not None and (out := await serving.left_out(named)):  # a copy the load started: only once it serves
+        if kept := [d for d in deployments if replica_of(d) not in out]:
+            deployments = kept
+            named, live = candidates(deployments, request) or (named, live)
     if any((d.get("model_info") or {}).get(PLACEMENT) == "hash" for d in named):
         return choose(deployments, request, messages)
     key = conversation_key(request, messages)
@@ -353,15 +367,16 @@ def _finished(kwargs: Mapping) -> tuple[str, str, str] | None:
 
 
 class ReplicaRouting(CustomLogger):
-    def __init__(self, placement: Placement | None = None) -> None:
+    def __init__(self, placement: Placement | None = None, serving: Serving | None = None) -> None:
         super().__init__()
         self.placement = placement or Placement()
+        self.serving = serving or Serving()  # replicas: {min, max}: which copies serve (scaled_copies.py)
 
     async def async_filter_deployments(
         self, model, healthy_deployments, messages, request_kwargs=None, parent_otel_span=None
     ):
         try:
-            return await route(self.placement, healthy_deployments, request_kwargs, messages)
+            return await route(self.placement, healthy_deployments, request_kwargs, messages, self.serving)
         except Exception:  # noqa: BLE001 - never break a request: the router's own choice stands
             return healthy_deployments
 

@@ -87,6 +87,20 @@ class ControllerPlan:
 
 
 @dataclass(frozen=True)
+class ScalePlan:
+    """models.yml `replicas: {min, max}` (compile/load/autoscale.py): the model's copies follow its load. Copies
+    1..min always run; the others are on-demand backends (ModelPlan.on_demand) that the controller starts when the
+    requests waiting per running copy stay above `waiting` for `up_after` s, and stops after `idle` s without a
+    request (drained first). min 0: copy 1 loads on a request, as an on-demand model."""
+
+    min: int
+    max: int
+    waiting: int  # vllm:num_requests_waiting per running copy above which ...
+    up_after: float  # ... for this long, a copy starts
+    idle: float  # a copy above min with no request this long drains and stops
+
+
+@dataclass(frozen=True)
 class AdapterPlan:
     """A LoRA adapter of a chat model (models.yml `adapters:`): a gateway model of its own name, served by its base
     model's backend(s) (vLLM --lora-modules), with the base's context, clamp, parsers and limits."""
@@ -204,6 +218,13 @@ class ModelPlan:
     # None: never (`off`, or an on-demand model: its controller kills a hung one at once)
     restart_when_hung: float | None = None
     nodes: NodesPlan | None = None  # models.yml `nodes:` (compile/load/nodes.py): served across hosts as one group
+    scale: ScalePlan | None = None  # replicas: {min, max}: the model's copies follow its load (None: a fixed count)
+
+    @property
+    def by_load(self) -> bool:
+        """A copy the on-demand controller starts when the model's queue grows (never by a request of its own): a
+        copy above the range's min, and above the first (min 0: the first loads on a request)."""
+        return self.scale is not None and max(self.replica, 1) > max(self.scale.min, 1)
 
     @property
     def pooling(self) -> bool:

@@ -34,6 +34,7 @@ MODELINE = "# yaml-language-server: $schema="
 SECTIONS: dict[str, str] = {
     "ModelsFile": "models.yml (top level)",
     "ModelEntry": "<model>",
+    "ReplicaRange": "<model>.replicas (a range)",
     "HostedEntry": "<model> with provider: (hosted)",
     "LitellmParams": "<model>.litellm",
     "OnDemand": "<model>.on_demand",
@@ -153,8 +154,8 @@ def _type(s: dict[str, Any]) -> str:
         return _type(s["allOf"][0])
     if "title" in s:  # a type with a name of its own (a size, a duration, a Kubernetes quantity)
         return s["title"]
-    if "anyOf" in s:
-        kinds = [_type(k) for k in s["anyOf"] if k.get("type") != "null"]
+    if "anyOf" in s or "oneOf" in s:  # oneOf: a tagged union (`replicas:` a count or a range)
+        kinds = [_type(k) for k in s.get("anyOf", s.get("oneOf", [])) if k.get("type") != "null"]
         return " or ".join(dict.fromkeys(kinds))
     if "enum" in s or "const" in s:
         return " | ".join(f"`{v}`" for v in s.get("enum", [s.get("const")]))

@@ -350,8 +350,12 @@ def render(rep: dict) -> Group | Text:
     notes: list[Text | Table | Group] = [
         Text(f"{m['name']}: {m['reason']}", style="dim")
         for m in rep["models"]
-        if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of")
+        if m["state"] not in ("healthy", "loaded") and not m.get("adapter_of") and not m.get("scaling")
     ]
+    scaled = {
+        m["scaling"].get("model"): m["scaling"] for m in rep["models"] if m.get("scaling")
+    }  # replicas: {min, max}
+    notes += [Text(f"{model}: {status_report.scaling_line(s)}", style="dim") for model, s in scaled.items()]
     handed = {m["model"]: m["fallbacks"] for m in reversed(rep["models"]) if m.get("fallbacks")}  # once per model
     notes += [
         Text(f"{model}: {_num(sum(by.values()))} request(s) answered by its fallback {to} ({_why(by)})", style="dim")

@@ -9,6 +9,10 @@ One stack, one test, in steps, to keep real loads few (each is 40-140 s of CPU h
   4. a third model whose start fails (a bad flag in its command line) answers a clear error naming the
      model and vLLM's own complaint, while A keeps serving;
   5. A, idle, unloads after its idle_timeout.
+A second test on the same stack: copies that follow the load. `replicas: {min: 0, max: 1}` (zero): the first request
+loads it, idle it unloads; `replicas: {min: 1, max: 2}` (scaled: the demo's reasoner with one sequence at a time, so a
+burst queues): a burst of clients queues on copy 1, the controller starts copy 2 and both serve; once idle, copy 2
+drains and stops, copy 1 keeps serving; no request fails, no stream is cut.
 Throughout, a sampler reads the controller's /status every 0.5 s: A and B are never loaded (or loading,
 or draining) at the same time. Load and unload times are printed and written to
 .cache/on-demand-timings.json; they are measurements, not pass/fail conditions.
@@ -35,7 +39,7 @@ from generator.compile.load.loader import load_plan
 from generator.compile.plan import ControllerPlan, OnDemandPlan
 from generator.demo.scripted_model import NO_END_LOGIT_BIAS
 from generator.operate.runtime.local import LocalStack
-from generator.operate.runtime.ports import free_ports
+from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 from tests.integration.helpers import UNIT, fork_server_of, run_status
 
 pytestmark = pytest.mark.on_demand
@@ -43,6 +47,10 @@ pytestmark = pytest.mark.on_demand
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/cpu-on-demand/models.yml"
 A, B, BROKEN = "reasoner", "tool-caller", "broken"
+SCALED = "scaled"  # replicas: {min: 1, max: 2}: copies scaled-1 (always on) and scaled-2 (started by the load)
+ZERO = "zero"  # replicas: {min: 0, max: 1}: loaded by a request, unloaded when idle
+SCALED_IDLE = 10  # seconds
+BURST_TOKENS = 96  # per request of the burst
 IDLE = 20  # seconds
 HELLO = [{"role": "user", "content": "Say hello."}]
 BUSY = {"loading", "loaded", "draining"}
@@ -97,16 +105,33 @@ def stack(tmp_path_factory):
         "port": ports[BROKEN],
         "on_demand": {"group": "solo", "idle": 0},
     }
+    # copies that follow the load: one sequence at a time (a burst queues in vLLM), scaled at once, 10 s idle
+    doc[SCALED] = {
+        **doc[A],
+        "description": "copies follow the load",
+        "replicas": {"min": 1, "max": 2, "waiting": 1, "up_after": "0s", "idle": f"{SCALED_IDLE}s"},
+        "command": doc[A]["command"].rstrip() + " --max-num-seqs 1\n",
+    }
+    doc[ZERO] = {
+        **doc[A],
+        "description": "no copy while idle",
+        "replicas": {"min": 0, "max": 1, "idle": f"{SCALED_IDLE}s"},
+    }
+    ports[ZERO] = free_ports(1)[0]
+    ports[SCALED] = consecutive_free_ports(2)  # copy i listens on port + i - 1
     for name in ports:
         doc[name]["port"] = ports[name]
         doc[name]["command"] = doc[name]["command"].replace(".cache/demo-models", str(ROOT / ".cache/demo-models"))
     (tmp / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     plan = load_plan(tmp / "models.yml")
-    assert {m.name: (m.port, m.on_demand.group) for m in plan.models} == {
-        A: (ports[A], "pair"),
-        B: (ports[B], "pair"),
-        BROKEN: (ports[BROKEN], "solo"),
+    assert {m.name: (m.port, m.on_demand.group, m.by_load) for m in plan.models if m.on_demand} == {
+        A: (ports[A], "pair", False),
+        B: (ports[B], "pair", False),
+        BROKEN: (ports[BROKEN], "solo", False),
+        f"{SCALED}-2": (ports[SCALED] + 1, f"{SCALED}-2", True),  # loaded by the queue
+        ZERO: (ports[ZERO], ZERO, False),  # min 0: loaded by a request
     }
+    assert [m.port for m in plan.models if m.name == f"{SCALED}-1" and m.on_demand is None] == [ports[SCALED]]
     assert (plan.gateway.port, plan.controller.port) == (gateway_port, controller_port)
     cwd = os.getcwd()
     os.chdir(ROOT)
@@ -117,7 +142,7 @@ def stack(tmp_path_factory):
     finally:
         s.stop()
         os.chdir(cwd)
-        left = [n for n, p in ports.items() if _port_open(p)]
+        left = [n for n, p in {**ports, f"{SCALED}-2": ports[SCALED] + 1}.items() if _port_open(p)]
         assert not left, f"still listening after stop: {left}"
 
 
@@ -145,7 +170,7 @@ class Sampler(threading.Thread):
 
 def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     client = openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, timeout=900, max_retries=0)
-    ports = {m.name: m.port for m in stack.plan.models}
+    ports = {m.name: m.port for m in stack.plan.models if m.on_demand}  # (not scaled-1: min 1, always on)
     status = lambda: httpx.get(f"{stack.controller_url}/status", timeout=10).json()["models"]  # noqa: E731
 
     def plain(model: str) -> str:
@@ -163,7 +188,13 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
                 finish = chunk.choices[0].finish_reason
         return finish
 
-    assert {n: m["state"] for n, m in status().items()} == {A: "stopped", B: "stopped", BROKEN: "stopped"}
+    assert {n: m["state"] for n, m in status().items()} == {
+        A: "stopped",
+        B: "stopped",
+        BROKEN: "stopped",
+        f"{SCALED}-2": "stopped",
+        ZERO: "stopped",
+    }
     assert not any(_port_open(p) for p in ports.values())  # nothing on demand started with the stack
     sampler = Sampler(stack.controller_url)
     sampler.start()
@@ -247,11 +278,14 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
         # states
         out = run_status("--state-dir", str(stack.state_dir))
         states = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
+        scaled = {n: states.pop(n) for n in (f"{SCALED}-1", f"{SCALED}-2", ZERO)}
+        assert scaled == {f"{SCALED}-1": "healthy", f"{SCALED}-2": "stopped", ZERO: "stopped"}, out.stdout
         assert states == {A: "stopped", B: "stopped", BROKEN: "failed"}, out.stdout
         assert out.returncode == 1, "a failed model makes status exit 1; stopped ones do not"
         # `make status MODELS=<this file>`: the same stack, with its own key (not compose/.env's: "unauthorized")
         out = run_status("--models", stack.plan.source, "--state-dir", str(stack.state_dir))
-        assert {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]} == states, out.stdout
+        again = {m["name"]: m["state"] for m in json.loads(out.stdout)["models"]}
+        assert {n: s for n, s in again.items() if n in states} == states, out.stdout
     finally:
         sampler.halt.set()
         sampler.join()
@@ -269,6 +303,104 @@ def test_two_models_of_one_group_take_turns_through_the_gateway(stack):
     (ROOT / ".cache").mkdir(exist_ok=True)
     (ROOT / ".cache/on-demand-timings.json").write_text(json.dumps(timings, indent=1))
     print("\non-demand timings:", json.dumps(timings, indent=1))
+
+
+def _served(port: int) -> float:
+    """Requests a vLLM copy finished (its own vllm:request_success_total, summed over finish reasons)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return sum(float(v) for v in re.findall(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", text, re.M))
+
+
+def test_copies_follow_the_load_through_the_gateway(stack):
+    """min 0: the first request loads the model, idle it unloads. min 1, max 2: a burst queues on copy 1, copy 2
+    starts and serves; idle, copy 2 drains and stops, copy 1 stays; every request answered whole, every stream to its
+    end."""
+    client = openai.OpenAI(base_url=f"{stack.gateway_url}/v1", api_key=stack.master_key, timeout=900, max_retries=0)
+    one, two = f"{SCALED}-1", f"{SCALED}-2"
+    port = {m.name: m.port for m in stack.plan.models}
+    status = lambda: httpx.get(f"{stack.controller_url}/status", timeout=10).json()  # noqa: E731
+    steps: dict[str, float] = {}
+
+    def ask(model: str, i: int, tokens: int = 16) -> str | None:
+        """A plain or a streamed answer of `tokens` tokens (its finish reason: None would be a cut stream)."""
+        messages = [{"role": "user", "content": f"Say hello, {i}."}]
+        # all `tokens`, end tokens banned: a request long enough to queue behind another, few requests for the CPU
+        long = {"max_tokens": tokens, "logit_bias": NO_END_LOGIT_BIAS, "extra_body": {"ignore_eos": True}}
+        if i % 2:
+            r = client.chat.completions.create(model=model, messages=messages, **long)
+            return r.choices[0].finish_reason
+        finish = None
+        for chunk in client.chat.completions.create(model=model, messages=messages, stream=True, **long):
+            if chunk.choices and chunk.choices[0].finish_reason:
+                finish = chunk.choices[0].finish_reason
+        return finish
+
+    # 1. min 0: nothing runs; the first request loads it
+    t = time.monotonic()
+    assert status()["models"][ZERO]["state"] == "stopped" and not _port_open(port[ZERO])
+    assert ask(ZERO, 1) is not None and status()["models"][ZERO]["state"] == "loaded"
+    steps["1: min 0: the first request loaded it"] = time.monotonic() - t
+
+    # 2. a burst: 3 clients asking in turn while copy 1 takes one sequence at a time (2 wait: above 1 per copy); copy
+    #    2 starts and serves
+    t = time.monotonic()
+    assert status()["models"][two]["state"] == "stopped" and _port_open(port[one])  # min 1: copy 1 runs
+    done = threading.Event()
+    results: list[str | None] = []
+
+    def client_loop(k: int) -> None:
+        i = k
+        while not done.is_set():
+            results.append(ask(SCALED, i, BURST_TOKENS))
+            i += 3
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        clients = [pool.submit(client_loop, k) for k in range(3)]
+        deadline = time.monotonic() + 600
+        at_load: dict[str, float] = {}  # each copy's requests served when copy 2 became ready
+        try:
+            while not (at_load and _served(port[two]) >= 4):
+                assert time.monotonic() < deadline, status()
+                assert not any(c.done() for c in clients), [c.exception() for c in clients if c.done()]
+                if not at_load and status()["models"][two]["state"] == "loaded":
+                    at_load = {one: _served(port[one]), two: _served(port[two])}
+                    steps["2a: copy 2 ready"] = time.monotonic() - t
+                time.sleep(0.5)
+        finally:
+            done.set()
+        for c in clients:
+            c.result()
+    steps["2: burst until copy 2 served 4 requests"] = time.monotonic() - t
+    served = {one: _served(port[one]), two: _served(port[two])}
+    assert served[one] >= 1 and served[two] >= 4, served
+    served_after = {c: served[c] - at_load[c] for c in served}  # a measurement: how the two shared the load
+    assert results and all(r == "length" for r in results), results  # every request answered, every stream whole
+    s = status()["scaling"][SCALED]
+    assert s["events"]["up"] >= 1 and s["last"]["action"] == "up" and s["last"]["copy"] == two
+    assert "per copy > 1" in s["last"]["reason"], s
+
+    # 3. idle: copy 2 drains and stops, copy 1 stays (min 1); the min 0 model unloads
+    t = time.monotonic()
+    deadline = t + SCALED_IDLE + 120
+    while (status()["models"][two]["state"], status()["models"][ZERO]["state"]) != ("stopped", "stopped"):
+        assert time.monotonic() < deadline, status()["models"]
+        time.sleep(0.5)
+    steps[f"3: copy 2 and the min 0 model stopped after {SCALED_IDLE}s idle"] = time.monotonic() - t
+    s = status()["scaling"][SCALED]
+    assert s["copies"] == {one: "running", two: "stopped"} and s["events"]["down"] >= 1, s
+    assert s["last"] == {**s["last"], "action": "down", "copy": two, "reason": f"idle {SCALED_IDLE}s"}, s
+    assert not _port_open(port[two]) and not _port_open(port[ZERO]) and _port_open(port[one])
+    assert ask(SCALED, 1) is not None  # copy 1 serves on
+    metrics = httpx.get(f"{stack.controller_url}/metrics", timeout=10).text
+    for direction in ("up", "down"):
+        assert f'llm_gateway_scaling_events_total{{direction="{direction}",model="{SCALED}"}} 1.0' in metrics, metrics
+    # `make status`: each copy's state, the range and the last decision with its reason
+    out = run_status("--state-dir", str(stack.state_dir))
+    rows = {m["name"]: m for m in json.loads(out.stdout)["models"]}
+    assert (rows[one]["state"], rows[two]["state"]) == ("healthy", "stopped"), out.stdout
+    assert f"copies 1-2 follow the load: {one} running, {two} stopped; last: down {two}" in rows[two]["reason"]
+    report = {"steps": steps, "served": served, "served_after_copy_2_ready": served_after, "requests": len(results)}
+    print("\ncopies that follow the load:", json.dumps(report))
 
 
 # --- what a client sees through the real gateway when the controller refuses (stand-in backends: no vLLM) ---

@@ -84,9 +84,9 @@ def _model_plan(
         volumes=merged_volumes(file.defaults.volumes, entry.volumes),
         media_domains=domains,
         limits=limits_plan(file.defaults.limits, entry.limits),
-        replica_of=name if entry.replicas > 1 else "",
-        replica=replica if entry.replicas > 1 else 0,
-        replicas=entry.replicas,
+        replica_of=name if entry.copies > 1 else "",
+        replica=replica if entry.copies > 1 else 0,
+        replicas=entry.copies,
         adapters=adapters,
     )
 

@@ -300,7 +300,7 @@ def judge(s: State, m: Model, plan: ModelPlan, replica: int, fraction: float) ->
         s.findings.append(
             (
                 (m.name, "command"),
-                (f"replica {replica}: " if m.entry.replicas > 1 else "")
+                (f"replica {replica}: " if m.entry.copies > 1 else "")
                 + verdict.problem
                 + (
                     "; with --max-model-len auto vLLM would shorten the context to what fits, "

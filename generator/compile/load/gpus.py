@@ -80,7 +80,7 @@ def replica_gpus(
 def place(s: State, m: Model) -> None:
     """Each replica's GPUs (on a model with `nodes:`, each node's); a model whose GPUs do not split stops here."""
     nodes = m.entry.nodes.size if m.entry.nodes else 1
-    m.gpu_sets, found = replica_gpus(m.name, m.cmd, m.entry.gpus, m.entry.replicas, nodes)
+    m.gpu_sets, found = replica_gpus(m.name, m.cmd, m.entry.gpus, m.entry.copies, nodes)
     s.findings += found
     if not m.gpu_sets:
         m.stopped = True

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..plan import GatewayPlan, ModelPlan, PersonPlan, Plan, RedisPlan
 from . import (
     adapters,
+    autoscale,
     backends,
     commands,
     context,
@@ -66,6 +67,7 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
             gpus.place,  # each replica's GPUs (each node's)
             backends.plan,  # each backend (the model, or each replica): port, plan, on-demand, fit
             nodes.plan,  # the leader's backend carries its nodes
+            autoscale.plan,  # replicas: {min, max}: copies above min on demand, started by the load
             hung.plan,  # how long a hung backend waits for a restart
             replicas.check,  # what one copy per model assumes
             context.warn,  # then the model's warnings: a context above the model's,
@@ -75,10 +77,10 @@ def build_plan(src: Source, catalog: Catalog | None = None, notify: Callable[[st
         ):
             if not m.stopped:
                 concern(s, m)
-    # the concerns across models
-    parser_repairs.apply(s)  # the repaired vLLM parsers a backend loads
+    parser_repairs.apply(s)  # then the concerns across models: the repaired vLLM parsers a backend loads
     ports.check(s)  # served names and ports: one per model
     adapters.unique(s)  # adapter names
+    autoscale.share_gpus(s)  # copies started by the load: GPUs of their own, or of one on-demand group
     gpu_memory.rule(s)  # the models sharing a GPU fit in it
     hosted.plan(s)  # hosted models (`provider:`)
     routing.route(s)  # fallbacks, context fallbacks, aliases

@@ -112,7 +112,7 @@ def check(s: State, m: Model) -> None:
     if nodes > 1:
         gpus = m.entry.gpus
         per_node = 0 if not gpus or isinstance(gpus[0], list) else len(gpus)
-        found += replicas_problems(m.name, m.entry.replicas, nodes)
+        found += replicas_problems(m.name, m.entry.copies, nodes)
         found += parallel_problems(m.name, m.cmd, nodes, per_node)
         tp = _size(m.cmd, "--tensor-parallel-size")
         if not found and per_node and tp > per_node:

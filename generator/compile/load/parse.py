@@ -9,6 +9,7 @@ from ...errors import ConfigError, Problem
 from .schema import (
     GPU_LISTS,
     MODEL_NAME,
+    REPLICA_FORMS,
     RESERVED_NAMES,
     TOP_LEVEL,
     HostedEntry,
@@ -19,6 +20,7 @@ from .schema import (
     ModelsFile,
     OnDemand,
     Person,
+    ReplicaRange,
 )
 from .yaml_source import Source
 
@@ -27,7 +29,11 @@ def _schema_problems(src: Source, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors():
         loc = err["loc"]
-        path = tuple(p for p in (loc[1:] if loc and loc[0] in ("models", "hosted") else loc) if p not in GPU_LISTS)
+        path = tuple(
+            p
+            for p in (loc[1:] if loc and loc[0] in ("models", "hosted") else loc)
+            if p not in (*GPU_LISTS, *REPLICA_FORMS)
+        )
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown field {path[-1]!r}" + _field_hint(path, bool(loc) and loc[0] == "hosted")
@@ -80,6 +86,7 @@ def _field_hint(path: tuple, hosted: bool = False) -> str:
         "on_demand": on_demand,
         "media": Media,
         "limits": Limits,
+        "replicas": ReplicaRange,
     }
     blocks: dict[str, type[BaseModel]] = {"gateway": Gateway, "metrics": Metrics}
     entry: type[BaseModel] = HostedEntry if hosted else ModelEntry

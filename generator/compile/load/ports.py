@@ -31,7 +31,7 @@ def explicit(s: State, m: Model) -> None:
         s.findings.append(((m.name, "port"), f"port {entry.port} disagrees with --port {port_flag}; keep one"))
     port = int(port_flag) if port_flag else entry.port or None
     if port is not None:
-        s.ports.explicit.update(port + i for i in range(entry.replicas))
+        s.ports.explicit.update(port + i for i in range(entry.copies))
 
 
 def assign(s: State, m: Model, replica: int) -> int:

@@ -62,9 +62,10 @@ def replica_problems(name: str, replicas: int, cmd: ServeCommand, on_demand: boo
 
 
 def name_backends(s: State) -> None:
-    s.backend_names, found = replica_names({name: entry.replicas for name, entry in s.file.models.items()})
+    s.backend_names, found = replica_names({name: entry.copies for name, entry in s.file.models.items()})
     s.findings += found
 
 
 def check(s: State, m: Model) -> None:
-    s.findings += replica_problems(m.name, m.entry.replicas, m.cmd, m.backends[-1].on_demand is not None)
+    ranged = not isinstance(m.entry.replicas, int)  # a range: autoscale.py says what its on_demand means
+    s.findings += replica_problems(m.name, m.entry.copies, m.cmd, m.backends[-1].on_demand is not None and not ranged)

@@ -784,6 +784,46 @@ AdapterName = Annotated[str, Field(pattern=ADAPTER_NAME)]
 AliasName = Annotated[str, Field(pattern=ADAPTER_NAME)]  # what clients send as "model", like an adapter's name
 
 
+class ReplicaRange(_Strict):
+    """`replicas: {min, max}`: copies that follow the load. Copies 1..min always run; the others are started by the
+    on-demand controller when requests queue and stopped (drained first) when idle (docs/replicas.md)."""
+
+    min: Int = Field(1, ge=0, le=64)
+    """Copies that always run; 0: none while the model is idle (the first request loads one, as on demand)."""
+    max: Int = Field(ge=1, le=64)
+    """The most copies at once; `gpus:` gives one set per copy up to max (split in order, or one list per copy)."""
+    waiting: Int = Field(2, ge=1, le=100000)
+    """Start a copy when the requests waiting per running copy (vLLM's vllm:num_requests_waiting) stay above this
+    for `up_after`."""
+    up_after: Seconds = 30.0
+    """How long the queue must stay above `waiting` before a copy starts (0: at once)."""
+    idle: PositiveSeconds = 300.0
+    """A copy above min with no request for this long drains (requests in flight end) and stops."""
+
+    @model_validator(mode="after")
+    def _in_order(self) -> ReplicaRange:
+        if self.min >= self.max:
+            raise ValueError(
+                f"min {self.min} is not below max {self.max}: give max above min, or a fixed count "
+                f"(replicas: {self.max})"
+            )
+        return self
+
+
+REPLICA_FORMS = ("count", "range")  # `replicas:` is a count or a range; the loader leaves these tags out of a path
+
+
+def _replica_form(value: object) -> str:
+    return REPLICA_FORMS[1] if isinstance(value, (dict, ReplicaRange)) else REPLICA_FORMS[0]
+
+
+Replicas = Annotated[
+    Annotated[Annotated[int, Field(ge=1, le=64), NOT_BOOL], Tag(REPLICA_FORMS[0])]
+    | Annotated[ReplicaRange, Tag(REPLICA_FORMS[1])],
+    Discriminator(_replica_form),
+]
+
+
 class ModelEntry(_Strict):
     """One self-hosted model. Its name becomes the compose service, the backend's host name and (unless
     --served-model-name says otherwise) the model name clients send."""
@@ -797,10 +837,11 @@ class ModelEntry(_Strict):
     nodes: NodesField = None
     """A model larger than one host, served by one vLLM per node as one group (docs/multinode.md): `nodes: 2`, or
     {hosts: [10.0.0.11, 10.0.0.12], port: 29501} for compose. `gpus:` are then each node's."""
-    replicas: Int = Field(1, ge=1, le=64)
+    replicas: Replicas = 1
     """Copies of this model, each its own vLLM (process, container or pod) on its own GPUs and port, all behind one
     model name: the gateway keeps a conversation on one copy and retries a request a dead copy failed on another
-    (docs/replicas.md). More than 1 names them <model>-1, <model>-2, ..."""
+    (docs/replicas.md). More than 1 names them <model>-1, <model>-2, ... A range, `{min: 1, max: 4}`, follows the
+    load: copies start when requests queue and stop when idle (docs/replicas.md, "Copies that follow the load")."""
     description: str = ""
     """Shown to clients (clients/README.md) and in the summary."""
     env: dict[EnvName, EnvValue] = {}
@@ -843,6 +884,11 @@ class ModelEntry(_Strict):
     """Restart a backend whose /health has been silent (connected, no answer) this long: compose (its healthcheck
     ends the container, its restart policy starts it) and Kubernetes (a liveness probe). Default 5m; `off`: never
     (docs/replicas.md, "A hung backend"). The gateway stops sending to a hung backend within seconds either way."""
+
+    @property
+    def copies(self) -> int:
+        """How many backends the model has: `replicas`, or a range's max (compile/load/autoscale.py)."""
+        return self.replicas.max if isinstance(self.replicas, ReplicaRange) else self.replicas
 
 
 PROVIDERS = ("openai", "anthropic", "openai-compatible")

@@ -328,6 +328,7 @@ def compose_problems(plan: Plan) -> list[Problem]:
     """What only compose cannot do: start/stop an on-demand container without the Docker socket."""
     if plan.controller is None or plan.controller.docker_socket:
         return []
+    scaled = list(dict.fromkeys(m.entry for m in plan.on_demand if m.scale is not None))  # replicas: {min, max}
     return [
         Problem(
             plan.source,
@@ -336,7 +337,15 @@ def compose_problems(plan: Plan) -> list[Problem]:
             "on_demand.docker_socket: true (see SECURITY.md) or use unload: sleep on a GPU model",
         )
         for m in plan.on_demand
-        if m.on_demand is not None and m.on_demand.unload == "stop"
+        if m.on_demand is not None and m.on_demand.unload == "stop" and m.scale is None
+    ] + [
+        Problem(
+            plan.source,
+            f"{name}.replicas",
+            "copies that follow the load in compose need the on-demand controller to start/stop their containers: "
+            "set on_demand.docker_socket: true (see SECURITY.md), or a fixed count (replicas: N)",
+        )
+        for name in scaled
     ]
 
 

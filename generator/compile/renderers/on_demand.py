@@ -50,11 +50,35 @@ def controller_config(plan: Plan, backend_url: Callable[[ModelPlan], str] = comp
                 "served_name": m.served_name,
                 "api_key_env": m.api_key_env,
                 "gpus": list(m.gpus),
+                **({"by_load": True} if m.by_load else {}),  # started by its model's queue, never by a request
             }
             for m in plan.on_demand
             if (od := m.on_demand) is not None  # every one of them
         },
+        **({"scaling": scaling_config(plan, backend_url)} if any(m.scale for m in plan.models) else {}),
     }
+
+
+def scaling_config(plan: Plan, backend_url: Callable[[ModelPlan], str]) -> dict:
+    """Per model of `replicas: {min, max}` (the controller's scaling.py): its range, signal and timing, and every
+    copy's backend in order (the always-on ones too: their vllm:num_requests_waiting counts)."""
+    out: dict[str, dict] = {}
+    for m in plan.models:
+        if m.scale is None:
+            continue
+        entry = out.setdefault(
+            m.entry,
+            {
+                "min": m.scale.min,
+                "max": m.scale.max,
+                "waiting": m.scale.waiting,
+                "up_after": m.scale.up_after,
+                "idle": m.scale.idle,
+                "copies": [],
+            },
+        )
+        entry["copies"].append({"name": m.name, "url": backend_url(m), "managed": m.on_demand is not None})
+    return out
 
 
 def config_text(

@@ -248,7 +248,7 @@ function showReport(rep) {
     num(m.prompt_tokens_per_s, 1), num(m.generation_tokens_per_s, 1),
     m.ttft_p50_s === null || m.ttft_p50_s === undefined ? "-" : Math.round(1000 * m.ttft_p50_s) + " ms",
     num(m.gateway_requests_total), num(m.gateway_errors_total),
-    GOOD.has(m.state) ? "" : m.reason,
+    GOOD.has(m.state) && !m.scaling ? "" : m.reason,  // a copy that follows the load: its model's range, last decision
   ]));
   const rows = $("stack").querySelectorAll("tbody tr");
   rows.forEach((tr, i) => { tr.dataset.model = (rep.models || [])[i].name; });

@@ -41,6 +41,7 @@ Prometheus text is parsed with prometheus_client's parser.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -192,6 +193,17 @@ def state_of(outcome: int | Exception) -> tuple[str, str]:
 
 
 ON_DEMAND_HEADER = "x-on-demand-state"  # generator/shipped/on_demand/server.py STATE_HEADER
+SCALING_HEADER = "x-on-demand-scaling"  # server.py SCALING_HEADER: a copy that follows the load, its model's scaling
+
+
+def scaling_of(health: httpx.Response) -> dict | None:
+    """The controller's word on a copy's model (replicas: {min, max}): its range, copies, last decision, counts."""
+    raw = health.headers.get(SCALING_HEADER)
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def on_demand_state(state: str, health: httpx.Response) -> tuple[str, str]:
@@ -256,8 +268,11 @@ async def backend(name: str, dep: object) -> dict:
     health, metrics = await asyncio.gather(fetch(root + "/health"), fetch(root + "/metrics", gb.backend_headers(dep)))
     state, reason = state_of(health.status_code if isinstance(health, httpx.Response) else health)
     on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
+    scaling = None
     if on_demand and isinstance(health, httpx.Response):  # (on_demand comes from a response)
         state, reason = on_demand_state(on_demand, health)
+        if (scaling := scaling_of(health)) is not None:
+            reason = f"{state}: {status_report.scaling_line(scaling)}"
     if (since := backend_health.MONITOR.since(root)) is not None and not isinstance(health, httpx.Response):
         # the gateway's own probes, shared by its workers (this probe's connection may be one the monitor cut)
         state, reason = "hung", backend_health.reason(since)
@@ -267,7 +282,10 @@ async def backend(name: str, dep: object) -> dict:
             parsed = backend_metrics(metrics.text)
         except ValueError:  # not Prometheus text
             parsed = None
-    return {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed, "nodes": gb.nodes(dep)}
+    out = {"name": name, "backend": root, "state": state, "reason": reason, "metrics": parsed, "nodes": gb.nodes(dep)}
+    if scaling is not None:
+        out["scaling"] = scaling
+    return out
 
 
 async def gateway(person: str | None = None) -> dict:

@@ -10,10 +10,24 @@ running config), the page only draws it. Standard library only: the CLI imports 
 from __future__ import annotations
 
 import math
+import time
 
 # states that are not a failure (`make status` exits 0): an on-demand model that is not loaded is fine
 FINE = {"healthy", "loaded", "loading", "draining", "asleep", "stopped"}
 BUDGET_ROW = "(budget)"  # the model of a person's usage row that holds their token budgets
+
+
+def scaling_line(s: dict) -> str:
+    """A `replicas: {min, max}` model's scaling as the controller reports it (gateway_status.py), in one line:
+    `copies 0-2 follow the load: scaled-1 running, scaled-2 stopped; last: up scaled-2 at 12:03:10
+    (3 request(s) waiting ...); 1 up, 0 down`."""
+    copies = ", ".join(f"{n} {state}" for n, state in (s.get("copies") or {}).items())
+    line = f"copies {s.get('min')}-{s.get('max')} follow the load: {copies}"
+    if last := s.get("last"):
+        at = time.strftime("%H:%M:%S", time.localtime(float(last.get("at") or 0)))
+        line += f"; last: {last.get('action')} {last.get('copy')} at {at} ({last.get('reason')})"
+    events = s.get("events") or {}
+    return line + f"; {events.get('up', 0)} up, {events.get('down', 0)} down"
 
 
 def rate(before: float | None, after: float | None, seconds: float) -> float | None:
@@ -93,6 +107,7 @@ def report(before: dict | None, after: dict, url: str) -> dict:
                 "adapter_of": None,  # a LoRA adapter's row: the backend row it is served by
                 "state": cur["state"],
                 "reason": cur["reason"],
+                "scaling": cur.get("scaling"),  # a copy that follows the load: its model's range, copies, last decision
                 "gpus": None,  # models.yml's, not the gateway's: the CLI adds them
                 "nodes": cur.get("nodes"),  # hosts serving it as one group (models.yml nodes:), None: one
                 "hosted": cur.get("hosted"),

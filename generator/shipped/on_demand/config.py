@@ -10,6 +10,9 @@ key is read from the controller's environment (`api_key_env`), as the gateway re
                            "argv": [...], "env": {...}, "cwd": "/abs", "log": "/abs/x.log",
                            # ... forked from the stack's vLLM fork server (vllm_fork.py) when it answers
                            "fork": {"socket": "/abs/fork/x.sock", "args": [...]}}},
+     # `replicas: {min, max}` models (scaling.py): "scaling": {"<model>": {"min": 1, "max": 3, "waiting": 2,
+     #     "up_after": 30, "idle": 300, "copies": [{"name": "<model>-1", "url": "http://...", "managed": false}, ...]}}
+     #     (a managed copy is also under "models", with "by_load": true unless it is min 0's first copy)
      # optional: "host" (default 0.0.0.0), "compose_project" (Docker driver; else $COMPOSE_PROJECT_NAME),
      #           "docker_socket": true (the generator's models.yml setting: /var/run/docker.sock), false (no
      #           Docker: the sleep driver only), or the socket's path}
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .policy import ModelSpec, Settings
+from .scaling import ScaleSpec, parse_scale
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 
@@ -52,10 +56,11 @@ class ModelConfig:
     log: str | None = None
     fork_socket: str | None = None  # local runtime: forked from this vLLM fork server (vllm_fork.py) ...
     fork_args: tuple[str, ...] = ()  # ... with these `vllm serve` flags (argv is the fallback)
+    by_load: bool = False  # a copy of a `replicas: {min, max}` model started by the load (scaling.py)
 
     @property
     def spec(self) -> ModelSpec:
-        return ModelSpec(self.name, self.group, self.idle_timeout, self.unload, self.gpus)
+        return ModelSpec(self.name, self.group, self.idle_timeout, self.unload, self.gpus, self.by_load)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class ControllerConfig:
     host: str = "0.0.0.0"
     compose_project: str | None = None
     docker_socket: str | None = DOCKER_SOCKET  # None: models.yml did not give the controller the socket
+    scaling: dict[str, ScaleSpec] = field(default_factory=dict)  # models of `replicas: {min, max}` (scaling.py)
     # a loaded backend is hung after 2 probes of /health in a row that connected and got no answer within
     # hung_probe_timeout, one every hung_probe_interval: as the gateway finds always-on ones (backend_health.py)
     hung_probe_interval: float = 1.0
@@ -105,6 +111,7 @@ def parse_config(data: dict, source: str = "config") -> ControllerConfig:
             log=m.get("log"),
             fork_socket=(m.get("fork") or {}).get("socket"),
             fork_args=tuple((m.get("fork") or {}).get("args", ())),
+            by_load=bool(m.get("by_load", False)),
         )
     return ControllerConfig(
         port=int(need(data, "port", "")),
@@ -115,9 +122,17 @@ def parse_config(data: dict, source: str = "config") -> ControllerConfig:
         host=data.get("host", "0.0.0.0"),
         compose_project=data.get("compose_project"),
         docker_socket=_socket(data.get("docker_socket", True)),
+        scaling={name: _scale(name, s, source) for name, s in data.get("scaling", {}).items()},
         hung_probe_interval=float(data.get("hung_probe_interval", 1.0)),
         hung_probe_timeout=float(data.get("hung_probe_timeout", 3.0)),
     )
+
+
+def _scale(name: str, data: dict, source: str) -> ScaleSpec:
+    try:
+        return parse_scale(name, data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigProblem(f"{source}: scaling.{name}: {type(exc).__name__}: {exc}") from None
 
 
 def load_config(path: str | Path) -> ControllerConfig:

@@ -19,6 +19,7 @@ from .policy import State
 # and the generator alone (without the gateway extra) has no prometheus_client
 
 STATE_METRIC = "llm_gateway_on_demand_state"
+SCALING_METRIC = "llm_gateway_scaling_events"  # + _total: copies started (up) and stopped (down) per model
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus's text format
 
 
@@ -38,10 +39,30 @@ class _States:
         yield family
 
 
-def metrics_text(states: Mapping[str, State]) -> bytes:
-    """Prometheus's text format of the models' states (model name -> state)."""
+class _ScalingEvents:
+    def __init__(self, events: Mapping[tuple[str, str], int]):
+        self.events = events
+
+    def collect(self) -> Iterator:
+        from prometheus_client.core import CounterMetricFamily
+
+        family = CounterMetricFamily(
+            SCALING_METRIC,
+            "Copies of a replicas: {min, max} model started (up) or stopped (down) by the load",
+            labels=["model", "direction"],
+        )
+        for (model, direction), n in sorted(self.events.items()):
+            family.add_metric([model, direction], float(n))
+        yield family
+
+
+def metrics_text(states: Mapping[str, State], events: Mapping[tuple[str, str], int] | None = None) -> bytes:
+    """Prometheus's text format of the models' states (model name -> state) and the scaling events ((model,
+    up|down) -> count; the family only when some model has a range)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_States(states))
+    if events is not None:
+        registry.register(_ScalingEvents(events))
     return generate_latest(registry)

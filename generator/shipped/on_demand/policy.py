@@ -18,6 +18,9 @@ Rules:
 - a loaded model with nothing in flight and no use for idle_timeout seconds (> 0) unloads, least
   recently used first;
 - a failed load refuses its waiters with the cause (502, naming the model); the next request retries;
+- a copy of a `replicas: {min, max}` model that only the load starts (by_load, scaling.py) is loaded by want(), never
+  by a request: a request for it while it does not serve is refused at once (503, Retry-After 1: the gateway retries
+  another copy); want() takes its group's GPUs only from a member idle for YIELD_AFTER seconds;
 - a loaded model whose backend hangs (connected, /health silent: the server's probes) is killed at once, its
   requests in flight cut (they get the dropped connection, the gateway's fallbacks or error), and loaded again as
   soon as a request waits for it;
@@ -32,6 +35,8 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
+
+YIELD_AFTER = 30.0  # seconds without a request before an on-demand model gives its GPUs to a copy the load wants
 
 
 class State(str, Enum):  # noqa: UP042 - a StrEnum's str() is its value, this one's State.X: kept as it was
@@ -50,6 +55,7 @@ class ModelSpec:
     idle_timeout: float  # 0: never for idleness, only when its group needs room
     unload: str = "stop"  # stop | sleep
     gpus: tuple[int, ...] = ()
+    by_load: bool = False  # a copy started by its model's queue (scaling.py), never by a request of its own
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class ModelState:
     unload_seconds: float | None = None
     unloading: bool = False  # draining, and the unload itself is under way (Unload was emitted)
     unload_reason: str = ""
+    wanted_since: float | None = None  # scaling.py asked for a load (want()), not yet started
     unload_how: str = ""  # the Unload's `how`: a killed sleep-mode model is stopped, not asleep
 
     @property
@@ -133,6 +140,15 @@ class Policy:
         w = Waiter(next(self._ids), name, now)
         if m.state is State.LOADED:
             self._admit(m, w, now)
+        elif m.spec.by_load:  # the gateway sent it to a copy that is not serving: it retries another copy at once
+            self._emit(
+                Refuse(
+                    w,
+                    503,
+                    f"copy {name} is {m.state.value} (started and stopped by its model's load); another copy answers",
+                    1,
+                )
+            )
         elif len(m.queue) >= self.settings.queue:
             self._emit(
                 Refuse(
@@ -224,6 +240,23 @@ class Policy:
                 self._emit(self._timed_out(m, m.queue.popleft(), now))
         self._schedule(now)
 
+    def want(self, name: str, now: float) -> bool:
+        """Load `name` without a request (scaling.py: its model's queue grew); False when it is not stopped, or when
+        the member of its group that holds the GPUs is in use (a copy takes the GPUs of an idle on-demand model only:
+        nothing in flight or queued and no request for YIELD_AFTER seconds)."""
+        m = self.models[name]
+        if m.state not in (State.STOPPED, State.FAILED, State.ASLEEP) or m.wanted_since is not None:
+            return False
+        holders = [o for o in self.models.values() if o.spec.group == m.spec.group and o is not m and o.holds_room]
+        if any(
+            o.in_flight or o.queue or o.state is State.LOADING or now - (o.last_used or o.since) < YIELD_AFTER
+            for o in holders
+        ):
+            return False
+        m.wanted_since = now
+        self._schedule(now)
+        return True
+
     def actions(self) -> list[Action]:
         """What to do now, in order; each action is returned once."""
         out, self._actions = self._actions, []
@@ -308,8 +341,13 @@ class Policy:
                 self._start_unload(crowded, now, f"group {crowded.spec.group}: more than one member loaded")
                 continue
             wanted = sorted(
-                (self.models[n] for n in lane if self.models[n].queue and not self.models[n].holds_room),
-                key=lambda m: m.queue[0].since,
+                (
+                    self.models[n]
+                    for n in lane
+                    if (self.models[n].queue or self.models[n].wanted_since is not None)
+                    and not self.models[n].holds_room
+                ),
+                key=lambda m: m.queue[0].since if m.queue else (m.wanted_since or 0.0),
             )
             if wanted:
                 target = wanted[0]
@@ -325,6 +363,7 @@ class Policy:
                     self._start_unload(holders[0], now, f"group {target.spec.group}: {target.spec.name} needs it")
                 else:
                     wake = target.state is State.ASLEEP
+                    target.wanted_since = None
                     self._set(target, State.LOADING, now)
                     self._emit(Load(target.spec.name, wake))
                 continue

@@ -28,11 +28,13 @@ from .config import ConfigProblem, ControllerConfig, ModelConfig
 from .drivers import Docker, Driver, LoadError, LocalProcesses, NoStarter, Sleep
 from .metrics import CONTENT_TYPE, metrics_text
 from .policy import Admit, Load, Policy, Refuse, State, Unload, Waiter
+from .scaling import Scaler, watch
 
 log = logging.getLogger("on_demand")
 TICK = 0.5  # seconds between timeout / idle checks
 HUNG_PROBES = 2  # silent /health probes in a row that make a loaded backend hung
 STATE_HEADER = "x-on-demand-state"  # on every /m/<model>/ answer: the model's state (gateway_status.py reads it)
+SCALING_HEADER = "x-on-demand-scaling"  # ... and for a copy that follows the load, its model's scaling (JSON)
 HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -86,6 +88,7 @@ class Controller:
         self.tasks: set[asyncio.Task] = set()
         self.client: httpx.AsyncClient | None = None
         self._ticker: asyncio.Task | None = None
+        self.scaler = Scaler(config.scaling)  # replicas: {min, max}: copies that follow the load (scaling.py)
         self._prober: asyncio.Task | None = None
         self.silent: dict[str, int] = {}  # loaded model -> its silent /health probes in a row
 
@@ -95,6 +98,8 @@ class Controller:
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10), follow_redirects=False)
         await self._adopt()
         self._ticker = asyncio.create_task(self._tick_loop())
+        if self.config.scaling:
+            self._spawn(watch(self.scaler, self.client, self._states, self._queued, self.want))
         self._prober = asyncio.create_task(self._probe_loop())
         log.info(
             "controller ready: %s",
@@ -150,6 +155,27 @@ class Controller:
             except Exception:  # a bug here must not stop every later timeout and idle unload (logged)
                 log.exception("tick")
 
+    # --- scaling (scaling.py) ---------------------------------------------------------------------
+    def _states(self) -> dict[str, str]:
+        return {n: m.state.value for n, m in self.policy.models.items()}
+
+    def _queued(self, name: str) -> int:
+        m = self.policy.models.get(name)
+        return len(m.queue) if m else 0
+
+    def _scaling_header(self, copy: str) -> dict[str, str]:
+        """For a copy of a `replicas: {min, max}` model: its model's scaling (scaling.py), for the status reader."""
+        model = self.scaler.owner.get(copy)
+        if model is None:
+            return {}
+        return {SCALING_HEADER: json.dumps({"model": model, **self.scaler.status(self._states())[model]})}
+
+    def want(self, copy: str, reason: str) -> None:
+        """Start one more copy of a model whose queue grew."""
+        if self.policy.want(copy, self.clock()):
+            self.scaler.record(copy, "up", reason)
+            self._act()
+
     async def _probe_loop(self) -> None:
         """Loaded backends that hang: two probes of /health in a row that connect and get no answer within
         hung_probe_timeout make the model hung (policy.hung: killed, loaded again on demand). A refused connection
@@ -196,6 +222,7 @@ class Controller:
             elif isinstance(a, Load):
                 self._spawn(self._load(a))
             elif isinstance(a, Unload):
+                self.scaler.record(a.model, "down", a.reason)  # a copy of a model with a range (else ignored)
                 self._spawn(self._unload(a))
 
     def _spawn(self, coro) -> None:
@@ -269,10 +296,13 @@ class Controller:
 
     def status(self) -> dict:
         now = self.clock()
-        return {
+        out = {
             "models": self.policy.status(now, time.time() - now),
             "lanes": [sorted(lane) for lane in self.policy.lanes],
         }
+        if self.config.scaling:
+            out["scaling"] = self.scaler.status(self._states())
+        return out
 
     # --- ASGI -----------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -287,7 +317,9 @@ class Controller:
         elif path == "/status":
             await _json(send, 200, self.status())
         elif path == "/metrics":
-            body = metrics_text({n: m.state for n, m in self.policy.models.items()})
+            body = metrics_text(
+                {n: m.state for n, m in self.policy.models.items()}, self.scaler.events if self.config.scaling else None
+            )
             await send(
                 {
                     "type": "http.response.start",
@@ -339,7 +371,7 @@ class Controller:
                         "state": state.state.value,
                         "last_error": state.last_error,
                     },
-                    {STATE_HEADER: state.state.value},
+                    {STATE_HEADER: state.state.value, **self._scaling_header(m.name)},
                 )
                 return
             await self._forward(scope, receive, send, m, rest, b"", counted=False)
@@ -395,6 +427,8 @@ class Controller:
                 for k, v in upstream.headers.multi_items()
                 if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"
             ]
+            if not counted:  # a GET (/health: the status reader's probe), not a request's answer
+                out_headers += [(k.encode(), v.encode()) for k, v in self._scaling_header(m.name).items()]
             out_headers.append((STATE_HEADER.encode(), State.LOADED.value.encode()))  # the status reader tells
             # an on-demand model's /health from an always-on backend's by it
 

@@ -26,6 +26,7 @@ from ..litellm import gateway_modules, people_file, render_litellm
 from ..parser_repairs import REPAIRS_DIR, repair_files
 from ..target import Target
 from ..text import dump_yaml, header
+from .autoscale import k8s_plan, scaling_warnings, with_scaling
 from .backend import REPAIRS_CONFIG_MAP, backend_objects, backend_problems, local_adapters, local_weights
 from .gateway import CONFIG_MAP, gateway_objects, service_api_base
 from .gpus import gpu_problems, gpu_warnings
@@ -110,13 +111,14 @@ def on_demand_problems(plan: Plan) -> list[Problem]:
 
 
 def k8s_files(plan: Plan) -> dict[str, str]:
+    plan = k8s_plan(plan)  # replicas: {min, max}: KEDA starts and stops the copies (autoscale.py)
     problems = on_demand_problems(plan) + backend_problems(plan) + gpu_problems(plan)
     if problems:
         raise ConfigError(problems)
     config = gateway_config(plan)
     models = {
         f"{K8S_DIR}/models/{m.name}.yaml": documents(
-            plan, group_objects(m, plan) if m.nodes else backend_objects(m, plan)
+            plan, group_objects(m, plan) if m.nodes else with_scaling(m, plan, backend_objects(m, plan))
         )
         for m in plan.models
     }
@@ -187,6 +189,7 @@ def k8s_warnings(plan: Plan) -> list[str]:
             "Prometheus Operator's CRDs (kube-prometheus-stack); its Prometheus selects them by label "
             "(metrics.k8s.service_monitor_labels, e.g. {release: kube-prometheus-stack})"
         )
+    warnings += scaling_warnings(plan)
     if plan.gateway.k8s.expose != "none":
         warnings.append(
             f"gateway.k8s.expose: {plan.gateway.k8s.expose}: the gateway is reachable from outside the "
