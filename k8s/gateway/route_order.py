@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
@@ -42,6 +43,7 @@ HOT: tuple[str, ...] = (
 )
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NAME = "gateway_hot_route"  # the name of the entries put in front (the route inside keeps its own)
+KEEP_ENV = "GATEWAY_ROUTE_ORDER"  # "litellm": LiteLLM's order left as it is (the bench's A/B: bench/tune.py)
 
 
 def scope_of(method: str, path: str) -> dict[str, Any]:
@@ -110,6 +112,8 @@ def hot_routes_first(app: Any = None, paths: tuple[str, ...] = HOT) -> list[str]
         from fastapi import APIRouter
         from fastapi.routing import _IncludedRouter
     except ImportError:
+        return []
+    if os.environ.get(KEEP_ENV) == "litellm":
         return []
     if app is None:
         from litellm.proxy.proxy_server import app

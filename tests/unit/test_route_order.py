@@ -158,3 +158,11 @@ def test_the_route_walk_over_litellms_table_answers_every_route_and_method_as_be
     assert walk["walked"] > 500  # the whole table, the lazily loaded Anthropic router's routes included
     assert set(walk["moved"]) == set(ro.HOT), walk["moved"]
     assert walk["old_index"] > 50 and walk["new_index"] < len(ro.HOT)  # /v1/messages: last before, first now
+
+
+def test_litellms_order_is_kept_when_asked(monkeypatch):
+    """GATEWAY_ROUTE_ORDER=litellm: the bench's A/B variant (bench/tune.py) runs the gateway with LiteLLM's order."""
+    app = app_like_litellms()
+    entries = list(app.router.routes)
+    monkeypatch.setenv(ro.KEEP_ENV, "litellm")
+    assert ro.hot_routes_first(app) == [] and app.router.routes == entries
