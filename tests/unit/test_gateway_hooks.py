@@ -563,3 +563,27 @@ def test_the_byte_bound_is_never_below_the_json_text_it_stands_for(payload):
         gb.byte_upper_bound({"messages": [{"role": "user", "content": "hi"}]})
         == len(json.dumps({"messages": [{"role": "user", "content": "hi"}]})) + gb.TEMPLATE_MARGIN
     )  # a plain prompt: the same figure as before
+
+
+def test_litellms_responses_modules_get_the_same_type_hints_remembered(monkeypatch):
+    """gateway_guard.cache_type_hints: LiteLLM's /v1/responses modules evaluated a TypedDict's hints per request;
+    now once per class, the same answer as typing's, a copy each time; other calls are typing's own."""
+    import importlib
+    import typing
+
+    from litellm.types.llms.openai import ResponsesAPIOptionalRequestParams
+
+    utils = importlib.import_module("litellm.responses.utils")
+    monkeypatch.setattr(utils, "get_type_hints", typing.get_type_hints)  # as LiteLLM has it, whatever ran before
+    monkeypatch.setenv("GATEWAY_LITELLM_TYPE_HINTS", "keep")
+    guard = load_like_litellm("gateway_guard")  # (it calls cache_type_hints at load)
+    assert guard.cache_type_hints() == [] and utils.get_type_hints is typing.get_type_hints  # the bench's A/B
+    monkeypatch.delenv("GATEWAY_LITELLM_TYPE_HINTS")
+    assert "litellm.responses.utils" in guard.cache_type_hints()
+    first = utils.get_type_hints(ResponsesAPIOptionalRequestParams)
+    assert first == typing.get_type_hints(ResponsesAPIOptionalRequestParams) and "temperature" in first
+    first.clear()  # a caller's change stays its own
+    assert utils.get_type_hints(ResponsesAPIOptionalRequestParams) == typing.get_type_hints(
+        ResponsesAPIOptionalRequestParams
+    )
+    assert utils.get_type_hints(guard.cache_type_hints) == typing.get_type_hints(guard.cache_type_hints)
