@@ -143,7 +143,7 @@ SOAK_MINUTES ?= 10
 SOAK_WORKERS ?= 2
 PROFILE_WORKERS ?= 1
 
-bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, 1 and 2 workers (< 12 min); BACKEND_URL=...: vs a real backend
+bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, every API, 1 and 2 workers (~17 min); BACKEND_URL=...: vs a real backend
 ifdef BACKEND_URL
 	$(PY) -m bench.real --backend-url $(BACKEND_URL) --models $(MODELS) $(if $(MODEL),--model $(MODEL))
 else
@@ -156,7 +156,7 @@ bench-replicas: venv ## prefix-cache hit rate of multi-turn conversations: one r
 bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults, and LiteLLM 1.103.7's defaults (the bench/README.md table)
 	$(PY) -m bench.tune
 
-bench-profile: venv bench-tools ## py-spy on the gateway's serving workers (PROFILE_WORKERS, 1) under load: chat, stream, /v1/responses, /v1/messages (~2 min)
+bench-profile: venv bench-tools ## py-spy on the gateway's serving workers (PROFILE_WORKERS, 1) under load: chat, stream, /v1/messages (+ stream, count_tokens), /v1/responses (+ stream) (~4 min)
 	$(PY) -m bench.profile --workers $(PROFILE_WORKERS)
 
 bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS (2) workers; gateway memory over time

@@ -20,6 +20,7 @@ from generator.compile.renderers.text import dump_yaml
 from generator.operate.runtime.local import LocalStack
 from generator.operate.runtime.processes import Proc
 
+from .apis import Scenario, request_body
 from .loadgen import Target
 from .session import ALL_CPUS
 
@@ -33,10 +34,17 @@ class Arm:
     key: str
     pid: int | None = None  # the gateway process (its CPU time is read), None for direct
 
-    def target(self, body: bytes, stream: bool, direct_port: int | None = None) -> Target:
+    def target(
+        self, body: bytes, stream: bool, direct_port: int | None = None, path: str = CHAT_PATH, end: bytes = b"[DONE]"
+    ) -> Target:
         base = f"http://127.0.0.1:{direct_port}" if direct_port else self.base_url
         headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
-        return Target(base + CHAT_PATH, headers, body, stream)
+        if path.startswith("/v1/messages"):  # as Anthropic's SDK (Claude Code) sends it
+            headers = {"x-api-key": self.key, "anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+        return Target(base + path, headers, body, stream, end)
+
+    def scenario_target(self, s: Scenario, direct_port: int | None = None) -> Target:
+        return self.target(request_body(s), s.stream, direct_port, s.path, s.end)
 
 
 def default_config(plan: Plan, api_base, model_info: bool = False) -> dict:

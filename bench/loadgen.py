@@ -2,7 +2,8 @@
 
 Open loop: request i is due at start + i/rate whatever happened to earlier ones, and its latency
 runs from that due time, so a slow gateway cannot slow the clock (no coordinated omission).
-For a stream the latency is the time to the first body chunk; the rest is read and checked too.
+For a stream the latency is the time to the first body chunk; the rest is read and checked too (it must hold the API's
+end of stream: chat's [DONE], the Responses API's response.completed, Anthropic's message_stop).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Target:
     headers: dict[str, str]
     body: bytes
     stream: bool
+    end: bytes = b"[DONE]"  # what ends a whole stream of this API (bench.apis.STREAM_END)
 
 
 class LoadGen:
@@ -58,7 +60,7 @@ class LoadGen:
                     first = await resp.content.readany()
                     latency = time.perf_counter() - due
                     rest = await resp.read()
-                    ok = resp.status == 200 and b"[DONE]" in first + rest
+                    ok = resp.status == 200 and target.end in first + rest
                 else:
                     await resp.read()
                     latency = time.perf_counter() - due

@@ -3,7 +3,8 @@
 The benchmark must measure the gateway, not the mock: nginx serves thousands of requests per
 second on one core, so it never limits the figures. One port per bench model: the plain one
 answers a chat completion with JSON, the streaming one with an SSE stream (LiteLLM only asks a
-backend to stream when the client did, so the two never mix).
+backend to stream when the client did, so the two never mix); /v1/responses and /v1/messages likewise (the latter for
+the direct arm: the gateway sends vLLM chat for it), count_tokens, and vLLM's /tokenize, which count_tokens.py asks.
 """
 
 from __future__ import annotations
@@ -60,6 +61,75 @@ def responses_body(model: str) -> str:
     )
 
 
+def messages_body(model: str) -> str:
+    """An Anthropic Messages answer (the direct arm's: the gateway translates /v1/messages to chat for vLLM)."""
+    return json.dumps(
+        {
+            "id": "msg_bench",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": CONTENT}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 7},
+        },
+        separators=(",", ":"),
+    )
+
+
+TOKENS = 19_000  # what the mock's /tokenize and count_tokens say (count_tokens.py asks /tokenize)
+
+
+def tokenize_body() -> str:
+    return json.dumps({"count": TOKENS, "max_model_len": 131072, "tokens": [], "token_strs": None})
+
+
+def _events(events: list[tuple[str, dict]]) -> str:
+    return "".join(f"event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n" for kind, data in events)
+
+
+def responses_stream_body(model: str) -> str:
+    """A streamed /v1/responses answer, the events vLLM sends (LiteLLM passes the Responses API through)."""
+    done = json.loads(responses_body(model))
+    item = done["output"][0]
+    ids = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+    events: list[tuple[str, dict]] = [
+        ("response.created", {"response": {**done, "status": "in_progress", "output": []}}),
+        ("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress", "content": []}}),
+        ("response.content_part.added", {**ids, "part": {"type": "output_text", "text": "", "annotations": []}}),
+    ]
+    words = CONTENT.split(" ")
+    events += [("response.output_text.delta", {**ids, "delta": w if i == 0 else " " + w}) for i, w in enumerate(words)]
+    events += [
+        ("response.output_text.done", {**ids, "text": CONTENT}),
+        ("response.content_part.done", {**ids, "part": item["content"][0]}),
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": done}),
+    ]
+    return _events([(k, {"type": k, "sequence_number": n, **d}) for n, (k, d) in enumerate(events)])
+
+
+def messages_stream_body(model: str) -> str:
+    """A streamed Anthropic Messages answer (the direct arm's)."""
+    message = {**json.loads(messages_body(model)), "content": [], "stop_reason": None}
+    events: list[tuple[str, dict]] = [
+        ("message_start", {"message": message}),
+        ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    words = CONTENT.split(" ")
+    events += [
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": w if i == 0 else " " + w}})
+        for i, w in enumerate(words)
+    ]
+    events += [
+        ("content_block_stop", {"index": 0}),
+        ("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 7}}),
+        ("message_stop", {}),
+    ]
+    return _events([(k, {"type": k, **d}) for k, d in events])
+
+
 def stream_body(model: str) -> str:
     def chunk(delta: dict, finish: str | None) -> str:
         return (
@@ -88,15 +158,31 @@ def _nginx_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _server(port: int, content_type: str, body: str) -> str:
+def _server(port: int, stream: bool, model: str) -> str:
+    """One port's answers: chat completions (every path but these), /v1/responses and /v1/messages (JSON, or SSE on
+    the streaming port), count_tokens and vLLM's /tokenize (count_tokens.py asks it)."""
     models = json.dumps({"object": "list", "data": []})
+    sse, js = "text/event-stream", "application/json"
+    answers = {
+        "/health": None,
+        "/v1/models": (js, models),
+        "/tokenize": (js, tokenize_body()),
+        "/v1/messages/count_tokens": (js, json.dumps({"input_tokens": TOKENS})),
+        "/v1/responses": (sse, responses_stream_body(model)) if stream else (js, responses_body(model)),
+        "/v1/messages": (sse, messages_stream_body(model)) if stream else (js, messages_body(model)),
+    }
+    lines = [
+        f"    location = {path} {{ default_type {a[0]}; return 200 {_nginx_string(a[1])}; }}"
+        if a
+        else f"    location = {path} {{ return 200; }}"
+        for path, a in answers.items()
+    ]
+    chat = (sse, stream_body(model)) if stream else (js, completion_body(model))
     return f"""
   server {{
     listen 127.0.0.1:{port} backlog=4096;
-    location = /health {{ return 200; }}
-    location = /v1/models {{ default_type application/json; return 200 {_nginx_string(models)}; }}
-    location = /v1/responses {{ default_type application/json; return 200 {_nginx_string(responses_body("mock"))}; }}
-    location / {{ default_type {content_type}; return 200 {_nginx_string(body)}; }}
+{chr(10).join(lines)}
+    location / {{ default_type {chat[0]}; return 200 {_nginx_string(chat[1])}; }}
   }}"""
 
 
@@ -118,8 +204,8 @@ http {{
   fastcgi_temp_path {state}/fastcgi;
   uwsgi_temp_path {state}/uwsgi;
   scgi_temp_path {state}/scgi;
-{_server(json_port, "application/json", completion_body(model))}
-{_server(sse_port, "text/event-stream", stream_body(model))}
+{_server(json_port, False, model)}
+{_server(sse_port, True, model)}
 }}
 """
 

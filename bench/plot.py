@@ -13,7 +13,8 @@ COLORS = {"direct": "tab:gray", "default": "tab:red", "generated": "tab:green"}
 
 
 def plot(report: dict, path: Path) -> None:
-    scenarios = report["scenarios"]
+    # the scenarios with a sweep of offered load (chat's); the other APIs have the table's figures only
+    scenarios = {k: v for k, v in report["scenarios"].items() if any(r["sweep"] for r in v.values())}
     fig, axes = plt.subplots(2, len(scenarios), figsize=(5 * len(scenarios), 8), squeeze=False)
     for col, (name, per_arm) in enumerate(scenarios.items()):
         lat, rate = axes[0][col], axes[1][col]

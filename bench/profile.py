@@ -2,11 +2,12 @@
 
 The generated gateway (--workers, pinned to the gateway CPUs) in front of the nginx mock, warmed up with 50
 requests per API (what a worker builds once, on its first requests of an API, is not a request's cost), then loaded
-with --concurrency requests always in flight for --seconds per API (chat, streamed chat, /v1/responses,
-/v1/messages) while one `py-spy record --gil --nonblocking` per serving process samples the thread holding the
-GIL (the CPU the Python code uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). The serving
-processes are uvicorn's workers (their fork server's children), or the gateway process itself when it runs one;
-never the supervisor, the fork server or the metrics exporter, which serve no request.
+with --concurrency requests always in flight for --seconds per API (chat, streamed chat, and the coding agents'
+/v1/messages, its count_tokens and /v1/responses with their tool lists, whole and streamed: bench/apis.py) while
+one `py-spy record --gil --nonblocking` per serving process samples the thread holding the GIL (the CPU the Python
+code uses; LiteLLM's idle thread-pool workers would otherwise fill the profile). The serving processes are
+uvicorn's workers (their fork server's children), or the gateway process itself when it runs one; never the
+supervisor, the fork server or the metrics exporter, which serve no request.
 
 Prints, per API, the samples per request, the functions with the most samples on the stack (inclusive) grouped
 by where they live (our hooks, LiteLLM, the server stack), and the share of our own modules; writes the
@@ -36,20 +37,14 @@ from generator.compile.renderers.litellm import GATEWAY_MODULES
 from generator.operate.runtime.local import LocalStack
 from generator.shipped.gateway_hooks.gateway_supervisor import children, supervised_workers
 
-from .loadgen import LoadGen, Target
+from .apis import Scenario
+from .arms import Arm
+from .loadgen import LoadGen
+from .run import SCENARIOS
 from .session import MODELS, bench_session
 
-PROMPT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "benchmark prompt text"}]
-APIS = {
-    "chat": ("/v1/chat/completions", {"model": "mock", "messages": PROMPT}, False),
-    "stream": ("/v1/chat/completions", {"model": "mock-stream", "messages": PROMPT, "stream": True}, True),
-    "responses": ("/v1/responses", {"model": "mock", "input": "benchmark prompt text"}, False),
-    "messages": (
-        "/v1/messages",
-        {"model": "mock", "max_tokens": 64, "messages": [{"role": "user", "content": "benchmark prompt text"}]},
-        False,
-    ),
-}
+# each API as `make bench` sends it (bench/apis.py: the coding agents' tool lists), by the profile's names
+APIS: dict[str, Scenario] = {("chat" if s.name == "small" else s.name): s for s in SCENARIOS if s.name != "large"}
 GUARD = "request_guard"  # every request passes through it first (an ASGI middleware): a serving process's mark
 # our frames on every sample of a worker, whatever it does: its start (gateway_serve.py) and the guard's ASGI call,
 # which awaits the whole app. Not "our" CPU unless innermost (self time)
@@ -126,9 +121,7 @@ def summarise(collapsed: str, top: int) -> dict:
 async def load(url: str, key: str, api: str, concurrency: int, seconds: float, measure: Callable[[], object]):
     """Warm the API up (a worker's first requests of an API build what later ones reuse: LiteLLM's lazily loaded
     routers, FastAPI's route contexts, tokenizers), then call `measure` (starts the samplers) and load it."""
-    path, body, stream = APIS[api]
-    headers = {"Authorization": f"Bearer {key}", "x-api-key": key, "Content-Type": "application/json"}
-    t = Target(url + path, headers, json.dumps(body).encode(), stream)
+    t = Arm(api, url, key).scenario_target(APIS[api])
     async with LoadGen(timeout_s=30) as gen:
         await gen.warm_up(t, 50)
         measure()

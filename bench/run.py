@@ -2,11 +2,13 @@
 
     python -m bench.run [--repeats 3] [--duration 1.5] [--out bench/results]
 
-For each scenario (small prompt, streamed small prompt, large prompt) and each repeat: a
+For each chat scenario (small prompt, streamed small prompt, large prompt) and each repeat: a
 sequential phase (one request at a time: added latency), an open-loop sweep of offered rates
 growing until each arm is past saturation (latency vs load), and a closed-loop capacity phase
-(max rate, gateway CPU per request). Arms are interleaved at every step and their order rotates
-between repeats; the report gives the median of the repeats.
+(max rate, gateway CPU per request). For the coding agents' other APIs (/v1/messages and /v1/responses, whole and
+streamed, /v1/messages/count_tokens; bench/apis.py) the sequential and capacity phases of direct, default and
+generated. Arms are interleaved at every step and their order rotates between repeats; the report gives the median
+of the repeats.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from rich.console import Console
 
 from generator.errors import ConfigError, print_problems
 
+from .apis import Scenario
 from .arms import Arm, start_gateways
 from .loadgen import LoadGen, Target
 from .mock import MockError
@@ -40,29 +42,23 @@ SWEEP_ARMS = ARMS[:3]  # the 2-worker gateway shares the CPUs with the load gene
 SLICE = 20  # sequential requests per arm before the next arm's turn
 
 
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    model: str  # bench model: `mock` answers JSON, `mock-stream` answers SSE
-    stream: bool
-    prompt_chars: int
-
-
 SCENARIOS = (
     Scenario("small", "mock", False, 40),
     Scenario("stream", "mock-stream", True, 40),
     Scenario("large", "mock", False, 32_000),  # about 8K tokens of text
+    # the coding agents' APIs, with their agents' system prompt and tool list (bench/apis.py)
+    Scenario("messages", "mock", False, 40, "messages"),  # Claude Code
+    Scenario("messages-stream", "mock-stream", True, 40, "messages"),
+    Scenario("count_tokens", "mock", False, 40, "count_tokens"),  # Claude Code, before compacting
+    Scenario("responses", "mock", False, 40, "responses"),  # Codex
+    Scenario("responses-stream", "mock-stream", True, 40, "responses"),
 )
+CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.chat)
+API_ARMS = ARMS[:3]  # the other APIs: direct, default, generated (the 2-worker gateway is chat's question)
 
 
-def request_body(s: Scenario) -> bytes:
-    words = ("benchmark prompt text " * (s.prompt_chars // 22 + 1))[: s.prompt_chars]
-    body = {
-        "model": s.model,
-        "stream": s.stream,
-        "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": words}],
-    }
-    return json.dumps(body).encode()
+def arms_of(s: Scenario) -> tuple[str, ...]:
+    return ARMS if s.chat else API_ARMS
 
 
 def machine() -> dict:
@@ -87,7 +83,8 @@ class Bench:
     def __init__(self, args, console: Console):
         self.args, self.console = args, console
         self.raw: dict = {
-            s.name: {a: {"sequential": [], "sweep": [], "capacity": [], "at_load": []} for a in ARMS} for s in SCENARIOS
+            s.name: {a: {"sequential": [], "sweep": [], "capacity": [], "at_load": []} for a in arms_of(s)}
+            for s in SCENARIOS
         }
         self.pids: dict[str, int | None] = {}
 
@@ -95,11 +92,9 @@ class Bench:
         self.pids = {name: arm.pid for name, arm in arms.items()}
         out = {}
         for s in SCENARIOS:
-            port = model_port(plan, s.model)
-            body = request_body(s)
-            out[(s.name, "direct")] = arms["direct"].target(body, s.stream, direct_port=port)
-            for a in GATEWAYS:
-                out[(s.name, a)] = arms[a].target(body, s.stream)
+            out[(s.name, "direct")] = arms["direct"].scenario_target(s, direct_port=model_port(plan, s.model))
+            for a in arms_of(s)[1:]:
+                out[(s.name, a)] = arms[a].scenario_target(s)
         return out
 
     async def run(self, targets: dict[tuple[str, str], Target]) -> None:
@@ -108,12 +103,13 @@ class Bench:
             for t in targets.values():
                 await gen.warm_up(t, a.warmup)
             for rep in range(a.repeats):
-                order = ARMS[rep % len(ARMS) :] + ARMS[: rep % len(ARMS)]  # rotate which arm goes first
                 for s in SCENARIOS:
+                    arms = arms_of(s)
+                    order = arms[rep % len(arms) :] + arms[: rep % len(arms)]  # rotate which arm goes first
                     for arm, p in (await self.sequential(gen, targets, s, order)).items():
                         self.raw[s.name][arm]["sequential"].append(p)
                         self._show(rep, s, arm, p)
-                    rate, active = a.start_rate, [arm for arm in order if arm in SWEEP_ARMS]
+                    rate, active = a.start_rate, [arm for arm in order if arm in SWEEP_ARMS and s.chat]
                     sweep: dict[str, list[PointStats]] = {arm: [] for arm in active}
                     while active and rate <= a.max_rate:
                         for arm in list(active):
@@ -125,7 +121,7 @@ class Bench:
                             await asyncio.sleep(a.pause)
                         rate = next_rate(rate, a.factor)
                     for arm in sweep:
-                        self.raw[s.name][arm]["sweep"].append(sweep[arm])
+                        self.raw[s.name][arm]["sweep"].append(sweep[arm])  # (none for the other APIs)
                     caps = await self.capacity(gen, targets, s, order)
                     for arm, c in caps.items():
                         self.raw[s.name][arm]["capacity"].append(c)
@@ -141,6 +137,8 @@ class Bench:
                             highlight=False,
                             soft_wrap=True,
                         )
+                    if not s.chat:
+                        continue  # the at-load phase compares 1 and 2 workers: chat's question
                     for arm, c in (await self.at_load(gen, targets, s, caps["generated"]["rate"])).items():
                         self.raw[s.name][arm]["at_load"].append(c)
                         self.console.print(
@@ -183,7 +181,8 @@ class Bench:
         the machine's speed during the phase touches every arm alike."""
         latencies: dict[str, list[float]] = {arm: [] for arm in order}
         errors = dict.fromkeys(order, 0)
-        for _ in range(max(1, self.args.sequential // SLICE)):
+        count = self.args.sequential if s.chat else self.args.api_sequential
+        for _ in range(max(1, count // SLICE)):
             for arm in order:
                 lat, err = await gen.latencies(targets[(s.name, arm)], SLICE)
                 latencies[arm] += lat
@@ -232,7 +231,7 @@ class Bench:
         scenarios = {}
         for s in SCENARIOS:
             per_arm = {}
-            for arm in ARMS:
+            for arm in arms_of(s):
                 raw = self.raw[s.name][arm]
                 seq = median_point(raw["sequential"])
                 rates = sorted({p.offered for rep in raw["sweep"] for p in rep})
@@ -260,7 +259,7 @@ class Bench:
                     },
                 }
             direct = per_arm["direct"]
-            for arm in GATEWAYS:
+            for arm in arms_of(s)[1:]:
                 per_arm[arm]["added_p50_ms"] = per_arm[arm]["sequential"]["p50_ms"] - direct["sequential"]["p50_ms"]
                 per_arm[arm]["added_p99_ms"] = per_arm[arm]["sequential"]["p99_ms"] - direct["sequential"]["p99_ms"]
                 per_arm[arm]["max_rate_ratio"] = (
@@ -276,7 +275,20 @@ class Bench:
             head["default"]["max_rate_ratio"],
             workers,
         )
+        line += "; " + api_line(scenarios)
         return {"summary": line, "workers": workers, "scenarios": scenarios}
+
+
+def api_line(scenarios: dict) -> str:
+    """Every API's added p50 and CPU per request at saturation, the generated gateway's and LiteLLM's defaults'."""
+    parts = []
+    for name, per_arm in scenarios.items():
+        g, d = per_arm["generated"], per_arm["default"]
+        parts.append(
+            f"{name} {g['added_p50_ms']:.2f}/{g['cpu_ms_per_request']:.2f} "
+            f"({d['added_p50_ms']:.2f}/{d['cpu_ms_per_request']:.2f})"
+        )
+    return "added p50 ms / CPU ms per request, generated (default): " + ", ".join(parts)
 
 
 def client_cpu_s(state_dir: Path) -> float:
@@ -361,6 +373,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=float, default=1.5, help="seconds per offered-rate point")
     ap.add_argument("--sequential", type=int, default=200, help="requests in each sequential phase")
+    ap.add_argument("--api-sequential", type=int, default=200, help="the same for the other APIs' scenarios")
     ap.add_argument("--start-rate", type=float, default=50.0)
     ap.add_argument("--factor", type=float, default=1.6, help="each sweep step multiplies the offered rate by this")
     ap.add_argument("--max-rate", type=float, default=4000.0)
@@ -386,6 +399,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.duration, args.sequential, args.max_rate, args.warmup = 1, 0.5, 40, 80, 10
+        args.api_sequential = SLICE
         args.capacity_slices, args.capacity_seconds = 1, 0.5
     return args
 

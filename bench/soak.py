@@ -24,7 +24,7 @@ from generator.shipped.gateway_hooks.gateway_supervisor import supervised_worker
 from .arms import Arm
 from .loadgen import LoadGen
 from .procs import tree_rss_mb
-from .run import SCENARIOS, request_body
+from .run import CHAT_SCENARIOS
 from .session import ALL_CPUS, MODELS, bench_session
 
 
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         try:
             generated.start_gateway()
             arm = Arm("generated", generated.gateway_url, generated.master_key)
-            targets = [arm.target(request_body(s), s.stream) for s in SCENARIOS]
+            targets = [arm.scenario_target(s) for s in CHAT_SCENARIOS]
             pid = generated.procs[-1].pid
             if pid is None:
                 raise RuntimeError("the gateway's process has no pid: it did not start")

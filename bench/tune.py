@@ -27,9 +27,10 @@ from rich.table import Table
 from generator.compile.gateway_process import METRICS_PORT_ENV, gateway_env
 from generator.compile.renderers.litellm import local_api_base, render_litellm
 
+from .apis import Scenario
 from .arms import Arm, VariantGateway, default_config
 from .loadgen import LoadGen
-from .run import SCENARIOS, request_body
+from .run import SCENARIOS
 from .session import ALL_CPUS, MODELS, bench_session
 
 
@@ -129,6 +130,10 @@ VARIANTS = (
     ),
     # the same with LiteLLM's failing per-request OTel import left in place (gateway_guard.skip_failing_otel_seed)
     Variant("generated, OTel import kept", generated=True, env={"GATEWAY_LITELLM_OTEL_SEED": "keep"}),
+    # the generated gateway with LiteLLM's route table order (route_order.py off; issue 62): /v1/messages matched last
+    Variant("generated, LiteLLM's route order", generated=True, env={"GATEWAY_ROUTE_ORDER": "litellm"}),
+    # the same with LiteLLM's per-request get_type_hints on /v1/responses left in place (gateway_guard.cache_type_hints)
+    Variant("generated, type hints per request", generated=True, env={"GATEWAY_LITELLM_TYPE_HINTS": "keep"}),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
     Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
@@ -144,12 +149,12 @@ async def sample(gen: LoadGen, target, pid: int, args) -> dict[str, float]:
     return {"p50_ms": seq.p50_ms, "capacity": cap.achieved, "cpu_ms": cpu_ms}
 
 
-async def measure(args, gateways, body: bytes, stream: bool, results: dict, console: Console) -> None:
+async def measure(args, gateways, scenario: Scenario, results: dict, console: Console) -> None:
     """Each variant against the defaults gateway in adjacent pairs (alternating which goes first), so a
     machine that speeds up or slows down over minutes shifts both sides of a pair alike."""
     async with LoadGen(timeout_s=30) as gen:
         targets = {
-            v.name: (Arm(v.name, gw.gateway_url, gw.master_key).target(body, stream), gw.procs[-1].pid)
+            v.name: (Arm(v.name, gw.gateway_url, gw.master_key).scenario_target(scenario), gw.procs[-1].pid)
             for v, gw in gateways
         }
         for t, _ in targets.values():
@@ -264,7 +269,7 @@ def main(argv=None) -> int:
                 console.print(f"starting variant [bold]{v.name}[/]")
                 gateways.append((v, gw))
                 gw.start_gateway()
-            asyncio.run(measure(args, gateways, request_body(scenario), scenario.stream, results, console))
+            asyncio.run(measure(args, gateways, scenario, results, console))
         finally:
             for _, gw in gateways:
                 gw.stop()

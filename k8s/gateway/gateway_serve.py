@@ -98,6 +98,19 @@ def _fork_server_here(preload: list[str]) -> None:
         util.spawnv_passfds = spawnv
 
 
+def _build_route_contexts() -> None:
+    """FastAPI's route contexts of the proxy's routers, built once here for every worker (route_order.py, beside
+    this file): each worker's search for its hot routes at start would build them again (~1 CPU-s)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        import route_order
+    except ImportError:  # a copy without it: each worker builds them when it needs them, as before
+        return
+    route_order.build_route_contexts()
+
+
 def serve_workers_from_a_fork_server(preload: list[str] = PRELOAD) -> str | None:
     """Import `preload` here and make uvicorn start its workers from a fork server forked from this process now;
     None when done, else why not (and uvicorn spawns as before)."""
@@ -109,6 +122,8 @@ def serve_workers_from_a_fork_server(preload: list[str] = PRELOAD) -> str | None
         return "uvicorn._subprocess.spawn is not a multiprocessing context in this uvicorn"
     for module in preload:
         importlib.import_module(module)
+    if "litellm.proxy.proxy_server" in preload:
+        _build_route_contexts()
     context = ForkServerWithEnv()
     context.set_forkserver_preload(preload)
     _fork_server_here(preload)

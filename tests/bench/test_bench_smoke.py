@@ -15,12 +15,18 @@ import yaml
 from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
+CHAT = ("small", "stream", "large")
+APIS = ("messages", "messages-stream", "count_tokens", "responses", "responses-stream")  # the coding agents' APIs
+SCENARIO_NAMES = CHAT + APIS
 SUMMARY = re.compile(
     r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
     r"max rate ratio gateway/direct \d+\.\d{3} \(default \d+\.\d{3}\); "
     r"CPU/request \d+\.\d\d ms 1 worker, \d+\.\d\d ms 2 workers \([+-]\d+%\), "
     r"\d+ req/s per gateway core; 2 workers x\d+\.\d\d the rate on \d+\.\d\d cores "
-    r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers$"
+    r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers; "
+    r"added p50 ms / CPU ms per request, generated \(default\): "
+    + ", ".join(rf"{name} -?\d+\.\d\d/\d+\.\d\d \(-?\d+\.\d\d/\d+\.\d\d\)" for name in SCENARIO_NAMES)
+    + "$"
 )
 
 
@@ -70,18 +76,24 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
 
     report = json.loads((out / "bench.json").read_text())
     assert report["summary"] == lines[-1]
-    assert set(report["scenarios"]) == {"small", "stream", "large"}
+    assert list(report["scenarios"]) == list(SCENARIO_NAMES)  # every API the coding agents use, whole and streamed
     for name, per_arm in report["scenarios"].items():
-        assert set(per_arm) == {"direct", "default", "generated", "generated-2w"}
+        chat = name in CHAT
+        assert set(per_arm) == {"direct", "default", "generated", *(["generated-2w"] if chat else [])}
         for arm, r in per_arm.items():
             seq = r["sequential"]
-            assert seq["sent"] == 40 and seq["errors"] == 0, (name, arm, seq)  # every request answered
-            if arm != "generated-2w":  # beside the load generator on every CPU: capacity only
+            # every request answered (a stream: to its API's end, [DONE], message_stop or response.completed)
+            assert seq["sent"] == (40 if chat else 20) and seq["errors"] == 0, (name, arm, seq)
+            if arm != "generated-2w" and chat:  # beside the load generator on every CPU: capacity only
                 assert r["sweep"] and r["sweep"][0]["offered"] == 50.0
+            elif not chat:  # the other APIs: sequential and capacity phases
+                assert r["sweep"] == [] and r["cpu_ms_at_load"] is None
             assert r["max_rate"] > 0 and r["repeats"]["capacity"][0]["errors"] == 0
             assert (r["cpu_ms_per_request"] is None) == (arm == "direct")  # gateway CPU time is read
         assert per_arm["generated"]["added_p50_ms"] > 0  # a gateway cannot be faster than no gateway
-        assert per_arm["generated-2w"]["gateway_cores"] > 0 and per_arm["generated"]["client_cores"] > 0
+        assert per_arm["generated"]["client_cores"] > 0
+        if chat:
+            assert per_arm["generated-2w"]["gateway_cores"] > 0
     log = (tmp_path / "state" / "generated-2w" / "logs" / "gateway.log").read_text()
     assert "gateway: 2 worker(s)" in log  # the count gateway_start.py resolved, in the start log
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

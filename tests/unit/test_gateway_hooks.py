@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from fastapi import HTTPException
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.compile.renderers.litellm import GATEWAY_MODULES, PAGE_FILES
 
@@ -524,3 +526,64 @@ def test_a_persons_key_opens_the_inference_apis_and_the_model_list_only(monkeypa
     ann = guard.people.Person("ann", None, None, None, None, None, None)
     monkeypatch.setattr(guard.people.DIRECTORY, "who", lambda key: ann if key == "ann-key" else None)
     assert (guard.route_problem("ann-key", path) is None) is opens
+
+
+# what a request body holds: JSON as orjson reads it (the request guard's parser: no NaN or Infinity, which json.dumps
+# would write and orjson writes as null)
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_the_byte_bound_is_never_below_the_json_text_it_stands_for(payload):
+    """byte_upper_bound measures json.dumps' text (the chat template renders tools with its separators) from orjson's
+    compact text plus a byte per comma and colon, without writing it: never less (but a byte for a float with an
+    exponent), so a prompt json.dumps' length would have had counted is not skipped."""
+    import json
+
+    def exponents(value) -> int:  # floats json.dumps writes as 1e-09 and orjson as 1e-9: a byte each
+        if isinstance(value, float):
+            return "e" in repr(value)
+        if isinstance(value, dict):
+            return sum(exponents(v) for v in value.values())
+        return sum(exponents(v) for v in value) if isinstance(value, list) else 0
+
+    gb = load_like_litellm("gateway_backends")
+    text = json.dumps(payload, ensure_ascii=False, default=str).encode()
+    assert gb.byte_upper_bound(payload) >= len(text) + gb.TEMPLATE_MARGIN - exponents(payload)
+    assert (
+        gb.byte_upper_bound({"messages": [{"role": "user", "content": "hi"}]})
+        == len(json.dumps({"messages": [{"role": "user", "content": "hi"}]})) + gb.TEMPLATE_MARGIN
+    )  # a plain prompt: the same figure as before
+
+
+def test_litellms_responses_modules_get_the_same_type_hints_remembered(monkeypatch):
+    """gateway_guard.cache_type_hints: LiteLLM's /v1/responses modules evaluated a TypedDict's hints per request;
+    now once per class, the same answer as typing's, a copy each time; other calls are typing's own."""
+    import importlib
+    import typing
+
+    from litellm.types.llms.openai import ResponsesAPIOptionalRequestParams
+
+    utils = importlib.import_module("litellm.responses.utils")
+    monkeypatch.setattr(utils, "get_type_hints", typing.get_type_hints)  # as LiteLLM has it, whatever ran before
+    monkeypatch.setenv("GATEWAY_LITELLM_TYPE_HINTS", "keep")
+    guard = load_like_litellm("gateway_guard")  # (it calls cache_type_hints at load)
+    assert guard.cache_type_hints() == [] and utils.get_type_hints is typing.get_type_hints  # the bench's A/B
+    monkeypatch.delenv("GATEWAY_LITELLM_TYPE_HINTS")
+    assert "litellm.responses.utils" in guard.cache_type_hints()
+    first = utils.get_type_hints(ResponsesAPIOptionalRequestParams)
+    assert first == typing.get_type_hints(ResponsesAPIOptionalRequestParams) and "temperature" in first
+    first.clear()  # a caller's change stays its own
+    assert utils.get_type_hints(ResponsesAPIOptionalRequestParams) == typing.get_type_hints(
+        ResponsesAPIOptionalRequestParams
+    )
+    assert utils.get_type_hints(guard.cache_type_hints) == typing.get_type_hints(guard.cache_type_hints)

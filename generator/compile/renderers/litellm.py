@@ -41,6 +41,7 @@ GATEWAY_MODULES = (
     "request_shapes",
     "response_store",
     ROUTING_MODULE,
+    "route_order",
     "scaled_copies",
     "stack_redis",
     "status_report",

@@ -1,0 +1,114 @@
+"""The APIs the bench sends and their request bodies: chat (opencode, the OpenAI SDKs), /v1/messages and its
+count_tokens (Claude Code), /v1/responses (Codex), each with a system prompt and tool list of its agent's size.
+
+The coding agents' first requests are 76 KB (Claude Code), 39 KB (Codex) and 31 KB (opencode) of system prompt and
+tools (docs/testing.md, "The scripted models"); the bodies here are made to those sizes, deterministic, from tools
+named as the agents' are, so what the gateway parses, checks, copies and translates per request is what an agent sends.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+PATHS = {
+    "chat": "/v1/chat/completions",
+    "messages": "/v1/messages",
+    "responses": "/v1/responses",
+    "count_tokens": "/v1/messages/count_tokens",
+}
+# what ends each API's stream (the load generator checks the whole stream arrived)
+STREAM_END = {"chat": b"[DONE]", "messages": b"message_stop", "responses": b"response.completed"}
+
+CLAUDE_CODE_TOOLS = (
+    "Task Bash Glob Grep LS ExitPlanMode Read Edit MultiEdit Write NotebookEdit WebFetch TodoWrite WebSearch "
+    "BashOutput KillShell SlashCommand Skill"
+).split()
+CODEX_TOOLS = (
+    "shell apply_patch update_plan view_image read_file list_dir grep_files web_search exec_command write_stdin".split()
+)
+CLAUDE_CODE_BYTES = 76_000  # Claude Code's first /v1/messages (docs/testing.md)
+CODEX_BYTES = 39_000  # Codex's first /v1/responses
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    model: str  # bench model: `mock` answers JSON, `mock-stream` answers SSE
+    stream: bool
+    prompt_chars: int
+    api: str = "chat"  # a key of PATHS
+
+    @property
+    def path(self) -> str:
+        return PATHS[self.api]
+
+    @property
+    def end(self) -> bytes:
+        return STREAM_END.get(self.api, b"")
+
+    @property
+    def chat(self) -> bool:
+        """The chat scenarios get every phase (the sweep, 2 workers); the other APIs the sequential and capacity
+        phases of direct, default and generated, where their added latency and CPU per request come from."""
+        return self.api == "chat"
+
+
+def text(chars: int, seed: str = "benchmark prompt text ") -> str:
+    return (seed * (chars // len(seed) + 1))[:chars]
+
+
+def _tools(names: list[str], total_chars: int, anthropic: bool) -> list[dict]:
+    """Tools named `names`, each with a description and a JSON schema of a few parameters, `total_chars` of JSON in
+    all: Anthropic's shape (`input_schema`) or the Responses API's function tools (`parameters`)."""
+    per = max(200, total_chars // len(names) - 420)  # the schema and keys take ~420 characters of each
+    tools: list[dict] = []
+    for name in names:
+        schema: dict = {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": text(80, f"what {name} acts on ")},
+                "timeout": {"type": "number", "description": "milliseconds before it is stopped"},
+                "description": {"type": "string", "description": "what this call does, in a few words"},
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        }
+        desc = text(per, f"{name} tool: use it when the task needs it. ")
+        if anthropic:
+            tools.append({"name": name, "description": desc, "input_schema": schema})
+        else:
+            tools.append({"type": "function", "name": name, "description": desc, "parameters": schema, "strict": False})
+    return tools
+
+
+def request_body(s: Scenario) -> bytes:
+    prompt = text(s.prompt_chars)
+    body: dict
+    if s.api == "chat":
+        body = {
+            "model": s.model,
+            "stream": s.stream,
+            "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": prompt}],
+        }
+    elif s.api in ("messages", "count_tokens"):
+        system = text(CLAUDE_CODE_BYTES // 5, "You are Claude Code, a coding agent. ")
+        tools = _tools(CLAUDE_CODE_TOOLS, CLAUDE_CODE_BYTES - len(system), anthropic=True)
+        body = {"model": s.model, "system": system, "tools": tools, "messages": [{"role": "user", "content": prompt}]}
+        if s.api == "messages":
+            body |= {"max_tokens": 1024, "stream": s.stream}
+    elif s.api == "responses":
+        instructions = text(CODEX_BYTES // 2, "You are Codex, a coding agent. ")
+        body = {
+            "model": s.model,
+            "instructions": instructions,
+            "tools": _tools(CODEX_TOOLS, CODEX_BYTES - len(instructions), anthropic=False),
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}],
+            "tool_choice": "auto",
+            "parallel_tool_calls": False,
+            "store": False,
+            "stream": s.stream,
+        }
+    else:
+        raise ValueError(f"unknown API {s.api!r}")
+    return json.dumps(body).encode()
