@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -67,20 +68,20 @@ def test_mistakes_name_the_model_the_field_and_the_fix(problems, value, hint):
 NAMESPACE = ["unshare", "--pid", "--fork", "--mount-proc"]  # a PID namespace: its kill(-1) reaches only its own
 
 
-def run_in_namespace(port: int, after: float, then_sleep: float = 0) -> list[str]:
-    """In a PID and mount namespace of their own (a container's, as far as kill(-1) goes), with its own /tmp: a
+def run_in_namespace(port: int, after: float, folder: Path, then_sleep: float = 0) -> list[str]:
+    """In a PID namespace of its own (a container's, as far as kill(-1) goes), the check remembering in `folder`: a
     victim process (vLLM), the check, `then_sleep` seconds, the check again; what each step saw."""
+    since = folder / "hung-since"
     steps = f"""
-        mount -t tmpfs none /tmp
         sleep 300 & victim=$!
         "$PY" -c "$CHECK"; echo "first $?"
-        [ -f {hung_check.SINCE_FILE} ] && echo remembered
+        [ -f {since} ] && echo remembered
         sleep {then_sleep}
         "$PY" -c "$CHECK"; echo "second $?"
         sleep 0.3
         if kill -0 $victim 2>/dev/null; then echo victim-alive; kill $victim; else echo victim-ended; fi
     """
-    env = {**os.environ, "PY": sys.executable, "CHECK": hung_check.script(port, after)}
+    env = {**os.environ, "PY": sys.executable, "CHECK": hung_check.script(port, after, since=str(since))}
     out = subprocess.run([*NAMESPACE, "sh", "-c", steps], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return [line for line in out.stdout.splitlines() if not line.startswith("hung for")]
@@ -92,28 +93,30 @@ def namespaces():
         pytest.fail("unshare (util-linux) as root is needed to run compose's check in a PID namespace of its own")
 
 
-def test_a_backend_silent_past_restart_when_hung_has_its_container_ended(namespaces):
+def test_a_backend_silent_past_restart_when_hung_has_its_container_ended(namespaces, tmp_path):
     """Connected, no answer (a listening socket nobody accepts on, as a stopped vLLM's): the first check remembers
     when; one `after` later the next ends every process of the namespace but init (the container's tini)."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         start = time.monotonic()
-        seen = run_in_namespace(silent.getsockname()[1], after=1, then_sleep=1.2)
+        seen = run_in_namespace(silent.getsockname()[1], after=1, folder=tmp_path, then_sleep=1.2)
     assert seen == ["first 1", "remembered", "second 1", "victim-ended"], seen
     assert time.monotonic() - start >= 2 * hung_check.PROBE_TIMEOUT  # each silent check waited for an answer
 
 
-def test_an_answering_or_refusing_backend_is_never_ended(namespaces):
+def test_an_answering_or_refusing_backend_is_never_ended(namespaces, tmp_path):
     import http.server
     import threading
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        assert run_in_namespace(server.server_address[1], after=0) == ["first 0", "second 0", "victim-alive"]
+        seen = run_in_namespace(server.server_address[1], after=0, folder=tmp_path)
+        assert seen == ["first 0", "second 0", "victim-alive"], seen
     finally:
         server.shutdown()
         server.server_close()
     # refused: a backend starting (or gone: its container ends by itself), never hung
-    assert run_in_namespace(free_port(), after=0) == ["first 1", "second 1", "victim-alive"]
+    seen = run_in_namespace(free_port(), after=0, folder=tmp_path)
+    assert seen == ["first 1", "second 1", "victim-alive"], seen

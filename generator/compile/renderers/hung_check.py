@@ -48,10 +48,10 @@ sys.exit(1)
 """
 
 
-def script(port: int, after: float, host: str = "127.0.0.1") -> str:
+def script(port: int, after: float, host: str = "127.0.0.1", since: str = SINCE_FILE) -> str:
     """The check's Python text for a backend on `host`:`port` (a model on nodes: its leader listens on its host's
-    address), restarted after `after` seconds of silence."""
-    return SCRIPT.format(host=host, port=port, after=int(after), since=SINCE_FILE, timeout=PROBE_TIMEOUT)
+    address), restarted after `after` seconds of silence; `since`: where it remembers when the silence began."""
+    return SCRIPT.format(host=host, port=port, after=int(after), since=since, timeout=PROBE_TIMEOUT)
 
 
 def test(port: int, after: float, host: str = "127.0.0.1") -> list[str]:
