@@ -267,6 +267,11 @@ async def backend(name: str, dep: object) -> dict:
     root = gb.backend_root(dep)
     if root is None:
         return {"name": name, "backend": None, "state": "down", "reason": "no api_base in the config", "metrics": None}
+    if (since := backend_health.MONITOR.since(root)) is not None:
+        # the gateway's own probes found it hung (shared by its workers): no probe of ours that would only wait out
+        # its timeout (a report, `make status` and the page answer at once); the first answer it gives ends it
+        hung = {"state": "hung", "reason": backend_health.reason(since), "metrics": None}
+        return {"name": name, "backend": root, **hung, "nodes": gb.nodes(dep)}
     health, metrics = await asyncio.gather(fetch(root + "/health"), fetch(root + "/metrics", gb.backend_headers(dep)))
     state, reason = state_of(health.status_code if isinstance(health, httpx.Response) else health)
     on_demand = health.headers.get(ON_DEMAND_HEADER) if isinstance(health, httpx.Response) else None
@@ -275,9 +280,6 @@ async def backend(name: str, dep: object) -> dict:
         state, reason = on_demand_state(on_demand, health)
         if (scaling := scaling_of(health)) is not None:
             reason = f"{state}: {status_report.scaling_line(scaling)}"
-    if (since := backend_health.MONITOR.since(root)) is not None and not isinstance(health, httpx.Response):
-        # the gateway's own probes, shared by its workers (this probe's connection may be one the monitor cut)
-        state, reason = "hung", backend_health.reason(since)
     parsed = None
     if isinstance(metrics, httpx.Response) and metrics.status_code == 200:
         try:
