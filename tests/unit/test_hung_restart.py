@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from generator.compile.load.loader import load_plan
 from generator.compile.renderers import hung_check
 from generator.compile.renderers.compose import probe_script, render_compose
 from generator.compile.renderers.k8s.backend import deployment
 from generator.operate.runtime.ports import free_port
 from tests.unit.test_golden import _Health
-from tests.unit.test_on_demand import model, od
+from tests.unit.test_on_demand import ROOT, model, od
 
 
 def test_a_backend_waits_5_minutes_by_default_replicas_too(plan):
@@ -30,6 +31,20 @@ def test_a_backend_waits_5_minutes_by_default_replicas_too(plan):
     assert compose["a"]["init"] is True
     liveness = deployment(p.models[0], p)["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]
     assert (liveness["periodSeconds"], liveness["timeoutSeconds"], liveness["failureThreshold"]) == (10, 3, 30)
+
+
+def test_in_compose_the_copies_only_the_load_starts_are_left_to_their_controller():
+    """replicas: {min, max}: in compose the controller starts and stops the copies above min and kills a hung one, so
+    their containers do not end themselves; on Kubernetes (KEDA, no controller) the kubelet's liveness probe stays."""
+    p = load_plan(ROOT / "examples/autoscale/models.yml")
+    assert {m.name: m.restart_when_hung for m in p.models} == dict.fromkeys(
+        ("qwen3-8b-1", "qwen3-8b-2", "qwen3-8b-3", "coder"), 300
+    )
+    services = render_compose(p)["services"]
+    assert services["qwen3-8b-1"]["init"] is True
+    for m in p.models[1:]:
+        assert "init" not in services[m.name] and services[m.name]["healthcheck"]["test"][1] == "bash"
+        assert "livenessProbe" in deployment(m, p)["spec"]["template"]["spec"]["containers"][0]
 
 
 @pytest.mark.parametrize("off", ["off", "false", "0"])

@@ -86,7 +86,9 @@ def model_service(m: ModelPlan, plan: Plan) -> dict:
         ),
         **_hardening(),
     }
-    if m.restart_when_hung:  # the check ends the container once hung that long; the restart policy starts it again
+    # the check ends the container once hung that long; the restart policy starts it again. Not a copy only the load
+    # starts (autoscale.py): the on-demand controller starts and stops that container, and kills it when it hangs
+    if m.restart_when_hung and m.on_demand is None:
         service["healthcheck"]["test"] = hung_check.test(
             m.port, m.restart_when_hung, (m.compose_host if m.nodes else None) or "127.0.0.1"
         )
