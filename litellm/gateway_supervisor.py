@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,6 +41,11 @@ from pathlib import Path
 POLL = float(os.environ.get("GATEWAY_RELOAD_POLL", "1"))  # seconds between looks at the files
 # seconds between starts of a metrics process that keeps exiting (its port taken): a line each, not each poll
 METRICS_RESTART_GAP = float(os.environ.get("GATEWAY_METRICS_RESTART_GAP", "10"))
+# seconds a rolling restart must look given up (a new worker ended, no more than the old count left) before it is
+# said to have failed: /proc read while a process starts or ends can miss it for a poll
+GIVE_UP_GRACE = 3.0
+NO_REPLACEMENT = 30.0  # seconds of a rolling restart with no more workers than before: it is said to have failed
+ROLL_POLL = 0.1  # seconds between looks at the workers while they roll: a new worker that fails may live only a second
 HEADER = "# GENERATED from "  # the generator's header names models.yml's digest: not something LiteLLM reads
 NAME = "gateway-supervisor"
 
@@ -89,6 +95,29 @@ def expected_workers(cmd: list[str]) -> int:
 
 def say(msg: str) -> None:
     print(f"{NAME}: {msg}", flush=True)
+
+
+# the gateway's own lines that say why a new worker did not start: uvicorn's ("New child process [..] was not ready in
+# time; ...", "Child process [..] died", "Application startup failed") and a Python error's last line
+CAUSE = re.compile(r"child process|startup failed|^\s*[\w.]*(Error|Exception|Interrupt|Exit)\b:?", re.IGNORECASE)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def reload_outcome(log: str, new: str) -> tuple[bool, str] | None:
+    """What the supervisor said of its reload onto `new` in the gateway's log text `log` (written since the reload was
+    asked for): (True, its line) when done, (False, its line and the gateway's lines before it that say why) when
+    the reload failed, None while it has said neither (`make apply` and the local runtime read this)."""
+    lines = [ANSI.sub("", line) for line in log.splitlines()]
+    outcome = re.compile(rf"(reloaded|reload failed) {re.escape(new)}\b")
+    for i, line in enumerate(lines):
+        said = line.partition(f"{NAME}: ")[2]
+        if not (m := outcome.match(said)):
+            continue
+        if m.group(1) == "reloaded":
+            return True, said
+        why = [" ".join(cut.split())[:300] for cut in lines[:i] if CAUSE.search(cut) and f"{NAME}: " not in cut]
+        return False, "; ".join([said, *why[-4:]])
+    return None
 
 
 def children(pid: int) -> dict[int, bytes]:
@@ -153,6 +182,7 @@ class Supervisor:
         self.rolling: tuple[str, set[int], int, float] | None = None  # (digest, old workers, n, since)
         self.short_since: float | None = None
         self.left: set[int] = set()  # old workers not yet exited
+        self.replacements: set[int] = set()  # new workers seen during the rolling restart
 
     @property
     def gateway(self) -> subprocess.Popen:
@@ -207,6 +237,7 @@ class Supervisor:
             self.rolling = (new, old_workers, len(old_workers), time.monotonic())
             self.left = set(old_workers)
             self.short_since = None
+            self.replacements = set()
             self.gateway.send_signal(signal.SIGHUP)
         else:
             say(
@@ -230,18 +261,30 @@ class Supervisor:
         for pid in sorted(self.left - now):  # it exits once its last request (a stream too) is answered
             say(f"old worker {pid} exited after {time.monotonic() - since:.1f}s")
         self.left &= now
+        self.replacements |= now - old
         if not now & old:
             if len(now) >= n:
                 say(f"reloaded {new} in {time.monotonic() - since:.1f}s ({len(now)} new workers)")
                 self.rolling = None
             return
-        # uvicorn gave up (a new worker did not start): old workers left and no replacement on the way
+        # uvicorn gave up: it ends a new worker that died or was not serving within --timeout_worker_healthcheck and
+        # keeps the old ones. Seen as a new worker that ended (looked for every ROLL_POLL meanwhile), or, for one that
+        # ended unseen, as no more workers than before for NO_REPLACEMENT s (in a restart that goes on, uvicorn's
+        # parent starts the next new worker as soon as an old one has exited). A new worker still starting is no
+        # failure, however long it takes.
+        ended = self.replacements - now
         if len(now) <= n:
             self.short_since = self.short_since or time.monotonic()
-            if time.monotonic() - self.short_since > 10:
+            waited = time.monotonic() - self.short_since
+            if (ended and waited > GIVE_UP_GRACE) or waited > NO_REPLACEMENT:
+                what = (
+                    f"new worker {', '.join(map(str, sorted(ended)))} ended before it served"
+                    if ended
+                    else f"no new worker started in {NO_REPLACEMENT:.0f}s (or one ended unseen)"
+                )
                 say(
-                    f"reload failed {new}: a new worker did not start; {len(now & old)} of {n} workers "
-                    f"keep the previous config (see the errors above)"
+                    f"reload failed {new}: {what}; {len(now & old)} of {n} workers keep the previous config "
+                    f"(see the errors above)"
                 )
                 self.rolling = None
         else:
@@ -277,7 +320,7 @@ class Supervisor:
                     pass
                 if self.gateway.returncode is not None:
                     continue
-            time.sleep(POLL)
+            time.sleep(min(POLL, ROLL_POLL) if self.rolling else POLL)
             if self.stopping:
                 continue
             self.check_metrics()

@@ -38,6 +38,7 @@ from ..compile.renderers.compose import ON_DEMAND_PROFILE
 from ..compile.renderers.stack import ENV_HEADER
 from ..errors import ConfigError, print_problems
 from ..shipped.gateway_hooks.gateway_supervisor import digest as gateway_digest
+from ..shipped.gateway_hooks.gateway_supervisor import reload_outcome
 from .changes import GATEWAY, REDEFINED, Change, flags, plan_changes
 from .keys import write_hashes
 from .live_adapters import IN_CONTAINER, LiveUpdateError, Post, call, load_calls, parse_printed, unload_calls
@@ -148,13 +149,10 @@ def wait_reload(container: str, digest: str, since: str, timeout: float, console
         proc = subprocess.run(
             ["docker", "logs", "--since", since, container], capture_output=True, text=True, timeout=30
         )
-        text = proc.stdout + proc.stderr
-        if m := re.search(rf"gateway-supervisor: reloaded {digest}\b.*", text):
-            console.print(f"gateway: {m.group(0).split(': ', 1)[1]}", soft_wrap=True)
-            return True
-        if m := re.search(rf"gateway-supervisor: reload failed {digest}\b.*", text):
-            console.print(f"[red]gateway: {m.group(0).split(': ', 1)[1]}[/]", soft_wrap=True)
-            return False
+        if outcome := reload_outcome(proc.stdout + proc.stderr, digest):
+            done, said = outcome
+            console.print(f"gateway: {said}", soft_wrap=True, markup=False, style=None if done else "red")
+            return done
         time.sleep(1)
     console.print(f"[red]gateway: no reload of {digest} reported within {timeout:.0f}s[/]")
     return False

@@ -140,3 +140,56 @@ def test_an_unknown_uvicorn_keeps_spawning_and_says_why(serve, monkeypatch):
     assert "not a multiprocessing context" in serve.serve_workers_from_a_fork_server()
     monkeypatch.setattr(sub, "spawn", original)  # and back to it after the test, whatever the call below sets
     assert serve.serve_workers_from_a_fork_server() is None and sub.spawn.get_start_method() == "forkserver"
+
+
+def test_the_supervisor_rolls_a_changed_hook_in_and_reports_a_broken_one_with_the_gateways_reason(tmp_path):
+    """The real supervisor in front of the tiny app through the fork server (lifespan 'on', as LiteLLM's FastAPI app
+    fails its start-up on an error): a changed hook module is rolled in ("reloaded"); one that raises at import makes
+    the new worker end before it serves, uvicorn keeps the old ones, and the supervisor says "reload failed", which
+    reload_outcome (what `make apply` prints) carries with the worker's own error line. The old workers keep serving
+    the previous hook throughout. The broken hook takes a second to fail, as LiteLLM's start-up would."""
+    from generator.shipped.gateway_hooks.gateway_supervisor import digest, reload_outcome, supervised_workers
+
+    (tmp_path / "tiny_app.py").write_text(APP)
+    (tmp_path / "tiny_hook.py").write_text("WORD = 'before'\n")
+    (tmp_path / "config.yaml").write_text("model_list: []\n")
+    port = free_port()
+    code = (
+        "import gateway_serve, uvicorn; "
+        "why = gateway_serve.serve_workers_from_a_fork_server(['tiny_app']); assert why is None, why; "
+        f"uvicorn.run('tiny_app:app', port={port}, workers=2, log_level='warning', lifespan='on', "
+        "timeout_worker_healthcheck=60)"
+    )
+    gateway = [sys.executable, "-c", code, "--config", str(tmp_path / "config.yaml"), "--num_workers", "2"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), str(tmp_path)]), "GATEWAY_RELOAD_POLL": "0.2"}
+    env.pop("GATEWAY_METRICS_PORT", None)
+    log = tmp_path / "gateway.log"
+    with log.open("wb") as out:
+        sup = subprocess.Popen(
+            [sys.executable, str(HOOKS / "gateway_supervisor.py"), *gateway], env=env, stdout=out, stderr=out
+        )
+    try:
+        first = _wait(lambda: len(w := supervised_workers(sup.pid)) == 2 and _answers(port) and w, "2 workers")
+        for word in ("after", "broken"):
+            offset = log.stat().st_size
+            hook = (
+                f"WORD = '{word}'\n"
+                if word == "after"
+                else "import time\ntime.sleep(1)\nraise RuntimeError('the hook is broken')\n"
+            )
+            (tmp_path / "tiny_hook.py").write_text(hook)
+            new = digest(tmp_path)
+            done, said = _wait(
+                lambda o=offset, d=new: reload_outcome(log.read_bytes()[o:].decode(errors="replace"), d),
+                f"the supervisor's word on {word}",
+                120,
+            )
+            assert done == (word == "after"), said
+            assert {w for _, _, w in _answers(port)} == {"after"}, said
+        assert said.startswith(f"reload failed {new}: new worker ") and "2 of 2 workers keep" in said, said
+        assert "RuntimeError: the hook is broken" in said, said
+        assert supervised_workers(sup.pid).isdisjoint(first)  # the workers of the good reload kept serving
+    finally:
+        sup.terminate()
+        sup.wait(timeout=60)
+    assert sup.returncode == 0, log.read_text()[-3000:]

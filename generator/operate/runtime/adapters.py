@@ -11,6 +11,7 @@ import time
 from ...compile.plan import Plan
 from ...compile.renderers import LITELLM_FILE
 from ...shipped.gateway_hooks.gateway_supervisor import digest as gateway_digest
+from ...shipped.gateway_hooks.gateway_supervisor import reload_outcome
 from ..live_adapters import LiveUpdate, call, http_post, live_update, load_calls, unload_calls
 from .local import LocalStack, StackError
 
@@ -47,11 +48,11 @@ def wait_reload(stack: LocalStack, offset: int, timeout: float) -> str:
         with log.open("rb") as f:
             f.seek(offset)
             text = f.read().decode(errors="replace")
-        for line in text.splitlines():
-            if f"gateway-supervisor: reloaded {want}" in line:
-                return line.split("gateway-supervisor: ", 1)[1]
-            if f"gateway-supervisor: reload failed {want}" in line:
-                raise StackError(f"gateway: {line.split('gateway-supervisor: ', 1)[1]}")
+        if outcome := reload_outcome(text, want):
+            done, said = outcome
+            if not done:
+                raise StackError(f"gateway: {said}")
+            return said
         time.sleep(0.5)
     raise StackError(f"gateway: no reload of {want} reported within {timeout:.0f}s")
 
