@@ -128,12 +128,14 @@ VARIANTS = (
             }
         },
     ),
-    # the same with LiteLLM's failing per-request OTel import left in place (gateway_guard.skip_failing_otel_seed)
+    # the same with LiteLLM's failing per-request OTel import left in place (litellm_cuts.skip_failing_otel_seed)
     Variant("generated, OTel import kept", generated=True, env={"GATEWAY_LITELLM_OTEL_SEED": "keep"}),
     # the generated gateway with LiteLLM's route table order (route_order.py off; issue 62): /v1/messages matched last
     Variant("generated, LiteLLM's route order", generated=True, env={"GATEWAY_ROUTE_ORDER": "litellm"}),
-    # the same with LiteLLM's per-request get_type_hints on /v1/responses left in place (gateway_guard.cache_type_hints)
+    # the same with LiteLLM's per-request get_type_hints on /v1/responses left in place (litellm_cuts.cache_type_hints)
     Variant("generated, type hints per request", generated=True, env={"GATEWAY_LITELLM_TYPE_HINTS": "keep"}),
+    # the same with each request's set-up on a pool thread, as LiteLLM runs it (litellm_cuts.set_up_in_the_loop)
+    Variant("generated, set-up on a thread", generated=True, env={"GATEWAY_LITELLM_SETUP_THREAD": "keep"}),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
     Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),

@@ -415,7 +415,7 @@ def test_the_guard_replaces_litellms_per_request_otel_import_only_when_it_cannot
 
     original = auth._seed_request_destinations
     monkeypatch.setattr(auth, "_seed_request_destinations", original)  # restored after the test
-    guard = load_like_litellm("gateway_guard")
+    guard = load_like_litellm("litellm_cuts")
     monkeypatch.setattr(auth, "_seed_request_destinations", original)
     monkeypatch.setenv("GATEWAY_LITELLM_OTEL_SEED", "keep")
     assert guard.skip_failing_otel_seed() is False and auth._seed_request_destinations is original
@@ -566,7 +566,7 @@ def test_the_byte_bound_is_never_below_the_json_text_it_stands_for(payload):
 
 
 def test_litellms_responses_modules_get_the_same_type_hints_remembered(monkeypatch):
-    """gateway_guard.cache_type_hints: LiteLLM's /v1/responses modules evaluated a TypedDict's hints per request;
+    """litellm_cuts.cache_type_hints: LiteLLM's /v1/responses modules evaluated a TypedDict's hints per request;
     now once per class, the same answer as typing's, a copy each time; other calls are typing's own."""
     import importlib
     import typing
@@ -576,7 +576,7 @@ def test_litellms_responses_modules_get_the_same_type_hints_remembered(monkeypat
     utils = importlib.import_module("litellm.responses.utils")
     monkeypatch.setattr(utils, "get_type_hints", typing.get_type_hints)  # as LiteLLM has it, whatever ran before
     monkeypatch.setenv("GATEWAY_LITELLM_TYPE_HINTS", "keep")
-    guard = load_like_litellm("gateway_guard")  # (it calls cache_type_hints at load)
+    guard = load_like_litellm("litellm_cuts")
     assert guard.cache_type_hints() == [] and utils.get_type_hints is typing.get_type_hints  # the bench's A/B
     monkeypatch.delenv("GATEWAY_LITELLM_TYPE_HINTS")
     assert "litellm.responses.utils" in guard.cache_type_hints()
@@ -587,3 +587,60 @@ def test_litellms_responses_modules_get_the_same_type_hints_remembered(monkeypat
         ResponsesAPIOptionalRequestParams
     )
     assert utils.get_type_hints(guard.cache_type_hints) == typing.get_type_hints(guard.cache_type_hints)
+
+
+def test_a_local_backends_request_set_up_runs_in_the_loop_and_everything_else_on_the_pool(monkeypatch):
+    """litellm_cuts.set_up_in_the_loop: the loop's default executor runs a listed set-up for a hosted_vllm model at
+    once, on the loop's thread, in the context LiteLLM copied (a context variable it sets is seen, as on a thread);
+    a hosted provider's set-up, an unlisted function and asyncio.to_thread go to a pool thread; an exception
+    reaches the awaiting coroutine either way. The real set-ups are LiteLLM's: every API test runs through them."""
+    import asyncio
+    import contextvars
+    import functools
+    import threading
+
+    cuts = load_like_litellm("litellm_cuts")
+    assert len(cuts.set_up_functions()) == 3  # this LiteLLM has all three: none silently keeps its hop
+    var = contextvars.ContextVar("var", default="unset")
+
+    def set_up(**kw):
+        if kw.get("fail"):
+            raise ValueError("bad request")
+        var.set("set by the set-up")
+        return threading.get_ident(), var.get()
+
+    def other(**kw):
+        return threading.get_ident(), var.get()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        executor = cuts.SetUpInTheLoop({set_up})
+        loop.set_default_executor(executor)
+        here = threading.get_ident()
+
+        async def run(f, **kw):
+            return await loop.run_in_executor(
+                None, functools.partial(contextvars.copy_context().run, functools.partial(f, **kw))
+            )
+
+        assert await run(set_up, model="hosted_vllm/reasoner") == (here, "set by the set-up")
+        assert (await run(set_up, model="reasoner", custom_llm_provider="hosted_vllm"))[0] == here
+        assert (await run(set_up, model="openai/gpt-5"))[0] != here
+        assert (await run(set_up, model="hosted_vllm/x", custom_llm_provider="openai"))[0] != here
+        assert (await run(other, model="hosted_vllm/reasoner"))[0] != here
+        assert (await asyncio.to_thread(threading.get_ident)) != here
+        assert var.get() == "unset"  # the set-up ran in its copy of the context, as on a thread
+        with pytest.raises(ValueError, match="bad request"):
+            await run(set_up, model="hosted_vllm/reasoner", fail=True)
+        executor.shutdown()
+
+    asyncio.run(main())
+    monkeypatch.setenv("GATEWAY_LITELLM_SETUP_THREAD", "keep")  # the bench's A/B: the loop keeps asyncio's pool
+    loop = asyncio.new_event_loop()
+    try:
+        assert cuts.set_up_in_the_loop(loop) is None and loop._default_executor is None
+        monkeypatch.delenv("GATEWAY_LITELLM_SETUP_THREAD")
+        assert isinstance(cuts.set_up_in_the_loop(loop), cuts.SetUpInTheLoop)
+        assert cuts.set_up_in_the_loop(loop) is None  # once: an executor already set is kept
+    finally:
+        loop.close()

@@ -35,6 +35,7 @@ GATEWAY_MODULES = (
     "gateway_status",
     "graceful_shutdown",
     HOOK_MODULE,
+    "litellm_cuts",
     "people",
     "request_counters",
     "request_guard",
