@@ -644,3 +644,53 @@ def test_a_local_backends_request_set_up_runs_in_the_loop_and_everything_else_on
         assert cuts.set_up_in_the_loop(loop) is None  # once: an executor already set is kept
     finally:
         loop.close()
+
+
+def test_litellms_backend_body_and_tool_copies_through_orjson_are_the_same_json(monkeypatch):
+    """litellm_cuts.orjson_for_litellms_json: the backend request's body (WireJson.dumps) and the Anthropic tools'
+    copies (orjson_copy) hold the same JSON value as json's; what orjson cannot write, or a null that may have been a
+    NaN, takes json's own path; json.dumps with options stays json's. Installed on LiteLLM's two modules, once."""
+    import importlib
+    import json
+    import math
+
+    from bench.apis import request_body
+    from bench.run import SCENARIOS
+
+    cuts = load_like_litellm("litellm_cuts")
+    wire = cuts.WireJson()
+    bodies = [json.loads(request_body(s)) for s in SCENARIOS]
+    odd = {"text": "é ü 中文 \u2028", "n": 1.5e-9, "neg": -0.0, "big": 2**63 - 1, "nested": [{"a": None, "b": True}]}
+    for value in [*bodies, odd]:
+        assert json.loads(wire.dumps(value)) == json.loads(json.dumps(value)) == value
+        assert wire.dumps(value) != json.dumps(value) or value == {}  # orjson's text, not json's (no spaces)
+    for value in ({"big": 2**70}, {"s": "\ud800"}, {1: "key not a string"}):  # orjson refuses: json's own text
+        assert wire.dumps(value) == json.dumps(value)
+    assert (
+        wire.dumps({"a": 1}, indent=2) == json.dumps({"a": 1}, indent=2)
+        and wire.JSONDecodeError is json.JSONDecodeError
+    )
+
+    copies = []
+
+    def original(value):
+        copies.append(value)
+        return json.loads(json.dumps(value, default=dict))
+
+    copy = cuts.orjson_copy(original)
+    tool = bodies[[s.api for s in SCENARIOS].index("messages")]["tools"][0]
+    assert copy(tool) == tool and copy(tool) is not tool and copies == []
+    nan = {"name": "t", "input_schema": {"default": float("nan")}}
+    assert math.isnan(copy(nan)["input_schema"]["default"]) and copies == [nan]  # json's path keeps a NaN
+    assert copy({"n": 2**70}) == {"n": 2**70}
+
+    handler = importlib.import_module(cuts.WIRE_JSON_MODULE)
+    tools = importlib.import_module(cuts.TOOL_COPY_MODULE)
+    monkeypatch.setattr(handler, "json", json)
+    monkeypatch.setattr(tools, "json_copy_or_original", tools.json_copy_or_original)
+    monkeypatch.setenv("GATEWAY_LITELLM_JSON", "keep")
+    assert cuts.orjson_for_litellms_json() == [] and handler.json is json
+    monkeypatch.delenv("GATEWAY_LITELLM_JSON")
+    assert cuts.orjson_for_litellms_json() == [cuts.WIRE_JSON_MODULE, cuts.TOOL_COPY_MODULE]
+    assert isinstance(handler.json, cuts.WireJson) and hasattr(tools.json_copy_or_original, "original")
+    assert cuts.orjson_for_litellms_json() == []  # once
