@@ -136,7 +136,7 @@ VARIANTS = (
     Variant("generated, type hints per request", generated=True, env={"GATEWAY_LITELLM_TYPE_HINTS": "keep"}),
     # the same with each request's set-up on a pool thread, as LiteLLM runs it (litellm_cuts.set_up_in_the_loop)
     Variant("generated, set-up on a thread", generated=True, env={"GATEWAY_LITELLM_SETUP_THREAD": "keep"}),
-    # the same with LiteLLM's backend request body and tool copies written by json (litellm_cuts.orjson_for_litellms_json)
+    # the same with LiteLLM's backend body and tool copies written by json (litellm_cuts.orjson_for_litellms_json)
     Variant("generated, LiteLLM's json", generated=True, env={"GATEWAY_LITELLM_JSON": "keep"}),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
