@@ -112,3 +112,21 @@ def test_the_outcome_of_a_reload_is_read_from_the_log_with_the_gateways_reasons(
         "reloaded new in 2.0s (2 new workers)",
     )
     assert sup.reload_outcome("gateway-supervisor: reloaded newer in 2.0s\n", "new") is None
+
+
+def test_children_from_the_kernels_list_are_those_a_walk_of_proc_finds():
+    """children() reads /proc/PID/task/*/children (10 looks a second while workers roll); the walk of every process's
+    stat, its fallback, finds the same processes with the same command lines; an ended pid has none."""
+    import os
+    import subprocess
+
+    kids = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    try:
+        found = sup.children(os.getpid())
+        assert {k.pid for k in kids} <= set(found) and found == sup._children_by_walk(os.getpid())
+        assert found[kids[0].pid] == b"sleep\x0030\x00"
+    finally:
+        for k in kids:
+            k.kill()
+            k.wait()
+    assert sup.children(kids[0].pid) == {}

@@ -119,7 +119,31 @@ def reload_outcome(log: str, new: str) -> tuple[bool, str] | None:
 
 
 def children(pid: int) -> dict[int, bytes]:
-    """The processes whose parent is `pid`, with their command lines (NUL-separated, as /proc gives them)."""
+    """The processes whose parent is `pid`, with their command lines (NUL-separated, as /proc gives them): from the
+    kernel's list of each of its threads' children (/proc/PID/task/TID/children, a few reads: the supervisor looks
+    10 times a second while workers roll), else from a walk of every process's stat."""
+    try:
+        pids = {
+            int(child)
+            for task in (Path("/proc") / str(pid) / "task").iterdir()
+            for child in (task / "children").read_text().split()
+        }
+    except FileNotFoundError as e:  # `pid` ended, or a kernel without CONFIG_PROC_CHILDREN
+        if (Path("/proc") / str(pid)).exists() and "children" in str(e.filename):
+            return _children_by_walk(pid)
+        return {}
+    except OSError:  # a thread ended between listing and reading
+        return _children_by_walk(pid)
+    found = {}
+    for child in pids:
+        try:
+            found[child] = (Path("/proc") / str(child) / "cmdline").read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
+def _children_by_walk(pid: int) -> dict[int, bytes]:
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
