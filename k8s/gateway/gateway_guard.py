@@ -18,7 +18,8 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
    ``/gateway/me``, and response_store.py's routes of a stored response (``GET /v1/responses/{id}``, its
    ``input_items``, ``DELETE``, ``cancel``: the owner's only) in front of LiteLLM's, and the request guard in front of
    LiteLLM's middlewares; and route_order.py puts the inference routes (LiteLLM's, /v1/messages' router loaded now
-   instead of on its first request) in front of every other, so a request finds its route in one step.
+   instead of on its first request) in front of every other, so a request finds its route in one step;
+5. at import, litellm_cuts.py takes LiteLLM's per-request costs the stack does not need off every request.
 
 Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
 
@@ -52,6 +53,7 @@ import gateway_backends  # noqa: E402
 import gateway_page  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
+import litellm_cuts  # noqa: E402
 import people  # noqa: E402
 import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
@@ -196,67 +198,6 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     return UserAPIKeyAuth(api_key="gateway-master-key", user_role=LitellmUserRoles.PROXY_ADMIN, user_id="gateway-admin")
 
 
-def skip_failing_otel_seed() -> bool:
-    """Take a LiteLLM 1.103.7 cost off every request (bench/README.md, "Profile"): after auth, LiteLLM
-    calls `_seed_request_destinations`, which starts with `from litellm.integrations.otel.logger import`.
-    That import fails without opentelemetry-sdk (and the opentelemetry-api fastapi needs lacks `_events`);
-    the function swallows the error, and as a failed import is not cached, Python finds and unmarshals
-    the module again on every request: 5-9 % of a worker's CPU. When the import fails here, at load, the
-    function cannot do anything on any request, so it is replaced by a no-op; with OTel importable, or
-    GATEWAY_LITELLM_OTEL_SEED=keep (the bench's A/B), it is left alone. True when replaced."""
-    if os.environ.get("GATEWAY_LITELLM_OTEL_SEED") == "keep":
-        return False
-    try:
-        from litellm.proxy.auth import user_api_key_auth as auth
-    except ImportError:  # not inside the proxy
-        return False
-    if not hasattr(auth, "_seed_request_destinations"):
-        return False  # another LiteLLM: nothing to do
-    try:
-        import litellm.integrations.otel.logger  # noqa: F401  the import LiteLLM retries per request
-
-        return False
-    except Exception:  # noqa: BLE001  any failure is the one LiteLLM would swallow on every request
-        auth._seed_request_destinations = lambda *args, **kwargs: None
-        return True
-
-
-# LiteLLM 1.108.7 modules that evaluate a TypedDict's type hints on every /v1/responses request (its optional
-# parameters, the params the provider takes): get_type_hints, 3.5 % of a Codex request's CPU (make bench-profile)
-TYPE_HINT_MODULES = ("litellm.responses.utils", "litellm.llms.openai.responses.transformation")
-
-
-def cache_type_hints() -> list[str]:
-    """Take another LiteLLM cost off every /v1/responses request: the modules of TYPE_HINT_MODULES call
-    `typing.get_type_hints(SomeTypedDict)` per request, which evaluates every annotation of the class again (the
-    same answer each time: a class's annotations do not change). Their `get_type_hints` becomes one that remembers
-    the answer per class (a copy each call, so no caller can change the remembered one); any other call goes to
-    typing's. GATEWAY_LITELLM_TYPE_HINTS=keep (the bench's A/B) leaves them alone. Returns the modules changed."""
-    if os.environ.get("GATEWAY_LITELLM_TYPE_HINTS") == "keep":
-        return []
-    import functools
-    import importlib
-    import typing
-
-    remembered = functools.lru_cache(maxsize=64)(typing.get_type_hints)
-
-    def get_type_hints(obj, *args, **kwargs):
-        if args or kwargs or not isinstance(obj, type):
-            return typing.get_type_hints(obj, *args, **kwargs)
-        return dict(remembered(obj))
-
-    changed = []
-    for name in TYPE_HINT_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # another LiteLLM: nothing to do
-            continue
-        if getattr(module, "get_type_hints", None) is typing.get_type_hints:
-            module.get_type_hints = get_type_hints  # type: ignore[attr-defined]  # the module's own name for it
-            changed.append(name)
-    return changed
-
-
 try:
     count_tokens.install(user_api_key_auth)
     response_store.install(response_owner, KEY_PROBLEM)
@@ -266,6 +207,5 @@ try:
     route_order.hot_routes_first()
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
-skip_failing_otel_seed()
-cache_type_hints()
+litellm_cuts.install()
 backend_client.install()

@@ -1,0 +1,261 @@
+# GENERATED from models.yml (sha256 2bd369545a7aa57a) by `python -m generator`;
+# vLLM flags checked against vLLM 0.32.0. Do not edit: change models.yml, run `make k8s`.
+"""LiteLLM per-request costs the gateway takes off in each worker (gateway_guard.py installs them at load). Each one
+was measured (bench/README.md, "Profile"; docs/benchmarks.md), each answers exactly what LiteLLM answers, and each
+has a switch that leaves LiteLLM as it is (a `make bench-tune` variant pairs it):
+
+- skip_failing_otel_seed (GATEWAY_LITELLM_OTEL_SEED=keep): a failing import LiteLLM retried on every request;
+- cache_type_hints (GATEWAY_LITELLM_TYPE_HINTS=keep): TypedDict hints evaluated on every /v1/responses request;
+- set_up_in_the_loop (GATEWAY_LITELLM_SETUP_THREAD=keep): the hop to a pool thread and back for the set-up of every
+  request to this stack's backends (two on /v1/messages);
+- orjson_for_litellms_json (GATEWAY_LITELLM_JSON=keep): the backend request's body written by the standard json
+  module (a coding agent's 76 KB body each request), and the Anthropic tools copied through its text.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import functools
+import json
+import os
+
+# the provider prefix of this stack's own backends in the router's litellm_params (renderers/litellm.py)
+LOCAL_PROVIDER = "hosted_vllm"
+
+
+def skip_failing_otel_seed() -> bool:
+    """Take a LiteLLM 1.103.7 cost off every request (bench/README.md, "Profile"): after auth, LiteLLM
+    calls `_seed_request_destinations`, which starts with `from litellm.integrations.otel.logger import`.
+    That import fails without opentelemetry-sdk (and the opentelemetry-api fastapi needs lacks `_events`);
+    the function swallows the error, and as a failed import is not cached, Python finds and unmarshals
+    the module again on every request: 5-9 % of a worker's CPU. When the import fails here, at load, the
+    function cannot do anything on any request, so it is replaced by a no-op; with OTel importable, or
+    GATEWAY_LITELLM_OTEL_SEED=keep (the bench's A/B), it is left alone. True when replaced."""
+    if os.environ.get("GATEWAY_LITELLM_OTEL_SEED") == "keep":
+        return False
+    try:
+        from litellm.proxy.auth import user_api_key_auth as auth
+    except ImportError:  # not inside the proxy
+        return False
+    if not hasattr(auth, "_seed_request_destinations"):
+        return False  # another LiteLLM: nothing to do
+    try:
+        import litellm.integrations.otel.logger  # noqa: F401  the import LiteLLM retries per request
+
+        return False
+    except Exception:  # noqa: BLE001  any failure is the one LiteLLM would swallow on every request
+        auth._seed_request_destinations = lambda *args, **kwargs: None
+        return True
+
+
+# LiteLLM 1.108.7 modules that evaluate a TypedDict's type hints on every /v1/responses request (its optional
+# parameters, the params the provider takes): get_type_hints, 3.5 % of a Codex request's CPU (make bench-profile)
+TYPE_HINT_MODULES = ("litellm.responses.utils", "litellm.llms.openai.responses.transformation")
+
+
+def cache_type_hints() -> list[str]:
+    """Take another LiteLLM cost off every /v1/responses request: the modules of TYPE_HINT_MODULES call
+    `typing.get_type_hints(SomeTypedDict)` per request, which evaluates every annotation of the class again (the
+    same answer each time: a class's annotations do not change). Their `get_type_hints` becomes one that remembers
+    the answer per class (a copy each call, so no caller can change the remembered one); any other call goes to
+    typing's. GATEWAY_LITELLM_TYPE_HINTS=keep (the bench's A/B) leaves them alone. Returns the modules changed."""
+    if os.environ.get("GATEWAY_LITELLM_TYPE_HINTS") == "keep":
+        return []
+    import importlib
+    import typing
+
+    remembered = functools.lru_cache(maxsize=64)(typing.get_type_hints)
+
+    def get_type_hints(obj, *args, **kwargs):
+        if args or kwargs or not isinstance(obj, type):
+            return typing.get_type_hints(obj, *args, **kwargs)
+        return dict(remembered(obj))
+
+    changed = []
+    for name in TYPE_HINT_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # another LiteLLM: nothing to do
+            continue
+        if getattr(module, "get_type_hints", None) is typing.get_type_hints:
+            module.get_type_hints = get_type_hints  # type: ignore[attr-defined]  # the module's own name for it
+            changed.append(name)
+    return changed
+
+
+def set_up_functions() -> set:
+    """LiteLLM 1.108.7's request set-ups that its async entry points run on the loop's default executor
+    (`loop.run_in_executor(None, partial(context.run, partial(f, ...)))`): chat's `completion` (acompletion, which
+    /v1/messages calls too), `responses` (aresponses) and the Anthropic messages handler (anthropic_messages). With
+    an async call they build the backend request and return a coroutine: no I/O of their own."""
+    found = set()
+    for module, name in (
+        ("litellm.main", "completion"),
+        ("litellm.responses.main", "responses"),
+        ("litellm.llms.anthropic.pass_through.messages.handler", "anthropic_messages_handler"),
+    ):
+        try:
+            found.add(getattr(__import__(module, fromlist=[name]), name))
+        except (ImportError, AttributeError):  # another LiteLLM: that one keeps its hop
+            continue
+    return found
+
+
+class SetUpInTheLoop(concurrent.futures.ThreadPoolExecutor):
+    """The event loop's default executor in a gateway worker. A request's set-up (set_up_functions) for one of this
+    stack's backends (a `hosted_vllm/` model) runs at once, in the context LiteLLM copied for it, instead of on a
+    pool thread the loop then waits for: the hop costs two thread switches and the GIL handed over and back, per
+    request (5 % of a /v1/messages request's CPU, which makes two hops; 2 % of chat's). Everything else goes to
+    the pool as before: a hosted provider's set-up (which may fetch a token over the network), rerank's and the
+    other entry points' (some call their backend synchronously there), and any other job sent to the default
+    executor (asyncio.to_thread, getaddrinfo). A ThreadPoolExecutor, as asyncio wants its default executor to be."""
+
+    def __init__(self, functions: set):
+        super().__init__(thread_name_prefix="asyncio")  # the pool asyncio would have made
+        self.functions = functions
+
+    def inline(self, fn) -> bool:
+        if not (isinstance(fn, functools.partial) and fn.args and not fn.keywords):
+            return False
+        if not isinstance(getattr(fn.func, "__self__", None), contextvars.Context):
+            return False
+        setup = fn.args[0]
+        if not (isinstance(setup, functools.partial) and setup.func in self.functions and len(fn.args) == 1):
+            return False
+        model, provider = setup.keywords.get("model"), setup.keywords.get("custom_llm_provider")
+        return provider == LOCAL_PROVIDER or (
+            provider is None and isinstance(model, str) and model.startswith(f"{LOCAL_PROVIDER}/")
+        )
+
+    def submit(self, fn, /, *args, **kwargs):
+        if args or kwargs or not self.inline(fn):
+            return super().submit(fn, *args, **kwargs)
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn())
+        except BaseException as e:  # noqa: BLE001  as a pool thread hands any exception to the awaiting coroutine
+            future.set_exception(e)
+        return future
+
+
+def set_up_in_the_loop(loop) -> SetUpInTheLoop | None:
+    """Make `loop`'s default executor a SetUpInTheLoop; None when GATEWAY_LITELLM_SETUP_THREAD=keep (the bench's
+    A/B), when LiteLLM has none of the set-ups, or when the loop has a default executor already (asyncio makes one at
+    its first use: a worker's loop gets this one at config load, before any request)."""
+    if os.environ.get("GATEWAY_LITELLM_SETUP_THREAD") == "keep" or getattr(loop, "_default_executor", None):
+        return None
+    if not (functions := set_up_functions()):
+        return None
+    executor = SetUpInTheLoop(functions)
+    loop.set_default_executor(executor)
+    return executor
+
+
+class WireJson:
+    """The `json` module as LiteLLM's HTTP handler sees it (its `json.dumps(data)` writes each backend request's body),
+    with `dumps` of one argument written by orjson (LiteLLM's own dependency; 5-10 times as fast: 76 KB of Claude
+    Code's tools and system prompt, 0.25 ms a request in json's C encoder). The same JSON value: orjson writes no
+    spaces after separators and UTF-8 where json escapes non-ASCII; what orjson refuses (an integer over 64 bits,
+    a lone surrogate, a key that is not a string, an object of another type) goes to json as before. A non-finite
+    float, which json writes as the non-JSON NaN and orjson as null, cannot come from a request: the guard's parser
+    refuses NaN (request_guard.parse)."""
+
+    def __getattr__(self, name: str):
+        return getattr(json, name)
+
+    @staticmethod
+    def dumps(obj, *args, **kwargs) -> str:
+        if args or kwargs:
+            return json.dumps(obj, *args, **kwargs)
+        try:
+            import orjson
+
+            return orjson.dumps(obj).decode()
+        except (ImportError, TypeError):  # orjson's JSONEncodeError is a TypeError
+            return json.dumps(obj)
+
+
+class NotPlainJson(Exception):
+    """A value json's round trip would change or refuse (a tuple, a subclass, a key that is not a string, an object)."""
+
+
+def plain_json_copy(value):
+    """A copy of a tree of dicts (string keys), lists, strings, numbers, booleans and None: new containers, the same
+    leaves (immutable), which is what json.loads(json.dumps(value)) gives for such a tree (a float's repr reads back
+    as the same float, NaN included). NotPlainJson for anything else."""
+    kind = type(value)
+    if kind is dict:
+        copy = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise NotPlainJson
+            copy[key] = plain_json_copy(item)
+        return copy
+    if kind is list:
+        return [plain_json_copy(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    raise NotPlainJson
+
+
+def copy_without_json(original):
+    """LiteLLM's `json_copy_or_original` (a JSON round trip that copies a tool before it is translated; 18 per Claude
+    Code request) as plain_json_copy: the same copy without writing and reading the text (0.036 ms for the bench's
+    18 tools against json's 0.236 ms); `original`'s own answer for a value that is not plain JSON."""
+
+    def json_copy_or_original(value):
+        try:
+            return plain_json_copy(value)
+        except (NotPlainJson, RecursionError):
+            return original(value)
+
+    json_copy_or_original.original = original  # type: ignore[attr-defined]
+    return json_copy_or_original
+
+
+# LiteLLM 1.108.7's module that writes each backend request's body with json.dumps, and the one that copies each
+# Anthropic tool through json (bench/README.md, "Profile": 5 % of a /v1/messages request between them)
+WIRE_JSON_MODULE = "litellm.llms.custom_httpx.llm_http_handler"
+TOOL_COPY_MODULE = "litellm.llms.anthropic.pass_through.adapters.transformation"
+
+
+def orjson_for_litellms_json() -> list[str]:
+    """Give WIRE_JSON_MODULE a WireJson for its `json` and TOOL_COPY_MODULE a copy_without_json for its
+    `json_copy_or_original`; GATEWAY_LITELLM_JSON=keep (the bench's A/B) leaves both. Returns the modules changed."""
+    if os.environ.get("GATEWAY_LITELLM_JSON") == "keep":
+        return []
+    import importlib
+
+    changed = []
+    try:
+        wire = importlib.import_module(WIRE_JSON_MODULE)
+        if getattr(wire, "json", None) is json:
+            wire.json = WireJson()  # type: ignore[attr-defined]  # the module's own name for it
+            changed.append(WIRE_JSON_MODULE)
+    except ImportError:  # another LiteLLM: nothing to do
+        pass
+    try:
+        tools = importlib.import_module(TOOL_COPY_MODULE)
+        original = getattr(tools, "json_copy_or_original", None)
+        if callable(original) and not hasattr(original, "original"):
+            tools.json_copy_or_original = copy_without_json(original)  # type: ignore[attr-defined]
+            changed.append(TOOL_COPY_MODULE)
+    except ImportError:
+        pass
+    return changed
+
+
+def install() -> list[str]:
+    """Every cut this LiteLLM and this environment allow (at config load, in the worker's running event loop); the
+    names of those made."""
+    import asyncio
+
+    made = ["skip_failing_otel_seed"] if skip_failing_otel_seed() else []
+    made += ["cache_type_hints"] if cache_type_hints() else []
+    made += ["orjson_for_litellms_json"] if orjson_for_litellms_json() else []
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # imported outside a worker (a unit test, a script): no loop to give it to
+        return made
+    return made + (["set_up_in_the_loop"] if set_up_in_the_loop(loop) else [])
