@@ -20,6 +20,11 @@ import functools
 import json
 import os
 
+try:
+    import orjson  # LiteLLM's own dependency
+except ImportError:  # not beside LiteLLM: json writes as before
+    orjson = None  # type: ignore[assignment]
+
 # the provider prefix of this stack's own backends in the router's litellm_params (renderers/litellm.py)
 LOCAL_PROVIDER = "hosted_vllm"
 
@@ -166,13 +171,11 @@ class WireJson:
 
     @staticmethod
     def dumps(obj, *args, **kwargs) -> str:
-        if args or kwargs:
+        if args or kwargs or orjson is None:
             return json.dumps(obj, *args, **kwargs)
         try:
-            import orjson
-
             return orjson.dumps(obj).decode()
-        except (ImportError, TypeError):  # orjson's JSONEncodeError is a TypeError
+        except TypeError:  # orjson's JSONEncodeError is a TypeError
             return json.dumps(obj)
 
 
