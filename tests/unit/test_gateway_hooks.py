@@ -695,7 +695,8 @@ def test_litellms_backend_body_and_tool_copies_through_orjson_are_the_same_json(
     handler = importlib.import_module(cuts.WIRE_JSON_MODULE)
     tools = importlib.import_module(cuts.TOOL_COPY_MODULE)
     monkeypatch.setattr(handler, "json", json)
-    monkeypatch.setattr(tools, "json_copy_or_original", tools.json_copy_or_original)
+    unpatched = getattr(tools.json_copy_or_original, "original", tools.json_copy_or_original)  # a guard loaded before
+    monkeypatch.setattr(tools, "json_copy_or_original", unpatched)
     monkeypatch.setenv("GATEWAY_LITELLM_JSON", "keep")
     assert cuts.orjson_for_litellms_json() == [] and handler.json is json
     monkeypatch.delenv("GATEWAY_LITELLM_JSON")
