@@ -48,6 +48,7 @@ class Variant:
     gateway_metrics: str | None = None  # generated with this gateway.metrics level (full | light)
     all_cpus: bool = False  # not pinned to the gateway CPUs: every CPU, beside the load generator
     litellm: str | None = None  # another LiteLLM version, in a venv of its own (litellm_venv); None: this venv's
+    model_info_extra: dict = field(default_factory=dict)  # generated: added to every model entry's model_info
 
 
 def merge(base: dict, patch: dict) -> dict:
@@ -138,6 +139,13 @@ VARIANTS = (
     Variant("generated, set-up on a thread", generated=True, env={"GATEWAY_LITELLM_SETUP_THREAD": "keep"}),
     # the same with LiteLLM's backend body and tool copies written by json (litellm_cuts.orjson_for_litellms_json)
     Variant("generated, LiteLLM's json", generated=True, env={"GATEWAY_LITELLM_JSON": "keep"}),
+    # /v1/messages forwarded untranslated to the backend's own /v1/messages (LiteLLM's per-deployment opt-in; vLLM
+    # 0.32 serves it): what LiteLLM's translation and second entry point cost (issue 62; not what the generator writes)
+    Variant(
+        "generated, /v1/messages to the backend's own",
+        generated=True,
+        model_info_extra={"supported_endpoints": ["/v1/messages"]},
+    ),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
     Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
@@ -253,6 +261,8 @@ def main(argv=None) -> int:
                 )
                 if v.generated:
                     config = merge(render_litellm(vplan, local_api_base), v.config)
+                    for entry in config["model_list"]:
+                        entry["model_info"] = {**entry.get("model_info", {}), **v.model_info_extra}
                     env = {**gateway_env(vplan.gateway), **v.env}
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
