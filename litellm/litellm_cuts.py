@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import functools
+import importlib
 import json
 import os
 
@@ -27,6 +28,14 @@ except ImportError:  # not beside LiteLLM: json writes as before
 
 # the provider prefix of this stack's own backends in the router's litellm_params (renderers/litellm.py)
 LOCAL_PROVIDER = "hosted_vllm"
+
+
+def litellm_module(name: str):
+    """LiteLLM's module `name`; None in another LiteLLM (or without one), which keeps that cost."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
 
 
 def skip_failing_otel_seed() -> bool:
@@ -67,7 +76,6 @@ def cache_type_hints() -> list[str]:
     typing's. GATEWAY_LITELLM_TYPE_HINTS=keep (the bench's A/B) leaves them alone. Returns the modules changed."""
     if os.environ.get("GATEWAY_LITELLM_TYPE_HINTS") == "keep":
         return []
-    import importlib
     import typing
 
     remembered = functools.lru_cache(maxsize=64)(typing.get_type_hints)
@@ -79,12 +87,9 @@ def cache_type_hints() -> list[str]:
 
     changed = []
     for name in TYPE_HINT_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # another LiteLLM: nothing to do
-            continue
+        module = litellm_module(name)
         if getattr(module, "get_type_hints", None) is typing.get_type_hints:
-            module.get_type_hints = get_type_hints  # type: ignore[attr-defined]  # the module's own name for it
+            module.get_type_hints = get_type_hints  # the module's own name for it
             changed.append(name)
     return changed
 
@@ -94,17 +99,15 @@ def set_up_functions() -> set:
     (`loop.run_in_executor(None, partial(context.run, partial(f, ...)))`): chat's `completion` (acompletion, which
     /v1/messages calls too), `responses` (aresponses) and the Anthropic messages handler (anthropic_messages). With
     an async call they build the backend request and return a coroutine: no I/O of their own."""
-    found = set()
-    for module, name in (
-        ("litellm.main", "completion"),
-        ("litellm.responses.main", "responses"),
-        ("litellm.llms.anthropic.pass_through.messages.handler", "anthropic_messages_handler"),
-    ):
-        try:
-            found.add(getattr(__import__(module, fromlist=[name]), name))
-        except (ImportError, AttributeError):  # another LiteLLM: that one keeps its hop
-            continue
-    return found
+    found = (
+        getattr(litellm_module(module), name, None)
+        for module, name in (
+            ("litellm.main", "completion"),
+            ("litellm.responses.main", "responses"),
+            ("litellm.llms.anthropic.pass_through.messages.handler", "anthropic_messages_handler"),
+        )
+    )
+    return {function for function in found if function is not None}  # another LiteLLM's missing one keeps its hop
 
 
 class SetUpInTheLoop(concurrent.futures.ThreadPoolExecutor):
@@ -228,37 +231,26 @@ def orjson_for_litellms_json() -> list[str]:
     `json_copy_or_original`; GATEWAY_LITELLM_JSON=keep (the bench's A/B) leaves both. Returns the modules changed."""
     if os.environ.get("GATEWAY_LITELLM_JSON") == "keep":
         return []
-    import importlib
-
     changed = []
-    try:
-        wire = importlib.import_module(WIRE_JSON_MODULE)
-        if getattr(wire, "json", None) is json:
-            wire.json = WireJson()  # type: ignore[attr-defined]  # the module's own name for it
-            changed.append(WIRE_JSON_MODULE)
-    except ImportError:  # another LiteLLM: nothing to do
-        pass
-    try:
-        tools = importlib.import_module(TOOL_COPY_MODULE)
-        original = getattr(tools, "json_copy_or_original", None)
-        if callable(original) and not hasattr(original, "original"):
-            tools.json_copy_or_original = copy_without_json(original)  # type: ignore[attr-defined]
-            changed.append(TOOL_COPY_MODULE)
-    except ImportError:
-        pass
+    if getattr(wire := litellm_module(WIRE_JSON_MODULE), "json", None) is json:
+        wire.json = WireJson()  # the module's own name for it
+        changed.append(WIRE_JSON_MODULE)
+    original = getattr(tools := litellm_module(TOOL_COPY_MODULE), "json_copy_or_original", None)
+    if callable(original) and not hasattr(original, "original"):
+        tools.json_copy_or_original = copy_without_json(original)
+        changed.append(TOOL_COPY_MODULE)
     return changed
 
 
-def install() -> list[str]:
-    """Every cut this LiteLLM and this environment allow (at config load, in the worker's running event loop); the
-    names of those made."""
+def install() -> None:
+    """Every cut this LiteLLM and this environment allow (at config load, in the worker's running event loop)."""
     import asyncio
 
-    made = ["skip_failing_otel_seed"] if skip_failing_otel_seed() else []
-    made += ["cache_type_hints"] if cache_type_hints() else []
-    made += ["orjson_for_litellms_json"] if orjson_for_litellms_json() else []
+    skip_failing_otel_seed()
+    cache_type_hints()
+    orjson_for_litellms_json()
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # imported outside a worker (a unit test, a script): no loop to give it to
-        return made
-    return made + (["set_up_in_the_loop"] if set_up_in_the_loop(loop) else [])
+        return
+    set_up_in_the_loop(loop)
