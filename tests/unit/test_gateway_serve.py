@@ -49,7 +49,9 @@ def serve():
     return module
 
 
-def _run(tmp_path: Path, fork: bool) -> tuple[subprocess.Popen, int]:
+def _tiny_gateway(tmp_path: Path, fork: bool, lifespan: str = "auto") -> tuple[list[str], dict, int]:
+    """The tiny app and its hook in `tmp_path`, and the command, environment and port of a 2-worker uvicorn serving
+    it (through gateway_serve's fork server when `fork`)."""
     (tmp_path / "tiny_app.py").write_text(APP)
     (tmp_path / "tiny_hook.py").write_text("WORD = 'before'\n")
     port = free_port()
@@ -62,11 +64,15 @@ def _run(tmp_path: Path, fork: bool) -> tuple[subprocess.Popen, int]:
             if fork
             else ""
         )
-        + f"uvicorn.run('tiny_app:app', port={port}, workers=2, log_level='warning', timeout_worker_healthcheck=60)"
+        + f"uvicorn.run('tiny_app:app', port={port}, workers=2, log_level='warning', lifespan={lifespan!r}, "
+        "timeout_worker_healthcheck=60)"
     )
-    return subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    ), port
+    return [sys.executable, "-c", code], env, port
+
+
+def _run(tmp_path: Path, fork: bool) -> tuple[subprocess.Popen, int]:
+    command, env, port = _tiny_gateway(tmp_path, fork)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env), port
 
 
 def _wait(check, what: str, timeout: float = 60):
@@ -150,18 +156,10 @@ def test_the_supervisor_rolls_a_changed_hook_in_and_reports_a_broken_one_with_th
     the previous hook throughout. The broken hook takes a second to fail, as LiteLLM's start-up would."""
     from generator.shipped.gateway_hooks.gateway_supervisor import digest, reload_outcome, supervised_workers
 
-    (tmp_path / "tiny_app.py").write_text(APP)
-    (tmp_path / "tiny_hook.py").write_text("WORD = 'before'\n")
+    command, env, port = _tiny_gateway(tmp_path, fork=True, lifespan="on")
     (tmp_path / "config.yaml").write_text("model_list: []\n")
-    port = free_port()
-    code = (
-        "import gateway_serve, uvicorn; "
-        "why = gateway_serve.serve_workers_from_a_fork_server(['tiny_app']); assert why is None, why; "
-        f"uvicorn.run('tiny_app:app', port={port}, workers=2, log_level='warning', lifespan='on', "
-        "timeout_worker_healthcheck=60)"
-    )
-    gateway = [sys.executable, "-c", code, "--config", str(tmp_path / "config.yaml"), "--num_workers", "2"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), str(tmp_path)]), "GATEWAY_RELOAD_POLL": "0.2"}
+    gateway = [*command, "--config", str(tmp_path / "config.yaml"), "--num_workers", "2"]
+    env["GATEWAY_RELOAD_POLL"] = "0.2"
     env.pop("GATEWAY_METRICS_PORT", None)
     log = tmp_path / "gateway.log"
     with log.open("wb") as out:
