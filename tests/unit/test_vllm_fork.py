@@ -205,6 +205,43 @@ def test_a_process_group_is_running_until_its_last_member_is_gone_or_a_zombie():
     assert group_members(leader.pid) == [] and group_members(None) == []
 
 
+def test_a_process_whose_main_thread_ended_runs_while_another_thread_holds_its_port():
+    """A killed vLLM's main thread can end before its other threads; /proc then says "Z" for the process while its
+    last thread still frees the memory and holds the listening socket (an idle-unloaded model whose port still
+    answered, in CI). running_group counts it until its last thread is gone, so the unload waits for the port."""
+    from generator.operate.runtime.ports import free_port
+    from generator.shipped.on_demand.process_group import group_members, running_group
+
+    port = free_port()
+    script = (
+        "import ctypes, socket, sys, threading, time\n"
+        f"s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen()\n"
+        "threading.Thread(target=lambda: (sys.stdin.readline(), s.close())).start()\n"
+        "print('ready', flush=True)\n"
+        "ctypes.CDLL(None).pthread_exit(None)  # the main thread ends (ctypes lets the GIL go first)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, process_group=0
+    )
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        deadline = time.monotonic() + 20
+        while open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the main thread never ended"
+            time.sleep(0.02)
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # its port still answers
+        assert running_group(proc.pid) == proc.pid and group_members(proc.pid) == [proc.pid]
+        proc.stdin.write("\n")  # the last thread closes the socket and ends: now it is gone
+        proc.stdin.flush()
+        assert proc.wait(20) == 0
+        assert running_group(proc.pid) is None and group_members(proc.pid) == []
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
 def test_an_exit_that_comes_with_the_pid_is_not_lost(tmp_path):
     """A child that ends at once (a backend that fails at start-up) can have its exit line sent before the client
     read the pid's: both come in one read. Its exit code is the child's, not UNKNOWN_EXIT (seen in CI as 255 for

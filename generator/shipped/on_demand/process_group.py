@@ -26,14 +26,33 @@ def signal_group(pid: int | None, sig: int) -> None:
         pass
 
 
-def running_group(pid: int | str) -> int | None:
-    """The process group of `pid` while it runs; None when it is gone or a zombie (it holds no port or memory)."""
+def _stat(path: str) -> tuple[str, int] | None:
+    """(state, process group) from a /proc stat file; None when it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
+        with open(path) as fh:
             state, _ppid, group = fh.read().rsplit(")", 1)[1].split()[:3]
     except (OSError, ValueError):
         return None
-    return None if state == "Z" else int(group)
+    return state, int(group)
+
+
+def running_group(pid: int | str) -> int | None:
+    """The process group of `pid` while it runs; None when it is gone or a zombie (it holds no port or memory).
+
+    A zombie is a process whose threads have all ended: its main thread's "Z" alone is not one. The main thread of a
+    killed process can end before the others; the last thread out frees the memory and then closes the files, the
+    listening socket among them (an "unloaded" vLLM whose port still answered, in CI). Until then it runs."""
+    stat = _stat(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    state, group = stat
+    if state != "Z":
+        return group
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    return group if any((t := _stat(f"/proc/{pid}/task/{tid}/stat")) and t[0] != "Z" for tid in threads) else None
 
 
 def group_members(pgid: int | None) -> list[int]:
