@@ -5,6 +5,8 @@ tests/unit/test_gateway_serve.py and through `make apply` in tests/compose/test_
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -122,6 +124,12 @@ def test_children_from_the_kernels_list_are_those_a_walk_of_proc_finds():
 
     kids = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
     try:
+        # Popen returns once the child's exec has closed its pipe, which the kernel does before it sets the new
+        # command line: until then /proc says b"" (both reads must see the same)
+        deadline = time.monotonic() + 10
+        while not all(Path(f"/proc/{k.pid}/cmdline").read_bytes() for k in kids):
+            assert time.monotonic() < deadline, "a child never showed its command line"
+            time.sleep(0.01)
         found = sup.children(os.getpid())
         assert {k.pid for k in kids} <= set(found) and found == sup._children_by_walk(os.getpid())
         assert found[kids[0].pid] == b"sleep\x0030\x00"
