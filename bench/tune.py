@@ -139,6 +139,9 @@ VARIANTS = (
     Variant("generated, set-up on a thread", generated=True, env={"GATEWAY_LITELLM_SETUP_THREAD": "keep"}),
     # the same with LiteLLM's backend body and tool copies written by json (litellm_cuts.orjson_for_litellms_json)
     Variant("generated, LiteLLM's json", generated=True, env={"GATEWAY_LITELLM_JSON": "keep"}),
+    # the same with LiteLLM's cache_control walks over every message, input item and tool run on a body without one
+    # (litellm_cuts.skip_needless_cache_control_walks)
+    Variant("generated, cache_control walks", generated=True, env={"GATEWAY_LITELLM_CACHE_CONTROL": "keep"}),
     # /v1/messages forwarded untranslated to the backend's own /v1/messages (LiteLLM's per-deployment opt-in; vLLM
     # 0.32 serves it): what LiteLLM's translation and second entry point cost (issue 62; not what the generator writes)
     Variant(

@@ -589,6 +589,27 @@ def test_litellms_responses_modules_get_the_same_type_hints_remembered(monkeypat
     assert utils.get_type_hints(guard.cache_type_hints) == typing.get_type_hints(guard.cache_type_hints)
 
 
+def test_litellms_responses_type_adapter_is_made_once_per_type(monkeypatch):
+    """litellm_cuts.RememberedTypeAdapters: LiteLLM built TypeAdapter(dict[str, object]) on every /v1/responses
+    request; now once per type, validating as a new one does; other calls make a new one."""
+    import importlib
+
+    import pydantic
+
+    utils = importlib.import_module("litellm.responses.utils")
+    monkeypatch.setattr(utils, "TypeAdapter", pydantic.TypeAdapter)
+    cuts = load_like_litellm("litellm_cuts")
+    assert cuts.TYPE_ADAPTER_MODULE in cuts.cache_type_hints() and cuts.cache_type_hints() == []  # once
+    remembered = utils.TypeAdapter
+    adapter = remembered(dict[str, object])
+    assert adapter is remembered(dict[str, object]) and isinstance(adapter, pydantic.TypeAdapter)
+    assert adapter.validate_python({"a": [1]}, strict=True) == {"a": [1]}
+    with pytest.raises(pydantic.ValidationError):
+        adapter.validate_python(["not", "a", "dict"], strict=True)
+    assert remembered(int, config=None) is not remembered(int, config=None)  # with options: a new one each call
+    assert remembered(list[int]).validate_python([1]) == [1]
+
+
 def test_a_local_backends_request_set_up_runs_in_the_loop_and_everything_else_on_the_pool(monkeypatch):
     """litellm_cuts.set_up_in_the_loop: the loop's default executor runs a listed set-up for a hosted_vllm model at
     once, on the loop's thread, in the context LiteLLM copied (a context variable it sets is seen, as on a thread);
@@ -694,12 +715,109 @@ def test_litellms_backend_body_and_tool_copies_through_orjson_are_the_same_json(
     assert math.isnan(copy({"x": float("nan")})["x"])
     handler = importlib.import_module(cuts.WIRE_JSON_MODULE)
     tools = importlib.import_module(cuts.TOOL_COPY_MODULE)
+    content = importlib.import_module(cuts.HTTPX_CONTENT_MODULE)
     monkeypatch.setattr(handler, "json", json)
     unpatched = getattr(tools.json_copy_or_original, "original", tools.json_copy_or_original)  # a guard loaded before
     monkeypatch.setattr(tools, "json_copy_or_original", unpatched)
+    monkeypatch.setattr(content, "encode_json", getattr(content.encode_json, "original", content.encode_json))
     monkeypatch.setenv("GATEWAY_LITELLM_JSON", "keep")
     assert cuts.orjson_for_litellms_json() == [] and handler.json is json
     monkeypatch.delenv("GATEWAY_LITELLM_JSON")
-    assert cuts.orjson_for_litellms_json() == [cuts.WIRE_JSON_MODULE, cuts.TOOL_COPY_MODULE]
+    assert cuts.orjson_for_litellms_json() == [cuts.WIRE_JSON_MODULE, cuts.TOOL_COPY_MODULE, cuts.HTTPX_CONTENT_MODULE]
     assert isinstance(handler.json, cuts.WireJson) and hasattr(tools.json_copy_or_original, "original")
+    assert hasattr(content.encode_json, "original")
     assert cuts.orjson_for_litellms_json() == []  # once
+
+
+def test_httpx_json_bodies_through_orjson_are_httpxs_json_with_its_headers():
+    """litellm_cuts.orjson_encode_json (LiteLLM's /v1/responses body goes through httpx's `json=`): the same JSON value
+    and headers as httpx's own, its compact UTF-8 form; what orjson refuses is httpx's own answer (a text or its
+    error); a real httpx request built with it carries that body."""
+    import json
+
+    import httpx
+    from httpx._content import encode_json
+
+    from bench.apis import request_body
+    from bench.run import SCENARIOS
+
+    cuts = load_like_litellm("litellm_cuts")
+    ours = cuts.orjson_encode_json(encode_json)
+    odd = {"text": "é ü 中文 \u2028", "n": 1.5e-9, "neg": -0.0, "big": 2**63 - 1, "nested": [{"a": None, "b": True}]}
+    for value in [*(json.loads(request_body(s)) for s in SCENARIOS), odd, [], "x", 1]:
+        (headers, stream), (their_headers, theirs) = ours(value), encode_json(value)
+        body, their_body = b"".join(stream), b"".join(theirs)
+        assert json.loads(body) == json.loads(their_body) == value
+        assert headers == {**their_headers, "Content-Length": str(len(body))}
+        assert body == their_body or value is odd  # the same text but for a float's spelling (1.5e-9, 1.5e-09)
+    for value in ({"big": 2**70}, {1: "key not a string"}):  # orjson refuses: httpx's own text
+        assert b"".join(ours(value)[1]) == b"".join(encode_json(value)[1])
+    with pytest.raises(UnicodeEncodeError):  # httpx's own refusal
+        ours({"s": "\ud800"})
+    assert json.loads(b"".join(ours({"x": float("nan")})[1])) == {"x": None}  # the one difference (docstring)
+    request = httpx.Request("POST", "http://backend/v1/responses", json=odd)
+    assert json.loads(request.content) == odd
+
+
+def test_the_cache_control_walks_run_only_on_a_body_that_has_that_key(monkeypatch):
+    """litellm_cuts.skip_needless_cache_control_walks: LiteLLM removes Anthropic's cache_control keys from every
+    message, input item and tool before a chat or Responses request goes to a backend; on a body without that key the
+    walk is skipped (it would change nothing) and the same objects come back; with one, at any depth, the walk runs
+    and removes it. Installed on LiteLLM's two classes, once; GATEWAY_LITELLM_CACHE_CONTROL=keep leaves them."""
+    import importlib
+    import json
+
+    from bench.apis import request_body
+    from bench.run import SCENARIOS
+
+    cuts = load_like_litellm("litellm_cuts")
+    walked = []
+
+    def walk(self, model, items, tools=None):  # LiteLLM's walk, counting its calls
+        walked.append(model)
+        common = importlib.import_module("litellm.litellm_core_utils.prompt_templates.common_utils")
+        for item in [*(items if isinstance(items, list) else []), *(tools or [])]:
+            if isinstance(item, dict):
+                common.filter_value_from_dict(item, "cache_control")
+        return items, tools
+
+    skipping = cuts.skip_walk_without_cache_control(walk)
+    body = json.loads(request_body(next(s for s in SCENARIOS if s.api == "responses")))
+    items, tools = body["input"], body["tools"]
+    assert skipping(None, "m", items, tools) == (items, tools) and walked == []
+    assert skipping(None, model="m", items=items, tools=tools) == (items, tools) and walked == []  # as LiteLLM calls
+    assert skipping(None, "m", items=items) == (items, None) and walked == []
+    assert skipping(None, "m", "just text") == ("just text", None) and walked == []
+    marked = [{"role": "user", "content": [{"type": "input_text", "text": "hi", "cache_control": {"type": "x"}}]}]
+    assert skipping(None, "m", marked, [{"name": "f", "deep": [{"cache_control": 1}]}]) == (
+        [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        [{"name": "f", "deep": [{}]}],
+    )
+    assert walked == ["m"]
+    assert skipping(None, "n", [{"text": "the words cache_control in a text"}]) and walked == ["m"]  # a value, no key
+    assert skipping(None, "o", [{"o": object()}]) and walked == ["m", "o"]  # orjson cannot tell: the walk decides
+    installed = []
+    for module_name, class_name, method in cuts.CACHE_CONTROL_WALKS:
+        cls = getattr(importlib.import_module(module_name), class_name)
+        original = getattr(cls.__dict__[method], "original", cls.__dict__[method])  # a guard loaded before
+        monkeypatch.setattr(cls, method, original)
+        installed.append(f"{module_name}.{class_name}")
+    monkeypatch.setenv("GATEWAY_LITELLM_CACHE_CONTROL", "keep")
+    assert cuts.skip_needless_cache_control_walks() == []
+    monkeypatch.delenv("GATEWAY_LITELLM_CACHE_CONTROL")
+    assert cuts.skip_needless_cache_control_walks() == installed and cuts.skip_needless_cache_control_walks() == []
+    from litellm.llms.openai.chat.gpt_transformation import OpenAIGPTConfig
+
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}, "cache_control": {"type": "ephemeral"}}]
+    messages = [{"role": "user", "content": "hi"}]
+    assert OpenAIGPTConfig().remove_cache_control_flag_from_messages_and_tools(
+        model="m", messages=messages, tools=tools
+    ) == (messages, [{"type": "function", "function": {"name": "f", "parameters": {}}}])
+    from litellm.llms.openai.responses.transformation import OpenAIResponsesAPIConfig
+
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+    assert OpenAIResponsesAPIConfig().remove_cache_control_flag_from_input_and_tools(
+        model="m", input=items, tools=None
+    ) == (items, None)
+    with pytest.raises(TypeError):  # an argument given twice: the walk's own error
+        OpenAIGPTConfig().remove_cache_control_flag_from_messages_and_tools("m", messages, model="m")

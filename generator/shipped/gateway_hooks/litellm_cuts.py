@@ -7,7 +7,11 @@ has a switch that leaves LiteLLM as it is (a `make bench-tune` variant pairs it)
 - set_up_in_the_loop (GATEWAY_LITELLM_SETUP_THREAD=keep): the hop to a pool thread and back for the set-up of every
   request to this stack's backends (two on /v1/messages);
 - orjson_for_litellms_json (GATEWAY_LITELLM_JSON=keep): the backend request's body written by the standard json
-  module (a coding agent's 76 KB body each request), and the Anthropic tools copied through its text.
+  module (a coding agent's 76 KB body each request; /v1/responses' through httpx's `json=`), and the Anthropic tools
+  copied through its text;
+- skip_needless_cache_control_walks (GATEWAY_LITELLM_CACHE_CONTROL=keep): the walk over every message, input item
+  and tool that removes Anthropic's `cache_control` keys before a chat or Responses request goes to a backend, on a
+  body that has none.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import concurrent.futures
 import contextvars
 import functools
 import importlib
+import inspect
 import json
 import os
 
@@ -89,7 +94,41 @@ def cache_type_hints() -> list[str]:
         if getattr(module, "get_type_hints", None) is typing.get_type_hints:
             module.get_type_hints = get_type_hints  # the module's own name for it
             changed.append(name)
+    module = litellm_module(TYPE_ADAPTER_MODULE)
+    original = getattr(module, "TypeAdapter", None)
+    if original is not None and not isinstance(original, RememberedTypeAdapters):
+        module.TypeAdapter = RememberedTypeAdapters(original)
+        changed.append(TYPE_ADAPTER_MODULE)
     return changed
+
+
+# LiteLLM 1.108.7's module that builds a pydantic TypeAdapter(dict[str, object]) on every /v1/responses request (its
+# mapped optional parameters: 1 % of a Codex request's CPU, make bench-profile)
+TYPE_ADAPTER_MODULE = "litellm.responses.utils"
+
+
+class RememberedTypeAdapters:
+    """pydantic's `TypeAdapter` as a module sees it, with `TypeAdapter(some_type)` of one argument made once per type
+    (building one compiles the type's validator: the same validator each time). An adapter holds no state of a call,
+    so one serves every request. Any other call, or an unhashable type, makes a new one as before."""
+
+    def __init__(self, original):
+        self.original = original
+        self.made: dict = {}
+
+    def __call__(self, kind, *args, **kwargs):
+        if args or kwargs:
+            return self.original(kind, *args, **kwargs)
+        try:
+            return self.made[kind]
+        except KeyError:
+            adapter = self.made[kind] = self.original(kind)
+            return adapter
+        except TypeError:  # unhashable
+            return self.original(kind)
+
+    def __getattr__(self, name: str):  # TypeAdapter's class attributes, for a caller that reads one
+        return getattr(self.original, name)
 
 
 def set_up_functions() -> set:
@@ -225,8 +264,9 @@ TOOL_COPY_MODULE = "litellm.llms.anthropic.pass_through.adapters.transformation"
 
 
 def orjson_for_litellms_json() -> list[str]:
-    """Give WIRE_JSON_MODULE a WireJson for its `json` and TOOL_COPY_MODULE a copy_without_json for its
-    `json_copy_or_original`; GATEWAY_LITELLM_JSON=keep (the bench's A/B) leaves both. Returns the modules changed."""
+    """Give WIRE_JSON_MODULE a WireJson for its `json`, TOOL_COPY_MODULE a copy_without_json for its
+    `json_copy_or_original` and HTTPX_CONTENT_MODULE an orjson_encode_json for its `encode_json`;
+    GATEWAY_LITELLM_JSON=keep (the bench's A/B) leaves all three. Returns the modules changed."""
     if os.environ.get("GATEWAY_LITELLM_JSON") == "keep":
         return []
     changed = []
@@ -237,6 +277,95 @@ def orjson_for_litellms_json() -> list[str]:
     if callable(original) and not hasattr(original, "original"):
         tools.json_copy_or_original = copy_without_json(original)
         changed.append(TOOL_COPY_MODULE)
+    encode = getattr(content := litellm_module(HTTPX_CONTENT_MODULE), "encode_json", None)
+    if callable(encode) and not hasattr(encode, "original") and orjson is not None:
+        content.encode_json = orjson_encode_json(encode)
+        changed.append(HTTPX_CONTENT_MODULE)
+    return changed
+
+
+# httpx's module whose encode_json writes a request's `json=` body with the standard json module: LiteLLM's
+# /v1/responses handler posts its body that way (Codex's 39 KB: 3 % of the request's CPU, make bench-profile)
+HTTPX_CONTENT_MODULE = "httpx._content"
+
+
+def orjson_encode_json(original):
+    """httpx's `encode_json(json)` with the body written by orjson: the same JSON value in the form httpx writes
+    (compact separators, UTF-8, no ASCII escapes; a float may be spelt otherwise, 1e16 for 1e+16), in a fifth of the
+    time, with the same headers. What orjson refuses (an integer over 64 bits, a lone surrogate, a key that is not a
+    string, an object of another type) goes to httpx's own, which writes or refuses it as before. One difference: a
+    NaN or infinity, which httpx refuses (allow_nan=False), orjson writes as null; none comes from a request (the
+    guard's parser refuses them) and LiteLLM adds none."""
+    from httpx._content import ByteStream
+
+    def encode_json(json_value):
+        try:
+            body = orjson.dumps(json_value)
+        except TypeError:  # orjson's JSONEncodeError is a TypeError
+            return original(json_value)
+        return {"Content-Length": str(len(body)), "Content-Type": "application/json"}, ByteStream(body)
+
+    encode_json.original = original  # type: ignore[attr-defined]
+    return encode_json
+
+
+# LiteLLM 1.108.7's walks that remove Anthropic's `cache_control` keys from every message, Responses input item and
+# tool before the request goes to an OpenAI-style backend (Codex's 9 tools: 1.5 % of a /v1/responses request)
+CACHE_CONTROL_WALKS = (
+    (
+        "litellm.llms.openai.responses.transformation",
+        "OpenAIResponsesAPIConfig",
+        "remove_cache_control_flag_from_input_and_tools",
+    ),
+    (
+        "litellm.llms.openai.chat.gpt_transformation",
+        "OpenAIGPTConfig",
+        "remove_cache_control_flag_from_messages_and_tools",
+    ),
+)
+CACHE_CONTROL_KEY = b'"cache_control"'
+
+
+def mentions_cache_control(*values) -> bool:
+    """Whether a key named cache_control may be anywhere in `values`: orjson writes every key as its own characters
+    between quotes (it escapes only quotes, backslashes and control characters), so a value without that text has
+    no such key at any depth. True (the walk decides) for anything orjson cannot write."""
+    try:
+        return CACHE_CONTROL_KEY in orjson.dumps(values)
+    except TypeError:
+        return True
+
+
+def skip_walk_without_cache_control(walk):
+    """The walk `walk(self, model, items, tools=None)` (LiteLLM calls it by position and by keyword, with its own
+    parameter names), run only when a cache_control key may be in its items or tools: it removes that key and nothing
+    else, so on the rest it changes nothing and returns (items, tools) as it was given them."""
+    names = list(inspect.signature(walk).parameters)[1:4]  # model, then the items' and the tools' names
+
+    @functools.wraps(walk)
+    def walk_when_needed(self, *args, **kwargs):
+        given = dict(zip(names, args)) | kwargs
+        items, tools = given.get(names[1]), given.get(names[2])
+        if len(given) != len(args) + len(kwargs) or mentions_cache_control(items, tools):
+            return walk(self, *args, **kwargs)  # (an argument given twice: the walk's own TypeError)
+        return items, tools
+
+    walk_when_needed.original = walk  # type: ignore[attr-defined]
+    return walk_when_needed
+
+
+def skip_needless_cache_control_walks() -> list[str]:
+    """Wrap each walk of CACHE_CONTROL_WALKS in skip_walk_without_cache_control; GATEWAY_LITELLM_CACHE_CONTROL=keep
+    (the bench's A/B) leaves them. Returns the classes changed."""
+    if os.environ.get("GATEWAY_LITELLM_CACHE_CONTROL") == "keep" or orjson is None:
+        return []
+    changed = []
+    for module_name, class_name, method in CACHE_CONTROL_WALKS:
+        cls = getattr(litellm_module(module_name), class_name, None)
+        walk = cls.__dict__.get(method) if cls is not None else None
+        if callable(walk) and not hasattr(walk, "original"):
+            setattr(cls, method, skip_walk_without_cache_control(walk))
+            changed.append(f"{module_name}.{class_name}")
     return changed
 
 
@@ -247,6 +376,7 @@ def install() -> None:
     skip_failing_otel_seed()
     cache_type_hints()
     orjson_for_litellms_json()
+    skip_needless_cache_control_walks()
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # imported outside a worker (a unit test, a script): no loop to give it to
