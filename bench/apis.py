@@ -1,5 +1,6 @@
-"""The APIs the bench sends and their request bodies: chat (opencode, the OpenAI SDKs), /v1/messages and its
-count_tokens (Claude Code), /v1/responses (Codex), each with a system prompt and tool list of its agent's size.
+"""The APIs the bench sends and their request bodies: chat (the OpenAI SDKs: a short prompt; opencode: its system prompt
+and tools), /v1/messages and its count_tokens (Claude Code), /v1/responses (Codex), each agent's with a system prompt
+and tool list of its size.
 
 The coding agents' first requests are 76 KB (Claude Code), 39 KB (Codex) and 31 KB (opencode) of system prompt and
 tools (docs/testing.md, "The scripted models"); the bodies here are made to those sizes, deterministic, from tools
@@ -27,8 +28,10 @@ CLAUDE_CODE_TOOLS = (
 CODEX_TOOLS = (
     "shell apply_patch update_plan view_image read_file list_dir grep_files web_search exec_command write_stdin".split()
 )
+OPENCODE_TOOLS = "bash edit webfetch glob grep list read write todowrite todoread task".split()
 CLAUDE_CODE_BYTES = 76_000  # Claude Code's first /v1/messages (docs/testing.md)
 CODEX_BYTES = 39_000  # Codex's first /v1/responses
+OPENCODE_BYTES = 31_000  # opencode's first /v1/chat/completions
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Scenario:
     stream: bool
     prompt_chars: int
     api: str = "chat"  # a key of PATHS
+    agent: bool = False  # chat: opencode's body (its system prompt and tools) instead of a short prompt alone
 
     @property
     def path(self) -> str:
@@ -51,16 +55,16 @@ class Scenario:
     def chat(self) -> bool:
         """The chat scenarios get every phase (the sweep, 2 workers); the other APIs the sequential and capacity
         phases of direct, default and generated, where their added latency and CPU per request come from."""
-        return self.api == "chat"
+        return self.api == "chat" and not self.agent
 
 
 def text(chars: int, seed: str = "benchmark prompt text ") -> str:
     return (seed * (chars // len(seed) + 1))[:chars]
 
 
-def _tools(names: list[str], total_chars: int, anthropic: bool) -> list[dict]:
+def _tools(names: list[str], total_chars: int, anthropic: bool, chat: bool = False) -> list[dict]:
     """Tools named `names`, each with a description and a JSON schema of a few parameters, `total_chars` of JSON in
-    all: Anthropic's shape (`input_schema`) or the Responses API's function tools (`parameters`)."""
+    all: Anthropic's shape (`input_schema`), the Responses API's function tools (`parameters`), chat's (`function`)."""
     per = max(200, total_chars // len(names) - 420)  # the schema and keys take ~420 characters of each
     tools: list[dict] = []
     for name in names:
@@ -77,6 +81,8 @@ def _tools(names: list[str], total_chars: int, anthropic: bool) -> list[dict]:
         desc = text(per, f"{name} tool: use it when the task needs it. ")
         if anthropic:
             tools.append({"name": name, "description": desc, "input_schema": schema})
+        elif chat:
+            tools.append({"type": "function", "function": {"name": name, "description": desc, "parameters": schema}})
         else:
             tools.append({"type": "function", "name": name, "description": desc, "parameters": schema, "strict": False})
     return tools
@@ -85,7 +91,17 @@ def _tools(names: list[str], total_chars: int, anthropic: bool) -> list[dict]:
 def request_body(s: Scenario) -> bytes:
     prompt = text(s.prompt_chars)
     body: dict
-    if s.api == "chat":
+    if s.api == "chat" and s.agent:
+        system = text(OPENCODE_BYTES // 2, "You are opencode, a coding agent. ")
+        body = {
+            "model": s.model,
+            "stream": s.stream,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "tools": _tools(OPENCODE_TOOLS, OPENCODE_BYTES - len(system), anthropic=False, chat=True),
+            "tool_choice": "auto",
+            "max_tokens": 1024,
+        }
+    elif s.api == "chat":
         body = {
             "model": s.model,
             "stream": s.stream,

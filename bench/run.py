@@ -47,6 +47,8 @@ SCENARIOS = (
     Scenario("stream", "mock-stream", True, 40),
     Scenario("large", "mock", False, 32_000),  # about 8K tokens of text
     # the coding agents' APIs, with their agents' system prompt and tool list (bench/apis.py)
+    Scenario("opencode", "mock", False, 40, agent=True),  # opencode's chat: its system prompt and tools
+    Scenario("opencode-stream", "mock-stream", True, 40, agent=True),
     Scenario("messages", "mock", False, 40, "messages"),  # Claude Code
     Scenario("messages-stream", "mock-stream", True, 40, "messages"),
     Scenario("count_tokens", "mock", False, 40, "count_tokens"),  # Claude Code, before compacting

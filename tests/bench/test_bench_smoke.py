@@ -16,7 +16,8 @@ from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = ("small", "stream", "large")
-APIS = ("messages", "messages-stream", "count_tokens", "responses", "responses-stream")  # the coding agents' APIs
+# the coding agents' requests: opencode's chat, Claude Code's /v1/messages and count_tokens, Codex's /v1/responses
+APIS = ("opencode", "opencode-stream", "messages", "messages-stream", "count_tokens", "responses", "responses-stream")
 SCENARIO_NAMES = CHAT + APIS
 SUMMARY = re.compile(
     r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
