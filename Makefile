@@ -143,7 +143,7 @@ SOAK_MINUTES ?= 10
 SOAK_WORKERS ?= 2
 PROFILE_WORKERS ?= 1
 
-bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, every API, 1 and 2 workers (~17 min); BACKEND_URL=...: vs a real backend
+bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, every API, 1 and 2 workers (~22 min); BACKEND_URL=...: vs a real backend
 ifdef BACKEND_URL
 	$(PY) -m bench.real --backend-url $(BACKEND_URL) --models $(MODELS) $(if $(MODEL),--model $(MODEL))
 else
