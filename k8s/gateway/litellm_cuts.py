@@ -312,7 +312,7 @@ def orjson_encode_json(original):
 
 
 # LiteLLM 1.108.7's walks that remove Anthropic's `cache_control` keys from every message, Responses input item and
-# tool before the request goes to an OpenAI-style backend (Codex's 9 tools: 1.5 % of a /v1/responses request)
+# tool before the request goes to an OpenAI-style backend (Codex's 10 tools: 1.5 % of a /v1/responses request)
 CACHE_CONTROL_WALKS = (
     (
         "litellm.llms.openai.responses.transformation",
