@@ -64,8 +64,11 @@ venv_holds_lock() {  # venv_holds_lock LOCK: .venv-vllm is installed, on Python 
 }
 
 # files from outside its folder an image's build context also holds (at its root): the vllm-cpu image's .pth runs the
-# CPU examples' patches for tiny backends (generator/shipped/on_demand/cpu_backend_patches.py, docs/testing.md)
-extra_context() { [ "$1" != vllm-cpu ] || echo generator/shipped/on_demand/cpu_backend_patches.py; }
+# CPU examples' patches for tiny backends (generator/shipped/on_demand/cpu_backend_patches.py and the uvicorn tick it
+# applies, generator/shipped/gateway_hooks/calm_tick.py; docs/testing.md)
+extra_context() {
+  [ "$1" != vllm-cpu ] || echo generator/shipped/on_demand/cpu_backend_patches.py generator/shipped/gateway_hooks/calm_tick.py
+}
 context() {  # context NAME: the build context as a tar stream (docker build ... -): its folder plus extra_context
   local f args=(-C "docker/$1" .)
   for f in $(extra_context "$1"); do args+=(-C "$PWD/$(dirname "$f")" "$(basename "$f")"); done

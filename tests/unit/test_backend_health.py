@@ -122,6 +122,7 @@ async def _hang_and_come_back(config: dict) -> dict:
     finally:
         stop.set()
         await prober
+        await monitor.close()
         litellm.callbacks = saved
         for s in servers.values():
             await s.close()
@@ -201,7 +202,7 @@ def test_one_workers_finding_is_every_workers_and_an_answer_ends_it(redis_port, 
         seen.append((set(a.hung), set(b.hung)))
         for m in (a, b):
             await m._client.aclose()
-            await m.http().aclose()
+            await m.close()
         return seen
 
     (first, second) = asyncio.run(run())
@@ -233,6 +234,30 @@ def test_cut_ends_a_request_waiting_on_a_silent_server_and_leaves_others():
 
     n, waited, kept, again = asyncio.run(run())
     assert n == 1 and waited < 2 and kept == again == 200
+
+
+def test_a_probe_tells_an_answer_from_silence_from_a_closed_port():
+    async def run():
+        app, state = standin("x")
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        root = f"http://127.0.0.1:{server.port}"
+        monitor = bh.Monitor(connect=lambda: None)
+        seen = [await monitor.probe(root)]
+        state["hung"] = True
+        begun = time.monotonic()
+        seen.append(await monitor.probe(root))
+        waited = time.monotonic() - begun
+        state["hung"] = False
+        seen.append(await monitor.probe(root))  # the same client answers again after a silence
+        await server.close()
+        seen.append(await monitor.probe(root))  # nothing listens: down, not hung
+        await monitor.close()
+        return seen, waited
+
+    seen, waited = asyncio.run(run())
+    assert seen == [bh.ANSWERED, bh.SILENT, bh.ANSWERED, bh.DOWN]
+    assert bh.PROBE_TIMEOUT <= waited < bh.PROBE_TIMEOUT + 1
 
 
 def test_status_reads_hung_with_when_and_for_how_long():

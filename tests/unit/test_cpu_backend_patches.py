@@ -2,7 +2,7 @@
 and vLLM of .venv-vllm, imported the way the vllm-cpu image's .pth imports it (a top-level module, `install()`):
 with CPU_BACKEND_FORK=1 the 13 gloo groups vLLM makes share one polling thread and still reduce, and the CPU
 platform forks its engine (two groups made with torch's own class beside them add their two threads: the count
-sees them). Without the variable, install() adds no hook. The running backends: tests/integration/test_gateway_basics.py
+sees them), and uvicorn's server loop ticks once a second (calm_tick.py, beside it in the image). Without the variable, install() adds no hook. The running backends: tests/integration/test_gateway_basics.py
 (local) and tests/compose/test_compose.py (the image)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ VLLM_PYTHON = ROOT / ".venv-vllm/bin/python"
 PROBE = r"""
 import json, os, sys, time
 from datetime import timedelta
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[3]]  # as in the image: cpu_backend_patches and calm_tick in site-packages
 import cpu_backend_patches
 cpu_backend_patches.install()
 import torch
@@ -44,7 +44,9 @@ torch_own = dist.distributed_c10d.ProcessGroupGloo.__mro__[1]  # the class the p
 store = dist.FileStore(sys.argv[2] + "-own", 1)
 own = [torch_own(dist.PrefixStore(str(i), store), 0, 1, timedelta(seconds=60)) for i in range(2)]
 check = cpu.CpuPlatform.check_and_update_config.__func__.__name__
-print(json.dumps({"loops": shared, "with_own": loops(), "reduced": ones.tolist(), "check": check}))
+import uvicorn.server
+calm = getattr(uvicorn.server.Server, "_calm_tick", False)
+print(json.dumps({"loops": shared, "with_own": loops(), "reduced": ones.tolist(), "check": check, "calm": calm}))
 for g in groups:
     dist.destroy_process_group(g)
 dist.destroy_process_group()
@@ -55,7 +57,14 @@ def test_every_gloo_group_shares_one_thread_and_the_engine_is_forked(tmp_path):
     if not VLLM_PYTHON.exists():
         pytest.fail(".venv-vllm is absent: `make venv-vllm` (make test installs it first)")
     out = subprocess.run(
-        [str(VLLM_PYTHON), "-c", PROBE, str(Path(cpu_backend_patches.__file__).parent), str(tmp_path / "store")],
+        [
+            str(VLLM_PYTHON),
+            "-c",
+            PROBE,
+            str(Path(cpu_backend_patches.__file__).parent),
+            str(tmp_path / "store"),
+            str(Path(cpu_backend_patches.__file__).parents[1] / "gateway_hooks"),
+        ],  # fmt: skip
         env={**os.environ, "OMP_NUM_THREADS": "1", cpu_backend_patches.ENV: "1"},
         capture_output=True,
         text=True,
@@ -63,7 +72,7 @@ def test_every_gloo_group_shares_one_thread_and_the_engine_is_forked(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout.splitlines()[-1])
-    assert seen == {"loops": 1, "with_own": 3, "reduced": [1.0, 1.0], "check": "forking"}
+    assert seen == {"loops": 1, "with_own": 3, "reduced": [1.0, 1.0], "check": "forking", "calm": True}
 
 
 def test_install_adds_a_hook_only_with_the_variable_and_it_patches_a_module_once_imported(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ tests/unit/test_gateway_serve.py and through `make apply` in tests/compose/test_
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -138,3 +139,33 @@ def test_children_from_the_kernels_list_are_those_a_walk_of_proc_finds():
             k.kill()
             k.wait()
     assert sup.children(kids[0].pid) == {}
+
+
+def test_the_digest_reads_the_files_again_only_when_one_changed(tmp_path, monkeypatch):
+    (tmp_path / "config.yaml").write_text("# GENERATED from models.yml (sha 1)\n# by make regenerate\nmodel_list: []\n")
+    (tmp_path / "hook.py").write_text("X = 1\n")
+    (tmp_path / "notes.txt").write_text("not watched\n")
+    reads = []
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self.name) or read_text(self, *a, **k))
+    first = sup.digest(tmp_path)
+    assert sorted(reads) == ["config.yaml", "hook.py"]
+    reads.clear()
+    assert [sup.digest(tmp_path) for _ in range(3)] == [first] * 3 and reads == []  # unchanged: no file read
+    new = tmp_path / ".hook.py.tmp"  # the generator's way: a temp file renamed in (same size, same content)
+    new.write_text("X = 2\n")
+    new.rename(tmp_path / "hook.py")
+    second = sup.digest(tmp_path)
+    assert second != first and "hook.py" in reads
+    reads.clear()
+    with open(tmp_path / "hook.py", "r+") as f:  # an edit in place, same size
+        f.write("X = 3\n")
+    os.utime(tmp_path / "hook.py", ns=(1, 1))  # even with its mtime set back: ctime moves
+    third = sup.digest(tmp_path)
+    assert third not in (first, second) and "hook.py" in reads
+    header_only = tmp_path / ".config.tmp"  # only the generator's header changed: the same digest, as before
+    header_only.write_text("# GENERATED from models.yml (sha 2)\n# by make regenerate\nmodel_list: []\n")
+    header_only.rename(tmp_path / "config.yaml")
+    assert sup.digest(tmp_path) == third
+    (tmp_path / "extra.py").write_text("")
+    assert sup.digest(tmp_path) != third  # a new module

@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from generator.compile.load.loader import load_plan
 from generator.compile.output import render_files
+from generator.compile.plan import RedisPlan
 from generator.operate.runtime import redis as stack_redis_runtime
 from generator.operate.runtime.ports import free_port
 from tests.unit.standin_backend import make_app
@@ -33,7 +34,7 @@ def redis_port(tmp_path_factory):
     if binary is None:
         pytest.fail(f"no redis-server: {stack_redis_runtime.INSTALL_HINT}")
     port = free_port()
-    config = stack_redis_runtime.write_config(tmp_path_factory.mktemp("redis"), port, PASSWORD)
+    config = stack_redis_runtime.write_config(tmp_path_factory.mktemp("redis"), port, PASSWORD, RedisPlan("").hz)
     proc = subprocess.Popen([binary, str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10

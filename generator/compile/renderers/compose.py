@@ -162,12 +162,13 @@ def gateway_service(plan: Plan) -> dict:
 REDIS_DATA = "redis-data"  # named volume: counters that outlive a restart (a person's tokens this day/month)
 
 
-def redis_command(password_env: str, port: int) -> str:
+def redis_command(password_env: str, port: int, hz: int) -> str:
     """redis-server (PID 1: it gets the stop signal) with its password read from the environment and given as
     config on stdin (`-`, a here-document): never on a command line, where `ps` on the host would show it.
-    Append-only file in /data; no RDB snapshots."""
+    Append-only file in /data; no RDB snapshots; `hz` as the plan says."""
     return (
-        f"exec redis-server - --port {port} --dir /data --appendonly yes --save '' --protected-mode no <<EOF\n"
+        f"exec redis-server - --port {port} --dir /data --appendonly yes --save '' --protected-mode no"
+        f" --hz {hz} <<EOF\n"
         f"requirepass ${password_env}\nEOF\n"
     )
 
@@ -178,7 +179,7 @@ def redis_service(plan: Plan) -> dict:
     r = plan.required_redis()
     return {
         "image": r.image,
-        "entrypoint": ["sh", "-c", redis_command("$" + r.password_env, r.port)],
+        "entrypoint": ["sh", "-c", redis_command("$" + r.password_env, r.port, r.hz)],
         "environment": {r.password_env: secret_ref(r.password_env)},
         "volumes": [f"{REDIS_DATA}:/data"],
         "networks": ["backends"],

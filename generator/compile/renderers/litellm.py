@@ -24,6 +24,7 @@ GATEWAY_MODULES = (
     AUTH_MODULE,
     "backend_client",
     HEALTH_MODULE,
+    "calm_tick",
     "count_tokens",
     "error_kinds",
     "fallbacks",
@@ -131,7 +132,9 @@ def supervisor_digest() -> str:
     """What the gateway's first processes run at start and never reload: the supervisor, the worker-count
     resolver it imports and the LiteLLM parent the workers are forked from (a change to any of them must restart
     the gateway, not reload it)."""
-    sources = [(HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE, SERVE_MODULE)]
+    sources = [
+        (HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE, SERVE_MODULE, "calm_tick")
+    ]
     return hashlib.sha256("".join(sources).encode()).hexdigest()[:16]
 
 

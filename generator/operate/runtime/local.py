@@ -529,7 +529,7 @@ class LocalStack:
             )
         self.redis_port = free_port()
         password = self.keys()[self.plan.redis.password_env]
-        config = redis.write_config(self.state_dir / REDIS, self.redis_port, password)
+        config = redis.write_config(self.state_dir / REDIS, self.redis_port, password, self.plan.redis.hz)
         proc = Proc(REDIS, [binary, str(config)], self.state_dir / "logs" / f"{REDIS}.log", "")
         self._spawn(proc, {})
         deadline = time.monotonic() + timeout

@@ -25,7 +25,7 @@ def server_binary() -> str | None:
     )
 
 
-def write_config(folder: Path, port: int, password: str) -> Path:
+def write_config(folder: Path, port: int, password: str, hz: int) -> Path:
     """folder/redis.conf (mode 600 from the start): loopback only, the password, append-only file in folder."""
     folder.mkdir(parents=True, exist_ok=True)
     text = "\n".join(
@@ -36,6 +36,7 @@ def write_config(folder: Path, port: int, password: str) -> Path:
             f"requirepass {password}",
             f"dir {folder.resolve()}",
             "appendonly yes",
+            f"hz {hz}",
             'save ""',
             "daemonize no",
             "loglevel warning",

@@ -139,6 +139,22 @@ def _num_workers(args: list[str]) -> int:
     return int(value) if value.isdigit() else 1
 
 
+def _calm_uvicorn() -> None:
+    """uvicorn's server loop ticking once a second, not ten times (calm_tick.py, beside this file)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        import calm_tick
+        import uvicorn.server
+    except ImportError:  # a copy without it, or no uvicorn: uvicorn ticks as it does
+        return
+    if not calm_tick.calm(uvicorn.server.Server):
+        print(
+            f"{NAME}: uvicorn's server loop is not the one calm_tick knows: it ticks 10 times a second", file=sys.stderr
+        )
+
+
 def main(args: list[str]) -> None:
     os.environ[SERVED_ENV] = "1"  # the hook modules' switch for what only a gateway worker does (served())
     if importlib.util.find_spec("litellm") is None:  # an image whose `litellm` CLI runs another interpreter
@@ -148,6 +164,7 @@ def main(args: list[str]) -> None:
             flush=True,
         )
         os.execvp("litellm", ["litellm", *args])
+    _calm_uvicorn()  # before the fork server is made: every worker is a fork of it
     why = serve_workers_from_a_fork_server() if _num_workers(args) > 1 else None  # one worker: uvicorn forks none
     if why:
         print(

@@ -1,5 +1,5 @@
 """What a tiny CPU backend changes in vLLM and torch when its env sets CPU_BACKEND_FORK=1 (the CPU examples' scripted
-models: one compute thread each, docs/testing.md). Two patches, both for processes that would otherwise cost CPU
+models: one compute thread each, docs/testing.md). Three patches, all for processes that would otherwise cost CPU
 seconds for nothing on a machine running many such backends:
 
 1. `fork_engines`: vLLM's engine process is forked from its API server, not spawned. vLLM 0.32's CPU platform forces
@@ -10,6 +10,9 @@ seconds for nothing on a machine running many such backends:
    device runs a thread that wakes every 10 ms (gloo's tcp Loop: epoll_wait(..., 10)): an idle backend used ~3 % of
    a core, 0.27 CPU-s per 10 s measured; one device, 0.04. Groups on one device is gloo's design (a device carries
    many contexts' pairs), as torch's own split_group does.
+3. `calm_uvicorn`: the API server's uvicorn loop ticks once a second instead of ten times (gateway_hooks/calm_tick.py,
+   which the gateway's workers use too): an idle backend's API server used ~2.7 % of a core with nothing asking it,
+   most of it those wake-ups (docs/testing.md, "Idle CPU").
 
 Applied by the local runtime's vLLM fork server and its spawned fallback (vllm_fork.py, directly), and in the
 vllm-cpu image (docker/vllm-cpu/) by a .pth file that calls `install()` at every interpreter start: with the
@@ -68,13 +71,29 @@ def share_gloo_device(c10d: Any = None) -> None:
     c10d.ProcessGroupGloo = SharedDeviceGloo
 
 
+def calm_uvicorn(server_module: Any = None) -> None:
+    """uvicorn's Server ticking once a second (patch 3); `server_module` = uvicorn.server if imported."""
+    if server_module is None:
+        server_module = importlib.import_module("uvicorn.server")
+    try:  # the repository's module (the local runtime), else the copy beside this file (the vllm-cpu image)
+        from ..gateway_hooks import calm_tick  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        import calm_tick  # type: ignore[import-not-found,no-redef,unused-ignore]
+    calm_tick.calm(server_module.Server)
+
+
 def apply() -> None:
-    """Both patches now (vLLM and torch imported here)."""
+    """The patches now (vLLM, torch and uvicorn imported here)."""
     fork_engines()
     share_gloo_device()
+    calm_uvicorn()
 
 
-PATCHES = {"vllm.platforms.cpu": fork_engines, "torch.distributed.distributed_c10d": share_gloo_device}
+PATCHES = {
+    "vllm.platforms.cpu": fork_engines,
+    "torch.distributed.distributed_c10d": share_gloo_device,
+    "uvicorn.server": calm_uvicorn,
+}
 
 
 class _AfterImport:

@@ -25,7 +25,7 @@ def deployment(plan: Plan) -> dict:
     container = {
         "name": "redis",
         "image": r.image,
-        "command": ["sh", "-c", redis_command("$" + r.password_env, r.port)],
+        "command": ["sh", "-c", redis_command("$" + r.password_env, r.port, r.hz)],
         "ports": [{"name": "redis", "containerPort": r.port, "protocol": "TCP"}],
         "env": [key_ref(r.password_env, r.password_env)],
         "volumeMounts": [{"name": "data", "mountPath": "/data"}],

@@ -1,0 +1,110 @@
+"""calm_tick.py (generator/shipped/gateway_hooks/): a real uvicorn server, patched in a process of its own, ticks once
+a second instead of ten times, keeps its Date header current and still ends at once on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from generator.operate.runtime.ports import free_port
+
+HOOKS = Path(__file__).resolve().parents[2] / "generator" / "shipped" / "gateway_hooks"
+SERVER = """
+import sys, uvicorn, uvicorn.server, calm_tick
+port, interval, patched = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1"
+assert not patched or calm_tick.calm(uvicorn.server.Server, interval)
+ticks = []
+on_tick = uvicorn.server.Server.on_tick
+async def counted(self, counter):
+    ticks.append(counter)
+    return await on_tick(self, counter)
+uvicorn.server.Server.on_tick = counted
+async def app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": str(len(ticks)).encode()})
+uvicorn.run(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+"""
+
+
+def serve(interval: float, patched: bool = True):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(port), str(interval), "1" if patched else "0"], cwd=HOOKS
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(url)
+            return proc, url
+        except httpx.TransportError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the server did not start (exit {proc.poll()})")
+            time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait()
+
+
+def test_a_calm_server_ticks_once_a_second_and_its_date_moves():
+    proc, url = serve(1.0)
+    plain, plain_url = serve(1.0, patched=False)
+    try:
+        first = httpx.get(url)
+        base = int(httpx.get(plain_url).text)
+        time.sleep(3)
+        ticks = int(httpx.get(url).text) - int(first.text)
+        plain_ticks = int(httpx.get(plain_url).text) - base
+        later = httpx.get(url)
+    finally:
+        stop(proc)
+        stop(plain)
+    assert 1 <= ticks <= 5, ticks  # uvicorn's own: ~30 in 3 s (beside it, unpatched)
+    assert plain_ticks > 10, plain_ticks
+    assert first.headers["date"] != later.headers["date"]
+
+
+def test_a_calm_server_ends_on_sigterm_without_waiting_for_its_tick():
+    proc, url = serve(600.0)  # a tick every 10 minutes: only the wake-up can end it in time
+    try:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)
+    finally:
+        stop(proc)
+    assert code == -signal.SIGTERM  # uvicorn 0.54 raises the signal again once it has shut down
+
+
+def test_calm_patches_once_and_leaves_an_unknown_server_alone():
+    sys.path.insert(0, str(HOOKS))
+    try:
+        import calm_tick
+    finally:
+        sys.path.remove(str(HOOKS))
+
+    class Unknown:
+        pass
+
+    assert calm_tick.calm(Unknown) is False and not hasattr(Unknown, "_calm_tick")
+
+    class Known:
+        should_exit = False
+
+        async def main_loop(self) -> None: ...
+
+        async def on_tick(self, counter: int) -> bool:
+            return True
+
+    assert calm_tick.calm(Known) and calm_tick.calm(Known)
+    server = Known()
+    assert server.should_exit is False
+    server.should_exit = True  # no loop yet: nothing to wake
+    assert server.should_exit is True
