@@ -2,8 +2,9 @@
 and vLLM of .venv-vllm, imported the way the vllm-cpu image's .pth imports it (a top-level module, `install()`):
 with CPU_BACKEND_FORK=1 the 13 gloo groups vLLM makes share one polling thread and still reduce, and the CPU
 platform forks its engine (two groups made with torch's own class beside them add their two threads: the count
-sees them), and uvicorn's server loop ticks once a second (calm_tick.py, beside it in the image). Without the variable, install() adds no hook. The running backends: tests/integration/test_gateway_basics.py
-(local) and tests/compose/test_compose.py (the image)."""
+sees them), and uvicorn's server loop ticks once a second (calm_tick.py, beside it in the image). Without the
+variable, install() adds no hook. The running backends: tests/integration/test_gateway_basics.py (local) and
+tests/compose/test_compose.py (the image)."""
 
 from __future__ import annotations
 
