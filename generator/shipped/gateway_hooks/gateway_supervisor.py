@@ -72,7 +72,7 @@ _DIGESTS: dict[Path, tuple[tuple, str]] = {}  # folder -> (its files' stats, dig
 
 def _stats(files: list[Path]) -> tuple:
     """What changes when a file is written or renamed in (inode, size, mtime, ctime in ns), per file."""
-    out = []
+    out: list[tuple] = []
     for p in files:
         try:
             st = p.stat()
