@@ -142,19 +142,21 @@ def _num_workers(args: list[str]) -> int:
 
 
 def _calm_uvicorn() -> None:
-    """uvicorn's server loop ticking once a second, not ten times (calm_tick.py, beside this file)."""
+    """uvicorn's server loop ticking once a second, not ten times, and its parent looking at its workers every 2 s,
+    not twice a second (calm_tick.py, beside this file)."""
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
     try:
         import calm_tick
         import uvicorn.server
+        import uvicorn.supervisors.multiprocess as multiprocess
     except ImportError:  # a copy without it, or no uvicorn: uvicorn ticks as it does
         return
     if not calm_tick.calm(uvicorn.server.Server):
-        print(
-            f"{NAME}: uvicorn's server loop is not the one calm_tick knows: it ticks 10 times a second", file=sys.stderr
-        )
+        print(f"{NAME}: uvicorn's server loop is not the one calm_tick knows: 10 ticks a second", file=sys.stderr)
+    if not calm_tick.calm_parent(multiprocess.Multiprocess, multiprocess.SIGNALS, multiprocess.logger):
+        print(f"{NAME}: uvicorn's parent is not the one calm_tick knows: 2 looks a second", file=sys.stderr)
 
 
 def main(args: list[str]) -> None:

@@ -1,8 +1,10 @@
 """calm_tick.py (generator/shipped/gateway_hooks/): a real uvicorn server, patched in a process of its own, ticks once
-a second instead of ten times, keeps its Date header current and still ends at once on SIGTERM."""
+a second instead of ten times, keeps its Date header current and still ends at once on SIGTERM; uvicorn's parent of
+two workers, patched, still rolls them on SIGHUP, ends on SIGTERM at once and replaces a worker that died."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -10,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from generator.operate.runtime.ports import free_port
@@ -108,3 +111,84 @@ def test_calm_patches_once_and_leaves_an_unknown_server_alone():
     assert server.should_exit is False
     server.should_exit = True  # no loop yet: nothing to wake
     assert server.should_exit is True
+
+
+PARENT = """
+import sys, uvicorn, uvicorn.supervisors.multiprocess as mp, calm_tick
+port, interval = int(sys.argv[1]), float(sys.argv[2])
+assert calm_tick.calm_parent(mp.Multiprocess, mp.SIGNALS, mp.logger, interval)
+uvicorn.run("app:app", host="127.0.0.1", port=port, workers=2, log_level="warning")
+"""
+APP = """
+async def app(scope, receive, send):
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+"""
+
+
+def parent(tmp_path, interval: float):
+    (tmp_path / "app.py").write_text(APP)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": f"{HOOKS}:{tmp_path}"}
+    proc = subprocess.Popen([sys.executable, "-c", PARENT, str(port), str(interval)], cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 60
+    while len(workers(proc)) < 2 or not _answers(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the workers did not start (exit {proc.poll()})")
+        time.sleep(0.2)
+    return proc
+
+
+def _answers(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def workers(proc: subprocess.Popen) -> set[int]:
+    """The worker processes (multiprocessing's resource tracker aside)."""
+    found = set()
+    for child in psutil.Process(proc.pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(child.cmdline()):
+                found.add(child.pid)
+        except psutil.Error:  # ended (or a zombie) between the listing and the look
+            continue
+    return found
+
+
+def wait_for(check, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_calm_parent_rolls_its_workers_on_sighup_and_ends_on_sigterm_without_waiting_for_its_look(tmp_path):
+    proc = parent(tmp_path, 600.0)  # a look every 10 minutes: only the wake-up can handle a signal in time
+    try:
+        before = workers(proc)
+        proc.send_signal(signal.SIGHUP)
+        rolled = wait_for(lambda: len(workers(proc)) == 2 and not workers(proc) & before, 60)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+    finally:
+        stop(proc)
+    assert rolled, "SIGHUP did not replace the workers"
+    assert code == 0
+
+
+def test_a_calm_parent_replaces_a_worker_that_died_at_its_next_look(tmp_path):
+    proc = parent(tmp_path, 1.0)
+    try:
+        victim = min(workers(proc))
+        os.kill(victim, signal.SIGKILL)
+        replaced = wait_for(lambda: len(workers(proc)) == 2 and victim not in workers(proc), 30)
+    finally:
+        stop(proc)
+    assert replaced, workers(proc)
