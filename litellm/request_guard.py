@@ -11,7 +11,8 @@ embeddings), in this order:
    (answering before the client finished sending would look like a reset connection);
 3. not JSON, or not a JSON object: 400;
 4. the API's shape check (request_shapes.py): 400 naming the field and what it must be;
-5. a field that picks where or how LiteLLM sends the request (`api_base`, `mock_response`, ...) and
+5. a field that picks where or how LiteLLM sends the request (`api_base`, `mock_response`, any of its deployment
+   settings: `tpm`, credentials, prices, ...) and
    LiteLLM's own request-body check (its list of banned fields): 400 with LiteLLM's reason;
 6. the requested model's `limits:` (model_info.gateway_limits in the rendered config): 400 naming the field
    and the bound (`n`, `best_of`, `tools`, `logit_bias`), 413 for a body over its `request_size`;
@@ -65,7 +66,7 @@ DEFAULT_REQUEST_BYTES = 16 * 1024 * 1024
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 ANTHROPIC_APIS = ("messages", "count_tokens")
 # fields that choose where or how LiteLLM sends a request: the config decides that, never a client
-CLIENT_CONTROL = (
+CLIENT_CONTROL: tuple[str, ...] = (
     "api_base",
     "base_url",
     "api_key",
@@ -98,6 +99,22 @@ CLIENT_CONTROL = (
     "default_headers",
     "organization",
 )
+
+
+def _litellm_params() -> tuple[str, ...]:
+    """Every field of LiteLLM's GenericLiteLLMParams: LiteLLM takes each from a request body as a deployment setting
+    (found by the fuzz test, 2026-11-29: `tpm: {...}` was a 500 on /v1/completions), among them the backend's
+    credentials (`aws_*`, `vertex_credentials`, ...), its prices (`input_cost_per_token`, what a person's budget is
+    counted in) and its limits (`rpm`, `tpm`). No API's own request has one of them."""
+    try:
+        from litellm.types.router import GenericLiteLLMParams
+    except ImportError:  # the unit tests of this module without LiteLLM: the names above only
+        return ()
+    return tuple(sorted(set(GenericLiteLLMParams.model_fields) - set(CLIENT_CONTROL)))
+
+
+CLIENT_CONTROL += _litellm_params()
+CONTROLLED = frozenset(CLIENT_CONTROL)
 # bound name -> (request field, how much of it the request asks)
 LIMITED: dict[str, Callable[[object], int | None]] = {
     "n": lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
@@ -404,8 +421,8 @@ def judge(api: str, body: object, size: int) -> Refusal | None:
         return Refusal(400, "invalid request: the body must be a JSON object")
     if (why := shapes.problem(api, body)) is not None:
         return Refusal(400, f"invalid request: {why}", why.split("`")[1] if "`" in why else None)
-    for name in CLIENT_CONTROL:
-        if name in body:
+    for name in body:
+        if name in CONTROLLED:
             return Refusal(
                 400,
                 f"invalid request: `{name}` is not taken from a request: the gateway's config "

@@ -458,10 +458,13 @@ def test_a_stopped_replica_is_hung_within_seconds_holds_no_request_and_comes_bac
     assert longest < 15, sorted(results, key=lambda r: -r[4])[:3]
     assert {(r[1], r[2]) for r in results if r[0] == "ok"} == set(calls)
 
-    deadline = time.monotonic() + 30
-    while states(stack)["plain-2"] != "healthy" and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert states(stack)["plain-2"] == "healthy"
+    # healthy for every worker: one probes (the prober lease, backend_health.py) and the others read its finding
+    # at their next round, up to a second later, so one "healthy" may come from the prober alone
+    deadline, seen_healthy = time.monotonic() + 30, []
+    while seen_healthy[-6:] != [True] * 6 and time.monotonic() < deadline:
+        seen_healthy.append(states(stack)["plain-2"] == "healthy")
+        time.sleep(0.25)
+    assert seen_healthy[-6:] == [True] * 6, f"plain-2 not healthy on 6 looks in a row within 30 s: {seen_healthy}"
     time.sleep(6)  # past the replica's cooldown (5 s) in every worker: its cut requests failed there
     before = served(stack)
     for i in range(12):

@@ -546,3 +546,22 @@ def test_every_chat_field_litellm_would_hand_the_sdks_completions_call_is_refuse
         f for f in leaks if f not in module.CLIENT_CONTROL and module.shapes.COMPLETIONS({**body, f: 1}) is None
     ]
     assert not unrefused, unrefused
+
+
+def test_every_deployment_setting_litellm_takes_from_a_body_is_a_400_on_every_api():
+    """LiteLLM 1.108.7 takes each field of its GenericLiteLLMParams from a request body as the deployment's setting
+    (the fuzz test's `tpm: {...}` on /v1/completions was a 500): credentials, prices, limits. Every one, on every
+    API, is refused naming it; a LiteLLM upgrade that adds one is refused with it."""
+    from litellm.types.router import GenericLiteLLMParams
+
+    module = load_like_litellm("request_guard")
+    fields = sorted(GenericLiteLLMParams.model_fields)
+    assert {"tpm", "rpm", "input_cost_per_token", "aws_secret_access_key", "vertex_credentials"} <= set(fields)
+    passed = []
+    for api, good in GOOD.items():
+        assert module.judge(api, good, 100) is None, api
+        for field in fields:
+            refusal = module.judge(api, {**good, field: {"x": [1]}}, 100)
+            if refusal is None or refusal.status != 400 or refusal.param != field:
+                passed.append((api, field, refusal))
+    assert not passed, passed[:5]
