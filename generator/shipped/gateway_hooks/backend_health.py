@@ -5,16 +5,13 @@ A GPU backend that hangs (an NCCL or CUDA stall, an engine deadlock, a GPU falle
 its port: connections are accepted, nothing answers. LiteLLM would wait `timeout` (600 s) for a whole answer,
 `stream_timeout` (120 s) for a stream's first chunk, and only then fail over.
 
-- **Found**: one gateway worker asks each backend's ``/health`` every PROBE_INTERVAL seconds (connect within
-  CONNECT_TIMEOUT, answer within PROBE_TIMEOUT, as `make status` does): the one holding the prober lease in the
-  stack's Redis (PROBER_KEY, renewed every round; free when its worker ends, or LEASE s after its last round). A
-  backend is *hung* once SILENT_PROBES probes in a row connected and got no answer; any answer (or a refused
-  connection: then it is down, which LiteLLM handles by itself in milliseconds) ends it. Hung-ness is shared: the
-  prober writes ``gateway:health:hung:<backend>`` (when the silence began, kept alive by every later silent probe,
-  MARK_TTL) and deletes it on an answer, and every worker reads the marks each round. Without Redis (or while it
-  fails) every worker probes and goes by its own probes. One prober, not one per worker: on this project's VM each
-  /health woken from idle cost the backend 10-25 ms of CPU and the worker as much, so 2 workers probing the parser
-  stack's 10 backends every second took ~40 % of a core (docs/testing.md, "Idle CPU").
+- **Found**: every gateway worker asks each backend's ``/health`` every PROBE_INTERVAL seconds (connect within
+  CONNECT_TIMEOUT, answer within PROBE_TIMEOUT, as `make status` does). A backend is *hung* once SILENT_PROBES
+  probes in a row connected and got no answer; any answer (or a refused connection: then it is down, which LiteLLM
+  handles by itself in milliseconds) ends it. Hung-ness is shared: the worker that finds it writes
+  ``gateway:health:hung:<backend>`` (when the silence began, kept alive by every later silent probe, MARK_TTL), the
+  worker whose probe gets an answer deletes it, and every worker reads the marks each round: hung for one worker is
+  hung for all. Without Redis (or while it fails) each worker goes by its own probes.
 - **Kept out**: ``async_filter_deployments`` (a router callback, called for every attempt after LiteLLM's cooldown
   filter) leaves hung backends out. When every backend of the model is hung it raises a 503 naming the model and the
   reason (with Retry-After): the router then tries the model's fallbacks (with the checks fallbacks get), else the
@@ -78,23 +75,6 @@ RETRY_AFTER = 10  # seconds a client is asked to wait before asking a hung model
 REDIS_TIMEOUT = 0.5
 BACKOFF = 5.0  # seconds a worker leaves Redis alone after it failed
 KEY_PREFIX = "gateway:health:hung:"
-PROBER_KEY = "gateway:health:prober"  # the worker that probes for every worker sharing the Redis: its token
-# seconds the prober's lease outlives its last round: longer than the longest round (a connect, then a silent probe)
-LEASE = CONNECT_TIMEOUT + PROBE_TIMEOUT + 2 * PROBE_INTERVAL
-ELECT = """
-local elected = 0
-local holder = redis.call('GET', KEYS[1])
-if (not holder) or holder == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  elected = 1
-end
-if #KEYS < 2 then return {elected, {}} end
-return {elected, redis.call('MGET', unpack(KEYS, 2))}
-"""  # take the lease when free, renew it when held, and read the hung marks: one round trip a round, atomic
-RESIGN = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 METRIC = "gateway_backend_hung"  # 1 while the backend is hung, per backend (the replica's or the model's name)
 
 ANSWERED, SILENT, DOWN = "answered", "silent", "down"
@@ -178,7 +158,6 @@ class Monitor:
         self.names: dict[str, str] = {}  # root -> backend name (for the metric and messages)
         self.silent: dict[str, tuple[int, float]] = {}  # this worker's own probes: silent in a row, since when
         self.cuts = 0  # connections cut so far (the tests read it)
-        self.token = f"{socket.gethostname()}:{os.getpid()}:{id(self)}"  # this worker, as the prober lease names it
         self._http: aiohttp.ClientSession | None = None
         self._task: asyncio.Task | None = None
         self._gauge: Any = None
@@ -227,47 +206,12 @@ class Monitor:
         self.silent[root] = (count + 1, since)
         return since if count + 1 >= SILENT_PROBES else None
 
-    async def elect(self, roots: list[str]) -> tuple[bool, dict[str, float] | None]:
-        """Whether this worker probes this round (the one holding the prober lease: PROBER_KEY, renewed every round,
-        free again LEASE s after its holder's last round or at once when it ends), and the hung marks of `roots` as
-        Redis has them (root -> since). Without Redis: every worker probes, and no marks (None)."""
-        client = self._redis()
-        if client is None:
-            return True, None
-        keys = [PROBER_KEY, *(KEY_PREFIX + root for root in roots)]
-        try:
-            elected, marks = await client.eval(ELECT, len(keys), *keys, self.token, int(LEASE * 1000))
-        except Exception as exc:  # noqa: BLE001 - Redis down, slow or refusing: this worker probes for itself
-            self._failed(exc)
-            return True, None
-        shared = {}
-        for root, mark in zip(roots, marks):
-            try:
-                if mark:
-                    shared[root] = float(json.loads(mark)["since"])
-            except (ValueError, KeyError, TypeError):
-                continue
-        return bool(elected), shared
-
-    async def resign(self) -> None:
-        """Free the lease if this worker holds it (its worker ends): another takes over at its next round."""
-        client = self._redis()
-        if client is None:
-            return
-        try:
-            await asyncio.wait_for(client.eval(RESIGN, 1, PROBER_KEY, self.token), REDIS_TIMEOUT)
-        except Exception:  # noqa: BLE001 - the lease then runs out by itself (LEASE)
-            pass
-
-    async def share(
-        self, verdicts: dict[str, tuple[str, float | None]], shared: dict[str, float]
-    ) -> dict[str, float] | None:
-        """The prober's verdicts written where they change what Redis has (`shared`, read this round): a new hung mark
-        or one kept alive (MARK_TTL), a mark an answer ends. Redis's marks after that; None if Redis failed."""
+    async def share(self, verdicts: dict[str, tuple[str, float | None]]) -> dict[str, float] | None:
+        """Write this round's verdicts to Redis and read every worker's: root -> since; None without Redis."""
         client = self._redis()
         if client is None:
             return None
-        after = dict(shared)
+        roots = sorted(verdicts)
         try:
             async with client.pipeline(transaction=False) as pipe:
                 for root, (outcome, since) in verdicts.items():
@@ -275,30 +219,29 @@ class Monitor:
                     if since is not None:
                         pipe.set(key, json.dumps({"since": since}), nx=True, ex=MARK_TTL)
                         pipe.expire(key, MARK_TTL)
-                        after.setdefault(root, since)
-                    elif outcome != SILENT and root in shared:
+                    elif outcome != SILENT:
                         pipe.delete(key)
-                        del after[root]
-                if len(pipe):
-                    await pipe.execute()
+                pipe.mget([KEY_PREFIX + root for root in roots])
+                marks = (await pipe.execute())[-1]
         except Exception as exc:  # noqa: BLE001 - Redis down, slow or refusing: this worker's own probes decide
             self._failed(exc)
             return None
-        return after
+        shared = {}
+        for root, mark in zip(roots, marks):
+            try:
+                if mark is not None:
+                    shared[root] = float(json.loads(mark)["since"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return shared
 
     async def round(self, found: dict[str, str]) -> None:
-        """Probe every backend once (the prober only), agree with the other workers, cut what waits on a hung one."""
+        """Probe every backend once, agree with the other workers, cut what waits on a hung one."""
         self.names = dict(found)
         started = self.clock()
-        verdicts: dict[str, tuple[str, float | None]] = {}
-        elected, shared = await self.elect(sorted(found))
-        if elected:
-            outcomes = await asyncio.gather(*(self.probe(root) for root in found))
-            verdicts = {root: (outcome, self.judge(root, outcome, started)) for root, outcome in zip(found, outcomes)}
-            if shared is not None:
-                shared = await self.share(verdicts, shared)
-        else:
-            self.silent.clear()  # another worker probes: were this one to take over, its count begins anew
+        outcomes = await asyncio.gather(*(self.probe(root) for root in found))
+        verdicts = {root: (outcome, self.judge(root, outcome, started)) for root, outcome in zip(found, outcomes)}
+        shared = await self.share(verdicts)
         if shared is None:
             shared = {root: since for root, (_, since) in verdicts.items() if since is not None}
         self.hung = shared
@@ -331,8 +274,7 @@ class Monitor:
                 except Exception as exc:  # noqa: BLE001 - the loop outlives any one round
                     print(f"backend_health: round failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 await asyncio.sleep(max(0.05, PROBE_INTERVAL - (time.monotonic() - begun)))
-        finally:  # cancelled at the worker's shutdown: the lease freed, the connections closed (not left to aiohttp)
-            await self.resign()
+        finally:  # cancelled at the worker's shutdown: its connections closed, not left to aiohttp's warning
             await self.close()
 
     def start(self) -> bool:

@@ -23,7 +23,7 @@ listens only once it is ready to serve; /health is 200 while its engine runs, 50
 * ``healthy``: 200;
 * ``unhealthy``: any other HTTP status (503: the engine died under a live API server), or a
   connection accepted but no answer within PROBE_READ_TIMEOUT (a hung server);
-* ``hung``: the gateway's own probes (backend_health.py: one worker's, shared through the stack's Redis) found
+* ``hung``: the gateway's own probes (backend_health.py, every worker's, shared through the stack's Redis) found
   it connected and silent twice in a row: ``hung since 12:03:10 (connected, /health silent for 9 s)``; it gets no
   request until it answers again;
 * ``down``: the connection is refused, the name does not resolve or the host does not answer
