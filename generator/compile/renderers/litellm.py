@@ -19,12 +19,15 @@ AUTH_MODULE = "gateway_guard"
 # resolves the worker count: the supervisor imports it, a Kubernetes pod runs it; gateway_serve runs LiteLLM)
 ROUTING_MODULE = "replica_routing"  # which replica of a model serves a request (only when some model has replicas)
 HEALTH_MODULE = "backend_health"  # hung backends: found, kept out, what waits on them cut off (issue 58)
+TICK_MODULE = (
+    "calm_tick"  # uvicorn's loops woken less often: gateway_serve imports it at start (a restart, not a reload)
+)
 REPAIRS_MODULE = "tool_call_repairs"  # streamed tool calls the pinned vLLM gets wrong (only when a model takes tools)
 GATEWAY_MODULES = (
     AUTH_MODULE,
     "backend_client",
     HEALTH_MODULE,
-    "calm_tick",
+    TICK_MODULE,
     "count_tokens",
     "error_kinds",
     "fallbacks",
@@ -133,7 +136,7 @@ def supervisor_digest() -> str:
     resolver it imports and the LiteLLM parent the workers are forked from (a change to any of them must restart
     the gateway, not reload it)."""
     sources = [
-        (HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE, SERVE_MODULE, "calm_tick")
+        (HOOKS_DIR / f"{name}.py").read_text() for name in (SUPERVISOR_MODULE, START_MODULE, SERVE_MODULE, TICK_MODULE)
     ]
     return hashlib.sha256("".join(sources).encode()).hexdigest()[:16]
 
