@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # pip's install, done by uv with this machine's pip settings (pip where uv cannot honour one): 3-4x faster here
 PIP_INSTALL := $(PYTHON) tools/pip_install.py
 
-.PHONY: help venv venv-vllm regenerate apply k8s check lint schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-soak bench-tools browser page-screenshots compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
+.PHONY: help venv venv-vllm regenerate apply k8s check lint schema catalog demo-models demo down status test unit parsers hub-versions bench bench-replicas bench-tune bench-profile bench-pairs bench-soak bench-tools browser page-screenshots compose-test images engine-down clean clients agents agents-test promtool redis-server key usage
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -142,6 +142,7 @@ export BENCH_MODELS
 SOAK_MINUTES ?= 10
 SOAK_WORKERS ?= 2
 PROFILE_WORKERS ?= 1
+PAIR ?= messages messages-as-chat
 
 bench: venv $(if $(BACKEND_URL),,bench-tools) ## gateway overhead vs an nginx mock, every API, 1 and 2 workers (~22 min); BACKEND_URL=...: vs a real backend
 ifdef BACKEND_URL
@@ -158,6 +159,9 @@ bench-tune: venv bench-tools ## one LiteLLM setting at a time vs its defaults, a
 
 bench-profile: venv bench-tools ## py-spy on the gateway's serving workers (PROFILE_WORKERS, 1) under load: chat, stream, /v1/messages (+ stream, count_tokens), /v1/responses (+ stream) (~4 min)
 	$(PY) -m bench.profile --workers $(PROFILE_WORKERS)
+
+bench-pairs: venv bench-tools ## two scenarios through one gateway, taking turns: PAIR's p50 difference (default: /v1/messages vs its request as chat; ~4 min)
+	$(PY) -m bench.pairs $(PAIR)
 
 bench-soak: venv bench-tools ## SOAK_MINUTES (10) of steady load on SOAK_WORKERS (2) workers; gateway memory over time
 	$(PY) -m bench.soak --minutes $(SOAK_MINUTES) --workers $(SOAK_WORKERS)

@@ -42,6 +42,9 @@ class Scenario:
     prompt_chars: int
     api: str = "chat"  # a key of PATHS
     agent: bool = False  # chat: opencode's body (its system prompt and tools) instead of a short prompt alone
+    # chat carrying another API's request (messages: Claude Code's, responses: Codex's), the same system prompt, tools
+    # and message in chat's shape: what that API costs beside chat on the same request (like for like)
+    as_chat: str = ""
 
     @property
     def path(self) -> str:
@@ -55,7 +58,7 @@ class Scenario:
     def chat(self) -> bool:
         """The chat scenarios get every phase (the sweep, 2 workers); the other APIs the sequential and capacity
         phases of direct, default and generated, where their added latency and CPU per request come from."""
-        return self.api == "chat" and not self.agent
+        return self.api == "chat" and not self.agent and not self.as_chat
 
 
 def text(chars: int, seed: str = "benchmark prompt text ") -> str:
@@ -88,10 +91,44 @@ def _tools(names: list[str], total_chars: int, anthropic: bool, chat: bool = Fal
     return tools
 
 
+def as_chat(s: Scenario) -> dict:
+    """The request of API `s.as_chat` in chat's shape. Claude Code's as LiteLLM's adapter translates it for a chat
+    backend (what the gateway sends on); Codex's by the same rules (instructions -> a system message, input -> a user
+    message, function tools -> chat tools): LiteLLM sends the Responses API to vLLM as it is."""
+    other = json.loads(request_body(Scenario(s.name, s.model, s.stream, s.prompt_chars, s.as_chat)))
+    if s.as_chat == "messages":
+        import litellm
+        from litellm.llms.anthropic.pass_through.adapters.handler import (
+            LiteLLMMessagesToCompletionTransformationHandler as Adapter,
+        )
+
+        litellm.suppress_debug_info = True  # the mock model is no provider's: no "Provider List" banner on stdout
+        kwargs: dict = dict(Adapter._prepare_completion_kwargs(**{k: v for k, v in other.items() if k != "stream"})[0])
+        return {k: kwargs[k] for k in ("model", "messages", "tools", "max_tokens") if k in kwargs} | {
+            "stream": s.stream
+        }
+    if s.as_chat == "responses":
+        user = " ".join(part["text"] for item in other["input"] for part in item["content"])
+        return {
+            "model": s.model,
+            "messages": [{"role": "system", "content": other["instructions"]}, {"role": "user", "content": user}],
+            "tools": [
+                {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters")}}
+                for t in other["tools"]
+            ],
+            "tool_choice": other["tool_choice"],
+            "parallel_tool_calls": other["parallel_tool_calls"],
+            "stream": s.stream,
+        }
+    raise ValueError(f"no chat form of API {s.as_chat!r}")
+
+
 def request_body(s: Scenario) -> bytes:
     prompt = text(s.prompt_chars)
     body: dict
-    if s.api == "chat" and s.agent:
+    if s.api == "chat" and s.as_chat:
+        body = as_chat(s)
+    elif s.api == "chat" and s.agent:
         system = text(OPENCODE_BYTES // 2, "You are opencode, a coding agent. ")
         body = {
             "model": s.model,

@@ -50,9 +50,13 @@ SCENARIOS = (
     Scenario("opencode", "mock", False, 40, agent=True),  # opencode's chat: its system prompt and tools
     Scenario("opencode-stream", "mock-stream", True, 40, agent=True),
     Scenario("messages", "mock", False, 40, "messages"),  # Claude Code
+    # each agent's request also sent as chat, measured next to its own API's (bench/apis.py as_chat): what the API
+    # itself costs beside chat on the same request, apart from what the request's size costs on any API
+    Scenario("messages-as-chat", "mock", False, 40, as_chat="messages"),
     Scenario("messages-stream", "mock-stream", True, 40, "messages"),
     Scenario("count_tokens", "mock", False, 40, "count_tokens"),  # Claude Code, before compacting
     Scenario("responses", "mock", False, 40, "responses"),  # Codex
+    Scenario("responses-as-chat", "mock", False, 40, as_chat="responses"),
     Scenario("responses-stream", "mock-stream", True, 40, "responses"),
 )
 CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.chat)
@@ -278,11 +282,12 @@ class Bench:
             workers,
         )
         line += "; " + api_line(scenarios)
-        return {"summary": line, "workers": workers, "scenarios": scenarios}
+        return {"summary": line, "workers": workers, "scenarios": scenarios, "like_for_like": like_for_like(scenarios)}
 
 
 def api_line(scenarios: dict) -> str:
-    """Every API's added p50 and CPU per request at saturation, the generated gateway's and LiteLLM's defaults'."""
+    """Every API's added p50 and CPU per request at saturation, the generated gateway's and LiteLLM's defaults';
+    then each API's own cost: its added p50 over the same request's sent as chat (like_for_like)."""
     parts = []
     for name, per_arm in scenarios.items():
         g, d = per_arm["generated"], per_arm["default"]
@@ -290,7 +295,26 @@ def api_line(scenarios: dict) -> str:
             f"{name} {g['added_p50_ms']:.2f}/{g['cpu_ms_per_request']:.2f} "
             f"({d['added_p50_ms']:.2f}/{d['cpu_ms_per_request']:.2f})"
         )
-    return "added p50 ms / CPU ms per request, generated (default): " + ", ".join(parts)
+    line = "added p50 ms / CPU ms per request, generated (default): " + ", ".join(parts)
+    own = like_for_like(scenarios)
+    if own:
+        line += "; the API over its request as chat, added p50 generated (default): " + ", ".join(
+            f"{api} {d['generated']:+.2f} ({d['default']:+.2f}) ms" for api, d in own.items()
+        )
+    return line
+
+
+def like_for_like(scenarios: dict) -> dict[str, dict[str, float]]:
+    """{API scenario: {arm: its added p50 minus its request's sent as chat}} for each scenario measured with its twin
+    (bench/apis.py as_chat): what the API costs beside chat on the same request."""
+    out = {}
+    for s in SCENARIOS:
+        if s.as_chat and s.name in scenarios and (api := s.name.removesuffix("-as-chat")) in scenarios:
+            out[api] = {
+                arm: scenarios[api][arm]["added_p50_ms"] - scenarios[s.name][arm]["added_p50_ms"]
+                for arm in ("generated", "default")
+            }
+    return out
 
 
 def client_cpu_s(state_dir: Path) -> float:

@@ -91,3 +91,42 @@ def test_workers_for_a_backend_rate_leaves_30_percent_headroom():
     assert workers_for(600, 12.6) == 11  # 600 x 12.6 ms = 7.56 cores busy / 0.7
     assert workers_for(100, 5.0) == 1 and workers_for(0, 5.0) == 1
     assert workers_for(140, 5.0) == 1 and workers_for(141, 5.0) == 2  # 0.7 of one core = 140 req/s at 5 ms
+
+
+def test_each_agents_request_as_chat_carries_the_same_prompt_tools_and_message():
+    """bench/apis.py as_chat: the *-as-chat scenarios send Claude Code's and Codex's requests in chat's shape, the same
+    system prompt, tools (name, description, schema) and user message, so the API's own cost is what differs."""
+    from bench.apis import request_body
+    from bench.run import SCENARIOS
+
+    twins = {s.as_chat: s for s in SCENARIOS if s.as_chat}
+    assert set(twins) == {"messages", "responses"}
+    for api, twin in twins.items():
+        own = json.loads(request_body(next(s for s in SCENARIOS if s.name == api)))
+        chat = json.loads(request_body(twin))
+        assert twin.path == "/v1/chat/completions" and not twin.chat  # not one of chat's sweep scenarios
+        assert [m["role"] for m in chat["messages"]] == ["system", "user"] and chat["model"] == own["model"]
+        system, user = (m["content"] for m in chat["messages"])
+        assert system == own.get("system", own.get("instructions"))
+        said = own["messages"][0]["content"] if api == "messages" else own["input"][0]["content"][0]["text"]
+        assert user == said
+        schema = "input_schema" if api == "messages" else "parameters"
+        assert [t["function"] for t in chat["tools"]] == [
+            {"name": t["name"], "description": t["description"], "parameters": t[schema]} for t in own["tools"]
+        ]
+        assert all(t["type"] == "function" for t in chat["tools"]) and chat["stream"] is False
+
+
+def test_like_for_like_is_each_apis_added_p50_over_its_request_as_chat():
+    from bench.run import like_for_like
+
+    def arms(generated, default):
+        return {"generated": {"added_p50_ms": generated}, "default": {"added_p50_ms": default}}
+
+    scenarios = {
+        "small": arms(10.0, 13.0),
+        "messages": arms(14.0, 24.0),
+        "messages-as-chat": arms(12.5, 13.5),
+        "responses": arms(12.0, 17.0),  # its twin not measured: left out
+    }
+    assert like_for_like(scenarios) == {"messages": {"generated": 1.5, "default": 10.5}}
