@@ -76,7 +76,7 @@ def main(argv=None) -> int:
         return 2
     console = Console(stderr=True, highlight=False)
     with bench_session(args.models, args.state_dir) as (plan, _, gateway_cpus):
-        gplan = replace(plan, gateway=replace(plan.gateway, port=plan.gateway.port + 40))
+        gplan = replace(plan, gateway=replace(plan.gateway, workers=1))  # on the file's gateway.port, as make bench's
         gateway = VariantGateway(
             plan=gplan,
             state_dir=args.state_dir / "gateway",

@@ -16,9 +16,10 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
    model's own backend, never forwarded elsewhere) and gateway_status.py's ``/gateway/status``
    (backends' health and metrics, for `make status`; the key only), gateway_page.py's page (``/gateway/``) and
    ``/gateway/me``, and response_store.py's routes of a stored response (``GET /v1/responses/{id}``, its
-   ``input_items``, ``DELETE``, ``cancel``: the owner's only) in front of LiteLLM's, and the request guard in front of
-   LiteLLM's middlewares; and route_order.py puts the inference routes (LiteLLM's, /v1/messages' router loaded now
-   instead of on its first request) in front of every other, so a request finds its route in one step;
+   ``input_items``, ``DELETE``, ``cancel``: the owner's only) and messages_route.py's ``/v1/messages`` (the stack's
+   own backends' requests translated once, then LiteLLM's chat path) in front of LiteLLM's, and the request guard in
+   front of LiteLLM's middlewares; and route_order.py puts the inference routes (LiteLLM's, /v1/messages' router
+   loaded now instead of on its first request) in front of every other, so a request finds its route in one step;
 5. at import, litellm_cuts.py takes LiteLLM's per-request costs the stack does not need off every request.
 
 Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
@@ -54,6 +55,7 @@ import gateway_page  # noqa: E402
 import gateway_status  # noqa: E402
 import graceful_shutdown  # noqa: E402,F401  (patches uvicorn's worker shutdown on import)
 import litellm_cuts  # noqa: E402
+import messages_route  # noqa: E402
 import people  # noqa: E402
 import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
@@ -200,6 +202,7 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
 
 try:
     count_tokens.install(user_api_key_auth)
+    messages_route.install()
     response_store.install(response_owner, KEY_PROBLEM)
     gateway_status.install(check_key)
     gateway_page.install(is_master, KEY_PROBLEM)

@@ -16,8 +16,19 @@ from generator.operate.runtime.ports import consecutive_free_ports, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = ("small", "stream", "large")
-# the coding agents' requests: opencode's chat, Claude Code's /v1/messages and count_tokens, Codex's /v1/responses
-APIS = ("opencode", "opencode-stream", "messages", "messages-stream", "count_tokens", "responses", "responses-stream")
+# the coding agents' requests: opencode's chat, Claude Code's /v1/messages and count_tokens, Codex's /v1/responses, and
+# Claude Code's and Codex's requests sent as chat (each next to its own API's: what the API itself costs)
+APIS = (
+    "opencode",
+    "opencode-stream",
+    "messages",
+    "messages-as-chat",
+    "messages-stream",
+    "count_tokens",
+    "responses",
+    "responses-as-chat",
+    "responses-stream",
+)
 SCENARIO_NAMES = CHAT + APIS
 SUMMARY = re.compile(
     r"^added p50 -?\d+\.\d\d ms \(default -?\d+\.\d\d ms\), "
@@ -27,6 +38,8 @@ SUMMARY = re.compile(
     r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers; "
     r"added p50 ms / CPU ms per request, generated \(default\): "
     + ", ".join(rf"{name} -?\d+\.\d\d/\d+\.\d\d \(-?\d+\.\d\d/\d+\.\d\d\)" for name in SCENARIO_NAMES)
+    + "; the API over its request as chat, added p50 generated \\(default\\): "
+    + ", ".join(rf"{api} [+-]\d+\.\d\d \([+-]\d+\.\d\d\) ms" for api in ("messages", "responses"))
     + "$"
 )
 
@@ -77,6 +90,7 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
 
     report = json.loads((out / "bench.json").read_text())
     assert report["summary"] == lines[-1]
+    assert set(report["like_for_like"]) == {"messages", "responses"}
     assert list(report["scenarios"]) == list(SCENARIO_NAMES)  # every API the coding agents use, whole and streamed
     for name, per_arm in report["scenarios"].items():
         chat = name in CHAT
@@ -127,3 +141,28 @@ def test_bench_profile_samples_every_worker_that_serves_and_shows_the_guard_and_
     assert "gateway_supervisor" not in collapsed
     leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
     assert not leftovers.strip(), f"the profile left processes running:\n{leftovers}"
+
+
+def test_bench_pairs_takes_turns_and_reports_the_median_difference(tmp_path):
+    """`make bench-pairs` in miniature: two scenarios through one gateway, 2 rounds of 5 requests; the report holds
+    each round's p50 of both and their differences, and nothing is left running."""
+    out = tmp_path / "pairs.json"
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.pairs", "messages", "messages-as-chat", "--rounds", "2", "--requests", "5"),
+            *("--out", str(out), "--state-dir", str(tmp_path / "state")),
+            *("--models", str(bench_models_on_free_ports(tmp_path / "models.yml"))),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    rounds = report["rounds"]
+    assert set(rounds) == {"messages", "messages-as-chat"} and all(len(r["p50_ms"]) == 2 for r in rounds.values())
+    assert report["d_p50_ms_rounds"] == [a - b for a, b in zip(*(rounds[n]["p50_ms"] for n in rounds))]
+    assert run.stdout.startswith("messages - messages-as-chat: p50 ")
+    leftovers = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
+    assert not leftovers.strip(), f"bench-pairs left processes running:\n{leftovers}"

@@ -114,7 +114,7 @@ WHERE: list[tuple[str, str]] = [
         NOT_HERE + "a GPU compose stack (dcgm-exporter, Grafana); make compose-test queries the CPU stack's Prometheus",
     ),
     (
-        r"^make bench(-tune|-soak|-profile)?( SOAK_MINUTES=\d+)?$",
+        r"^make bench(-tune|-soak|-profile|-pairs)?( SOAK_MINUTES=\d+)?$",
         NOT_HERE + "minutes of load each; tests/bench runs a miniature make bench in make test",
     ),
     (r"^make bench BACKEND_URL=", NOT_HERE + "a running GPU deployment (a real backend to compare with)"),

@@ -40,6 +40,7 @@ GATEWAY_MODULES = (
     "graceful_shutdown",
     HOOK_MODULE,
     "litellm_cuts",
+    "messages_route",
     "people",
     "request_counters",
     "request_guard",
