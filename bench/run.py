@@ -8,7 +8,9 @@ growing until each arm is past saturation (latency vs load), and a closed-loop c
 (max rate, gateway CPU per request). For the coding agents' other APIs (/v1/messages and /v1/responses, whole and
 streamed, /v1/messages/count_tokens; bench/apis.py) the sequential and capacity phases of direct, default and
 generated. Arms are interleaved at every step and their order rotates between repeats; the report gives the median
-of the repeats.
+of the repeats. Then, each repeat, each API that has its request also sent as chat (bench/apis.py as_chat) takes turns
+with that twin and the small chat request, in slices, on the generated and default gateways (the paired phase): the
+summary's last part, what the API costs over chat on the same request and over a short one, read in the same minutes.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ SCENARIOS = (
     Scenario("responses-stream", "mock-stream", True, 40, "responses"),
 )
 CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.chat)
+TWINS = {s.as_chat: s.name for s in SCENARIOS if s.as_chat}  # API scenario -> its request sent as chat
 API_ARMS = ARMS[:3]  # the other APIs: direct, default, generated (the 2-worker gateway is chat's question)
 
 
@@ -93,6 +96,7 @@ class Bench:
             for s in SCENARIOS
         }
         self.pids: dict[str, int | None] = {}
+        self.paired_raw: dict[str, dict[str, list[dict[str, float]]]] = {}  # API -> arm -> each repeat's p50s
 
     def targets(self, arms: dict[str, Arm], plan) -> dict[tuple[str, str], Target]:
         self.pids = {name: arm.pid for name, arm in arms.items()}
@@ -154,6 +158,28 @@ class Bench:
                             highlight=False,
                             soft_wrap=True,
                         )
+                await self.paired(gen, targets, rep)
+
+    async def paired(self, gen: LoadGen, targets, rep: int) -> None:
+        """Each API with a twin (its request sent as chat) takes turns with the twin and the small chat request, SLICE
+        requests at a time, --api-sequential of each, on the generated and the default gateway: p50s read in the same
+        minutes, so their difference is the API's (or the request size's) and not the machine's drift."""
+        for api, twin in TWINS.items():
+            for arm in ("generated", "default"):
+                names = (api, twin, "small")
+                latencies: dict[str, list[float]] = {n: [] for n in names}
+                for _ in range(max(1, self.args.api_sequential // SLICE)):
+                    for name in names:
+                        lat, _ = await gen.latencies(targets[(name, arm)], SLICE)
+                        latencies[name] += lat
+                p50 = {n: point_stats(0, lat, 0, sum(lat) or 1.0).p50_ms for n, lat in latencies.items()}
+                self.paired_raw.setdefault(api, {}).setdefault(arm, []).append(p50)
+                self.console.print(
+                    f"repeat {rep + 1}/{self.args.repeats} {api:6} {arm:9} {'paired':>10}  p50 {p50[api]:.2f} ms, "
+                    f"as chat {p50[twin]:.2f} ms, small chat {p50['small']:.2f} ms",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
     async def at_load(self, gen: LoadGen, targets, s: Scenario, rate_1w: float) -> dict[str, dict]:
         """CPU per request of 1 and 2 workers at the same load per worker (--load-share of 1 worker's max
@@ -282,12 +308,14 @@ class Bench:
             workers,
         )
         line += "; " + api_line(scenarios)
-        return {"summary": line, "workers": workers, "scenarios": scenarios, "like_for_like": like_for_like(scenarios)}
+        pairs = like_for_like(self.paired_raw)
+        if pairs:
+            line += "; " + paired_line(pairs)
+        return {"summary": line, "workers": workers, "scenarios": scenarios, "like_for_like": pairs}
 
 
 def api_line(scenarios: dict) -> str:
-    """Every API's added p50 and CPU per request at saturation, the generated gateway's and LiteLLM's defaults';
-    then each API's own cost: its added p50 over the same request's sent as chat (like_for_like)."""
+    """Every API's added p50 and CPU per request at saturation, the generated gateway's and LiteLLM's defaults'."""
     parts = []
     for name, per_arm in scenarios.items():
         g, d = per_arm["generated"], per_arm["default"]
@@ -295,26 +323,31 @@ def api_line(scenarios: dict) -> str:
             f"{name} {g['added_p50_ms']:.2f}/{g['cpu_ms_per_request']:.2f} "
             f"({d['added_p50_ms']:.2f}/{d['cpu_ms_per_request']:.2f})"
         )
-    line = "added p50 ms / CPU ms per request, generated (default): " + ", ".join(parts)
-    own = like_for_like(scenarios)
-    if own:
-        line += "; the API over its request as chat, added p50 generated (default): " + ", ".join(
-            f"{api} {d['generated']:+.2f} ({d['default']:+.2f}) ms" for api, d in own.items()
-        )
-    return line
+    return "added p50 ms / CPU ms per request, generated (default): " + ", ".join(parts)
 
 
-def like_for_like(scenarios: dict) -> dict[str, dict[str, float]]:
-    """{API scenario: {arm: its added p50 minus its request's sent as chat}} for each scenario measured with its twin
-    (bench/apis.py as_chat): what the API costs beside chat on the same request."""
-    out = {}
-    for s in SCENARIOS:
-        if s.as_chat and s.name in scenarios and (api := s.name.removesuffix("-as-chat")) in scenarios:
-            out[api] = {
-                arm: scenarios[api][arm]["added_p50_ms"] - scenarios[s.name][arm]["added_p50_ms"]
-                for arm in ("generated", "default")
+def like_for_like(paired_raw: dict) -> dict[str, dict[str, dict[str, float]]]:
+    """{API: {arm: {"over_chat": ..., "over_small": ...}}}: the median over the repeats of the API's p50 minus its
+    twin's (the same request sent as chat) and minus the small chat request's, from the paired phase."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for api, arms in paired_raw.items():
+        twin = TWINS[api]
+        out[api] = {
+            arm: {
+                "over_chat": statistics.median(r[api] - r[twin] for r in reps),
+                "over_small": statistics.median(r[api] - r["small"] for r in reps),
             }
+            for arm, reps in arms.items()
+        }
     return out
+
+
+def paired_line(pairs: dict) -> str:
+    return "taking turns, p50 over the same request as chat / over small chat, generated (default): " + ", ".join(
+        f"{api} {d['generated']['over_chat']:+.2f}/{d['generated']['over_small']:+.2f} "
+        f"({d['default']['over_chat']:+.2f}/{d['default']['over_small']:+.2f}) ms"
+        for api, d in pairs.items()
+    )
 
 
 def client_cpu_s(state_dir: Path) -> float:

@@ -117,16 +117,19 @@ def test_each_agents_request_as_chat_carries_the_same_prompt_tools_and_message()
         assert all(t["type"] == "function" for t in chat["tools"]) and chat["stream"] is False
 
 
-def test_like_for_like_is_each_apis_added_p50_over_its_request_as_chat():
-    from bench.run import like_for_like
+def test_like_for_like_is_the_median_over_repeats_of_each_apis_p50_over_its_twin_and_small_chat():
+    from bench.run import like_for_like, paired_line
 
-    def arms(generated, default):
-        return {"generated": {"added_p50_ms": generated}, "default": {"added_p50_ms": default}}
-
-    scenarios = {
-        "small": arms(10.0, 13.0),
-        "messages": arms(14.0, 24.0),
-        "messages-as-chat": arms(12.5, 13.5),
-        "responses": arms(12.0, 17.0),  # its twin not measured: left out
+    reps = [
+        {"messages": 14.0, "messages-as-chat": 13.0, "small": 12.0},
+        {"messages": 11.0, "messages-as-chat": 10.5, "small": 9.0},
+        {"messages": 20.0, "messages-as-chat": 16.0, "small": 15.0},
+    ]
+    got = like_for_like({"messages": {"generated": reps, "default": reps[:1]}})
+    assert got == {
+        "messages": {
+            "generated": {"over_chat": 1.0, "over_small": 2.0},  # medians of (1, 0.5, 4) and (2, 2, 5)
+            "default": {"over_chat": 1.0, "over_small": 2.0},
+        }
     }
-    assert like_for_like(scenarios) == {"messages": {"generated": 1.5, "default": 10.5}}
+    assert paired_line(got).endswith("generated (default): messages +1.00/+2.00 (+1.00/+2.00) ms")
