@@ -168,10 +168,14 @@ class Bench:
             for arm in ("generated", "default"):
                 names = (api, twin, "small")
                 latencies: dict[str, list[float]] = {n: [] for n in names}
+                errors = 0
                 for _ in range(max(1, self.args.api_sequential // SLICE)):
                     for name in names:
-                        lat, _ = await gen.latencies(targets[(name, arm)], SLICE)
+                        lat, err = await gen.latencies(targets[(name, arm)], SLICE)
                         latencies[name] += lat
+                        errors += err
+                if errors:  # a p50 without the failed requests is no measure: fail as bench.pairs does
+                    raise RuntimeError(f"paired phase, {api} on {arm}: {errors} failed requests ({dict(gen.failures)})")
                 p50 = {n: point_stats(0, lat, 0, sum(lat) or 1.0).p50_ms for n, lat in latencies.items()}
                 self.paired_raw.setdefault(api, {}).setdefault(arm, []).append(p50)
                 self.console.print(
