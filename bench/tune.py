@@ -151,6 +151,8 @@ VARIANTS = (
         generated=True,
         model_info_extra={"supported_endpoints": ["/v1/messages"]},
     ),
+    # the generated gateway with httptools, on an agent's 77 KB body too (issue 62; not kept: bench/README.md)
+    Variant("generated, httptools", generated=True, packages=("httptools==0.9.0",)),
     # 1 vs 2 workers of the generated gateway, both on every CPU (beside the load generator): CPU per request
     Variant("generated, 1 worker, every CPU", generated=True, workers=1, all_cpus=True),
     Variant("generated, 2 workers, every CPU", generated=True, workers=2, all_cpus=True),
@@ -268,7 +270,7 @@ def main(argv=None) -> int:
                     config = merge(render_litellm(vplan, local_api_base), v.config)
                     for entry in config["model_list"]:
                         entry["model_info"] = {**entry.get("model_info", {}), **v.model_info_extra}
-                    env = {**gateway_env(vplan.gateway), **v.env}
+                    env = {**gateway_env(vplan.gateway), **v.env, **install_packages(v, args.state_dir, console)}
                     if v.without_prometheus:
                         config["litellm_settings"]["callbacks"].remove("prometheus")
                         env.pop(METRICS_PORT_ENV)
