@@ -56,13 +56,21 @@ SCENARIOS = (
     # itself costs beside chat on the same request, apart from what the request's size costs on any API
     Scenario("messages-as-chat", "mock", False, 40, as_chat="messages"),
     Scenario("messages-stream", "mock-stream", True, 40, "messages"),
+    Scenario("messages-as-chat-stream", "mock-stream", True, 40, as_chat="messages"),
     Scenario("count_tokens", "mock", False, 40, "count_tokens"),  # Claude Code, before compacting
     Scenario("responses", "mock", False, 40, "responses"),  # Codex
     Scenario("responses-as-chat", "mock", False, 40, as_chat="responses"),
     Scenario("responses-stream", "mock-stream", True, 40, "responses"),
+    Scenario("responses-as-chat-stream", "mock-stream", True, 40, as_chat="responses"),
 )
 CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.chat)
-TWINS = {s.as_chat: s.name for s in SCENARIOS if s.as_chat}  # API scenario -> its request sent as chat
+# API scenario -> its request sent as chat (whole or streamed, as the API's), and the short chat request of that kind
+TWINS = {
+    next(a.name for a in SCENARIOS if a.api == s.as_chat and a.stream == s.stream and not a.as_chat): s.name
+    for s in SCENARIOS
+    if s.as_chat
+}
+SHORT = {name: "stream" if name.endswith("-stream") else "small" for name in TWINS}
 API_ARMS = ARMS[:3]  # the other APIs: direct, default, generated (the 2-worker gateway is chat's question)
 
 
@@ -165,8 +173,9 @@ class Bench:
         requests at a time, --api-sequential of each, on the generated and the default gateway: p50s read in the same
         minutes, so their difference is the API's (or the request size's) and not the machine's drift."""
         for api, twin in TWINS.items():
+            short = SHORT[api]
             for arm in ("generated", "default"):
-                names = (api, twin, "small")
+                names = (api, twin, short)
                 latencies: dict[str, list[float]] = {n: [] for n in names}
                 errors = 0
                 for _ in range(max(1, self.args.api_sequential // SLICE)):
@@ -180,7 +189,7 @@ class Bench:
                 self.paired_raw.setdefault(api, {}).setdefault(arm, []).append(p50)
                 self.console.print(
                     f"repeat {rep + 1}/{self.args.repeats} {api:6} {arm:9} {'paired':>10}  p50 {p50[api]:.2f} ms, "
-                    f"as chat {p50[twin]:.2f} ms, small chat {p50['small']:.2f} ms",
+                    f"as chat {p50[twin]:.2f} ms, {short} chat {p50[short]:.2f} ms",
                     highlight=False,
                     soft_wrap=True,
                 )
@@ -332,14 +341,15 @@ def api_line(scenarios: dict) -> str:
 
 def like_for_like(paired_raw: dict) -> dict[str, dict[str, dict[str, float]]]:
     """{API: {arm: {"over_chat": ..., "over_small": ...}}}: the median over the repeats of the API's p50 minus its
-    twin's (the same request sent as chat) and minus the small chat request's, from the paired phase."""
+    twin's (the same request sent as chat) and minus the short chat request's (small, or stream for a streamed API),
+    from the paired phase."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for api, arms in paired_raw.items():
-        twin = TWINS[api]
+        twin, short = TWINS[api], SHORT[api]
         out[api] = {
             arm: {
                 "over_chat": statistics.median(r[api] - r[twin] for r in reps),
-                "over_small": statistics.median(r[api] - r["small"] for r in reps),
+                "over_small": statistics.median(r[api] - r[short] for r in reps),
             }
             for arm, reps in arms.items()
         }
@@ -347,7 +357,7 @@ def like_for_like(paired_raw: dict) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def paired_line(pairs: dict) -> str:
-    return "taking turns, p50 over the same request as chat / over small chat, generated (default): " + ", ".join(
+    return "taking turns, p50 over the same request as chat / over short chat, generated (default): " + ", ".join(
         f"{api} {d['generated']['over_chat']:+.2f}/{d['generated']['over_small']:+.2f} "
         f"({d['default']['over_chat']:+.2f}/{d['default']['over_small']:+.2f}) ms"
         for api, d in pairs.items()
@@ -463,7 +473,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.quick:
         args.repeats, args.duration, args.sequential, args.max_rate, args.warmup = 1, 0.5, 40, 80, 10
         args.api_sequential = SLICE
-        args.capacity_slices, args.capacity_seconds = 1, 0.5
+        args.capacity_slices, args.capacity_seconds = 1, 0.3
     return args
 
 

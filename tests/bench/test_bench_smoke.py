@@ -24,10 +24,12 @@ APIS = (
     "messages",
     "messages-as-chat",
     "messages-stream",
+    "messages-as-chat-stream",
     "count_tokens",
     "responses",
     "responses-as-chat",
     "responses-stream",
+    "responses-as-chat-stream",
 )
 SCENARIO_NAMES = CHAT + APIS
 D = r"[+-]\d+\.\d\d"  # a signed difference in ms
@@ -39,8 +41,10 @@ SUMMARY = re.compile(
     r"\(x\d+\.\d\d on 2 free cores\); 600 req/s needs \d+ workers; "
     r"added p50 ms / CPU ms per request, generated \(default\): "
     + ", ".join(rf"{name} -?\d+\.\d\d/\d+\.\d\d \(-?\d+\.\d\d/\d+\.\d\d\)" for name in SCENARIO_NAMES)
-    + "; taking turns, p50 over the same request as chat / over small chat, generated \\(default\\): "
-    + ", ".join(rf"{api} {D}/{D} \({D}/{D}\) ms" for api in ("messages", "responses"))
+    + "; taking turns, p50 over the same request as chat / over short chat, generated \\(default\\): "
+    + ", ".join(
+        rf"{api} {D}/{D} \({D}/{D}\) ms" for api in ("messages", "messages-stream", "responses", "responses-stream")
+    )
     + "$"
 )
 
@@ -92,7 +96,9 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
     report = json.loads((out / "bench.json").read_text())
     assert report["summary"] == lines[-1]
     pairs = report["like_for_like"]  # the paired phase: each API, its request as chat and small chat taking turns
-    assert set(pairs) == {"messages", "responses"} and all(set(d) == {"generated", "default"} for d in pairs.values())
+    assert set(pairs) == {"messages", "messages-stream", "responses", "responses-stream"} and all(
+        set(d) == {"generated", "default"} for d in pairs.values()
+    )
     assert list(report["scenarios"]) == list(SCENARIO_NAMES)  # every API the coding agents use, whole and streamed
     for name, per_arm in report["scenarios"].items():
         chat = name in CHAT

@@ -97,13 +97,21 @@ def test_each_agents_request_as_chat_carries_the_same_prompt_tools_and_message()
     """bench/apis.py as_chat: the *-as-chat scenarios send Claude Code's and Codex's requests in chat's shape, the same
     system prompt, tools (name, description, schema) and user message, so the API's own cost is what differs."""
     from bench.apis import request_body
-    from bench.run import SCENARIOS
+    from bench.run import SCENARIOS, TWINS
 
-    twins = {s.as_chat: s for s in SCENARIOS if s.as_chat}
-    assert set(twins) == {"messages", "responses"}
-    for api, twin in twins.items():
-        own = json.loads(request_body(next(s for s in SCENARIOS if s.name == api)))
+    # each API, whole and streamed, has its twin of the same kind
+    assert TWINS == {
+        "messages": "messages-as-chat",
+        "messages-stream": "messages-as-chat-stream",
+        "responses": "responses-as-chat",
+        "responses-stream": "responses-as-chat-stream",
+    }
+    by_name = {s.name: s for s in SCENARIOS}
+    for name, twin_name in TWINS.items():
+        twin, api = by_name[twin_name], by_name[name].api
+        own = json.loads(request_body(by_name[name]))
         chat = json.loads(request_body(twin))
+        assert chat["stream"] is own["stream"] is twin.stream is by_name[name].stream
         assert twin.path == "/v1/chat/completions" and not twin.chat  # not one of chat's sweep scenarios
         assert [m["role"] for m in chat["messages"]] == ["system", "user"] and chat["model"] == own["model"]
         system, user = (m["content"] for m in chat["messages"])
@@ -114,10 +122,10 @@ def test_each_agents_request_as_chat_carries_the_same_prompt_tools_and_message()
         assert [t["function"] for t in chat["tools"]] == [
             {"name": t["name"], "description": t["description"], "parameters": t[schema]} for t in own["tools"]
         ]
-        assert all(t["type"] == "function" for t in chat["tools"]) and chat["stream"] is False
+        assert all(t["type"] == "function" for t in chat["tools"])
 
 
-def test_like_for_like_is_the_median_over_repeats_of_each_apis_p50_over_its_twin_and_small_chat():
+def test_like_for_like_is_the_median_over_repeats_of_each_apis_p50_over_its_twin_and_short_chat():
     from bench.run import like_for_like, paired_line
 
     reps = [
@@ -125,11 +133,21 @@ def test_like_for_like_is_the_median_over_repeats_of_each_apis_p50_over_its_twin
         {"messages": 11.0, "messages-as-chat": 10.5, "small": 9.0},
         {"messages": 20.0, "messages-as-chat": 16.0, "small": 15.0},
     ]
-    got = like_for_like({"messages": {"generated": reps, "default": reps[:1]}})
+    streamed = [{"messages-stream": 9.0, "messages-as-chat-stream": 8.5, "stream": 7.0, "small": 1.0}]
+    got = like_for_like(
+        {
+            "messages": {"generated": reps, "default": reps[:1]},
+            "messages-stream": {"generated": streamed, "default": streamed},
+        }
+    )
     assert got == {
         "messages": {
             "generated": {"over_chat": 1.0, "over_small": 2.0},  # medians of (1, 0.5, 4) and (2, 2, 5)
             "default": {"over_chat": 1.0, "over_small": 2.0},
-        }
+        },
+        # a streamed API against its streamed twin and the short stream (not the whole small request)
+        "messages-stream": {d: {"over_chat": 0.5, "over_small": 2.0} for d in ("generated", "default")},
     }
-    assert paired_line(got).endswith("generated (default): messages +1.00/+2.00 (+1.00/+2.00) ms")
+    assert paired_line(got).endswith(
+        "generated (default): messages +1.00/+2.00 (+1.00/+2.00) ms, messages-stream +0.50/+2.00 (+0.50/+2.00) ms"
+    )
