@@ -142,6 +142,8 @@ VARIANTS = (
     # the same with LiteLLM's cache_control walks over every message, input item and tool run on a body without one
     # (litellm_cuts.skip_needless_cache_control_walks)
     Variant("generated, cache_control walks", generated=True, env={"GATEWAY_LITELLM_CACHE_CONTROL": "keep"}),
+    # the same with the texts served read back from every stream at its end (litellm_cuts.skip_unread_served_texts)
+    Variant("generated, served texts read back", generated=True, env={"GATEWAY_LITELLM_SERVED_TEXTS": "keep"}),
     # the same with /v1/messages answered by LiteLLM's own route (messages_route.py off; issue 62): two entry points
     Variant("generated, LiteLLM's /v1/messages route", generated=True, env={"GATEWAY_MESSAGES_ROUTE": "litellm"}),
     # /v1/messages forwarded untranslated to the backend's own /v1/messages (LiteLLM's per-deployment opt-in; vLLM

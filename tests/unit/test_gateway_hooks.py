@@ -821,3 +821,67 @@ def test_the_cache_control_walks_run_only_on_a_body_that_has_that_key(monkeypatc
     ) == (items, None)
     with pytest.raises(TypeError):  # an argument given twice: the walk's own error
         OpenAIGPTConfig().remove_cache_control_flag_from_messages_and_tools("m", messages, model="m")
+
+
+def test_the_served_texts_litellm_reads_back_after_a_stream_are_not_recorded_and_nothing_generated_reads_them(
+    monkeypatch, tmp_path
+):
+    """litellm_cuts.skip_unread_served_texts: after each stream LiteLLM reads the texts it served back from the chunks
+    (a streamed /v1/messages: its Anthropic stream parsed and assembled again) for a logged response; the cut makes
+    that a no-op, once, and GATEWAY_LITELLM_SERVED_TEXTS=keep leaves it. It is safe because no config the generator
+    writes has a logger that reads the response, nor a guardrail: only these callbacks."""
+    import datetime
+
+    import yaml
+    from litellm.litellm_core_utils.litellm_logging import Logging
+    from litellm.litellm_core_utils.served_output_texts import SERVED_OUTPUT_TEXTS_KEY
+    from litellm.proxy.utils import ProxyLogging
+
+    from bench.mock import CONTENT, messages_stream_body
+    from generator.compile.load.loader import load_plan
+    from generator.compile.renderers import litellm as renderer
+
+    cuts = load_like_litellm("litellm_cuts")
+    _, class_name, method = cuts.SERVED_TEXTS_CLASS
+    assert class_name == "ProxyLogging"
+    record = ProxyLogging.__dict__[method].__func__
+    monkeypatch.setattr(ProxyLogging, method, staticmethod(getattr(record, "original", record)))  # a guard loaded
+
+    def recorded():  # what an Anthropic stream's end leaves in the logging object
+        logging_obj = Logging(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            call_type="acompletion",
+            start_time=datetime.datetime.now(),
+            litellm_call_id="call",
+            function_id="f",
+        )
+        frames = [frame.encode() + b"\n\n" for frame in messages_stream_body("m").split("\n\n") if frame]
+        asyncio.run(ProxyLogging._record_served_stream_output({"litellm_logging_obj": logging_obj}, frames))
+        return logging_obj.model_call_details.get(SERVED_OUTPUT_TEXTS_KEY)
+
+    assert recorded() == (CONTENT,)  # LiteLLM's: the stream read back
+    monkeypatch.setenv("GATEWAY_LITELLM_SERVED_TEXTS", "keep")
+    assert cuts.skip_unread_served_texts() is False and recorded() == (CONTENT,)
+    monkeypatch.delenv("GATEWAY_LITELLM_SERVED_TEXTS")
+    assert cuts.skip_unread_served_texts() is True and cuts.skip_unread_served_texts() is False  # once
+    assert recorded() is None
+
+    doc = yaml.safe_load((ROOT / "models.yml").read_text())
+    readers_of_counts = {
+        renderer.HOOK_MODULE,
+        "people",
+        renderer.REPAIRS_MODULE,
+        renderer.HEALTH_MODULE,
+        renderer.ROUTING_MODULE,
+        "prometheus",
+    }
+    for metrics in ("light", "full"):
+        doc.setdefault("gateway", {})["metrics"] = metrics
+        (tmp_path / "models.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        config = renderer.render_litellm(load_plan(tmp_path / "models.yml"))
+        settings = config["litellm_settings"]
+        assert {c.split(".")[0] for c in settings["callbacks"]} <= readers_of_counts, settings["callbacks"]
+        assert not {"success_callback", "failure_callback", "service_callback"} & set(settings)
+        assert "guardrails" not in config and "guardrails" not in settings

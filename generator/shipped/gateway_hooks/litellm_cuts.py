@@ -11,7 +11,12 @@ has a switch that leaves LiteLLM as it is (a `make bench-tune` variant pairs it)
   copied through its text;
 - skip_needless_cache_control_walks (GATEWAY_LITELLM_CACHE_CONTROL=keep): the walk over every message, input item
   and tool that removes Anthropic's `cache_control` keys before a chat or Responses request goes to a backend, on a
-  body that has none.
+  body that has none;
+- skip_unread_served_texts (GATEWAY_LITELLM_SERVED_TEXTS=keep): after every stream, the texts the client was served,
+  read back from the stream for a logged response nothing of the generated gateway reads (a streamed /v1/messages:
+  its whole Anthropic stream parsed again, on a pool thread).
+
+They answer what LiteLLM answers; the last one changes what LiteLLM would log, and nothing here logs it.
 """
 
 from __future__ import annotations
@@ -369,6 +374,37 @@ def skip_needless_cache_control_walks() -> list[str]:
     return changed
 
 
+# LiteLLM 1.108.7's class whose static `_record_served_stream_output` runs when a stream ends (proxy/utils.py)
+SERVED_TEXTS_CLASS = ("litellm.proxy.utils", "ProxyLogging", "_record_served_stream_output")
+
+
+def skip_unread_served_texts() -> bool:
+    """LiteLLM 1.108.7 ends every stream with `ProxyLogging._record_served_stream_output`: on a pool thread, it reads
+    the texts the client was served back from the chunks it sent, so a logging integration that logs the response
+    shows those texts (`overlay_served_output_texts`: what a guardrail or a stream hook left, not the backend's).
+    For a streamed /v1/messages that is the whole Anthropic stream assembled again (every event parsed into chat
+    chunks and built into a response): 8 % of such a request's CPU with a 10-event answer (make bench-profile), and
+    more the longer the answer. Nothing the generator configures reads the logged response: its callbacks (the
+    clamp, people's usage, tool-call repairs, backend health, replica routing, LiteLLM's prometheus) read counts,
+    tokens and timings, and it configures no guardrail and no logging integration (tests/unit: the rendered config's
+    callbacks). So the recording becomes a no-op; the answer is unchanged. GATEWAY_LITELLM_SERVED_TEXTS=keep (the
+    bench's A/B, or an edited config that logs responses) leaves it. True when replaced."""
+    if os.environ.get("GATEWAY_LITELLM_SERVED_TEXTS") == "keep":
+        return False
+    module_name, class_name, method = SERVED_TEXTS_CLASS
+    cls = getattr(litellm_module(module_name), class_name, None)
+    record = cls.__dict__.get(method) if cls is not None else None
+    if not isinstance(record, staticmethod) or hasattr(record.__func__, "original"):
+        return False  # another LiteLLM, or replaced already
+
+    async def record_nothing(request_data, served_chunks) -> None:
+        return None
+
+    record_nothing.original = record.__func__  # type: ignore[attr-defined]
+    setattr(cls, method, staticmethod(record_nothing))
+    return True
+
+
 def install() -> None:
     """Every cut this LiteLLM and this environment allow (at config load, in the worker's running event loop)."""
     import asyncio
@@ -377,6 +413,7 @@ def install() -> None:
     cache_type_hints()
     orjson_for_litellms_json()
     skip_needless_cache_control_walks()
+    skip_unread_served_texts()
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # imported outside a worker (a unit test, a script): no loop to give it to
