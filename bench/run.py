@@ -70,7 +70,7 @@ TWINS = {
     for s in SCENARIOS
     if s.as_chat
 }
-SHORT = {name: "stream" if name.endswith("-stream") else "small" for name in TWINS}
+SHORT = {s.name: "stream" if s.stream else "small" for s in SCENARIOS if s.name in TWINS}
 API_ARMS = ARMS[:3]  # the other APIs: direct, default, generated (the 2-worker gateway is chat's question)
 
 
