@@ -95,7 +95,7 @@ def test_quick_bench_writes_json_png_and_the_summary_line(tmp_path):
 
     report = json.loads((out / "bench.json").read_text())
     assert report["summary"] == lines[-1]
-    pairs = report["like_for_like"]  # the paired phase: each API, its request as chat and small chat taking turns
+    pairs = report["like_for_like"]  # the paired phase: each API, its request as chat and short chat taking turns
     assert set(pairs) == {"messages", "messages-stream", "responses", "responses-stream"} and all(
         set(d) == {"generated", "default"} for d in pairs.values()
     )
