@@ -9,8 +9,9 @@ growing until each arm is past saturation (latency vs load), and a closed-loop c
 streamed, /v1/messages/count_tokens; bench/apis.py) the sequential and capacity phases of direct, default and
 generated. Arms are interleaved at every step and their order rotates between repeats; the report gives the median
 of the repeats. Then, each repeat, each API that has its request also sent as chat (bench/apis.py as_chat) takes turns
-with that twin and the small chat request, in slices, on the generated and default gateways (the paired phase): the
-summary's last part, what the API costs over chat on the same request and over a short one, read in the same minutes.
+with that twin and the short chat request of its kind (small, or stream for a stream), in slices, on the generated and
+default gateways (the paired phase): the summary's last part, what the API costs over chat on the same request and
+over a short one, read in the same minutes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .loadgen import LoadGen, Target
 from .mock import MockError
 from .procs import tree_cpu_s
 from .session import MODELS, bench_session, model_port
-from .stats import PointStats, max_rate, median_point, next_rate, point_stats, summary_line, workers_for
+from .stats import PointStats, max_rate, median_point, next_rate, percentile, point_stats, summary_line, workers_for
 
 ARMS = ("direct", "default", "generated", "generated-2w")
 GATEWAYS = ARMS[1:]
@@ -169,7 +170,7 @@ class Bench:
                 await self.paired(gen, targets, rep)
 
     async def paired(self, gen: LoadGen, targets, rep: int) -> None:
-        """Each API with a twin (its request sent as chat) takes turns with the twin and the small chat request, SLICE
+        """Each API with a twin (its request sent as chat) takes turns with the twin and the short chat request, SLICE
         requests at a time, --api-sequential of each, on the generated and the default gateway: p50s read in the same
         minutes, so their difference is the API's (or the request size's) and not the machine's drift."""
         for api, twin in TWINS.items():
@@ -185,7 +186,7 @@ class Bench:
                         errors += err
                 if errors:  # a p50 without the failed requests is no measure: fail as bench.pairs does
                     raise RuntimeError(f"paired phase, {api} on {arm}: {errors} failed requests ({dict(gen.failures)})")
-                p50 = {n: point_stats(0, lat, 0, sum(lat) or 1.0).p50_ms for n, lat in latencies.items()}
+                p50 = {n: percentile([x * 1000 for x in lat], 50) for n, lat in latencies.items()}
                 self.paired_raw.setdefault(api, {}).setdefault(arm, []).append(p50)
                 self.console.print(
                     f"repeat {rep + 1}/{self.args.repeats} {api:6} {arm:9} {'paired':>10}  p50 {p50[api]:.2f} ms, "
