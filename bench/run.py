@@ -24,6 +24,7 @@ import platform
 import statistics
 import sys
 import time
+from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
 
@@ -150,6 +151,7 @@ class Bench:
                             else ""
                         )
                         cpu += f"  load generator + mock {c['client_cores']:.2f} cores"
+                        cpu += f"  [red]{c['errors']} failed: {c['failures']}[/]" if c["errors"] else ""
                         self.console.print(
                             f"repeat {rep + 1}/{a.repeats} {s.name:6} {arm:9} {'capacity':>10}  "
                             f"{c['rate']:7.1f} req/s with {a.concurrency} in flight{cpu}",
@@ -239,12 +241,14 @@ class Bench:
         """Max rate: completed req/s with --concurrency requests always in flight (closed loop), the arms
         taking turns in slices; plus the gateway's CPU time per request over the same requests."""
         done = {arm: {"ok": 0, "errors": 0, "seconds": 0.0, "cpu_s": 0.0, "client_s": 0.0} for arm in order}
+        failed: dict[str, Counter[str]] = {arm: Counter() for arm in order}  # what went wrong, per arm
         for _ in range(self.args.capacity_slices):
             for arm in order:
-                client_before = client_cpu_s(self.args.state_dir)
+                client_before, failures_before = client_cpu_s(self.args.state_dir), gen.failures.copy()
                 p, cpu_s = await gen.closed_loop_cpu(
                     targets[(s.name, arm)], self.args.concurrency, self.args.capacity_seconds, self.pids.get(arm)
                 )
+                failed[arm] += gen.failures - failures_before
                 d = done[arm]
                 d["ok"] += p.ok
                 d["errors"] += p.errors
@@ -255,6 +259,7 @@ class Bench:
             arm: {
                 "rate": d["ok"] / d["seconds"],
                 "errors": d["errors"],
+                "failures": dict(failed[arm]),  # e.g. {"TimeoutError": 3, "HTTP 500": 1}
                 "cpu_ms": d["cpu_s"] * 1000 / d["ok"] if self.pids.get(arm) and d["ok"] else None,
                 "gateway_cores": d["cpu_s"] / d["seconds"],
                 "client_cores": d["client_s"] / d["seconds"],
