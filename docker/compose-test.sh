@@ -78,7 +78,8 @@ fuzz=()
 [ "${FUZZ_COMPOSE:-1}" != 0 ] || fuzz=(--deselect tests/integration/test_fuzz_apis.py::test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang)
 GATEWAY_URL=http://127.0.0.1:$port GATEWAY_KEY=$key GATEWAY_MODELS=$EXAMPLE FUZZ_REQUESTS=${FUZZ_REQUESTS:-300} \
   FUZZ_SEED=${FUZZ_SEED:-32} $PY -m pytest -q tests/integration -p no:cacheprovider "${fuzz[@]}" ||
-  { docker compose logs --tail 60 --no-log-prefix 2>&1 | grep -E "Error|error|Traceback|Killed|EngineCore" | tail -40; exit 1; }
+  { docker compose logs --tail 60 2>&1 | grep -E "Error|error|Traceback|Killed|EngineCore" | tail -15 |
+      sed 's/^/compose-test: backend: /'; exit 1; }  # .ci/run's failure summary repeats these lines
 phase integration-tests
 rc=0; wait "$REPLICAS" || rc=$?; REPLICAS=; sed 's/^/  replicas: /' "$TMP/replicas.log"
 [ $rc = 0 ] || { echo "compose-test: FAILED: tests/compose/test_replicas.py (exit $rc)"; exit 1; }

@@ -131,14 +131,20 @@ def failure_of(r: httpx.Response | Exception, elapsed: float) -> str | None:
     return None
 
 
-def send(client: httpx.Client, path: str, body: object) -> str | None:
+def timed_send(client: httpx.Client, path: str, body: object) -> tuple[str | None, float]:
+    """What was wrong with the answer (None: nothing), and the seconds it took."""
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     start = time.monotonic()
     try:
         r = client.post(path, content=content)
     except httpx.HTTPError as exc:
         r = exc
-    return failure_of(r, time.monotonic() - start)
+    elapsed = time.monotonic() - start
+    return failure_of(r, elapsed), elapsed
+
+
+def send(client: httpx.Client, path: str, body: object) -> str | None:
+    return timed_send(client, path, body)[0]
 
 
 def signature(api: str, seen: str) -> str:
@@ -185,6 +191,8 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_
     path, schema_of = APIS[api]
     models = [m.served_name for m in gateway.plan.models]
     failures: list[tuple[object, str]] = []
+    failed_at: list[float] = []  # seconds into the run each failure came back: clustered, a stall; spread, bodies
+    slowest: list[tuple[float, str]] = [(0.0, "")]  # the slowest answer: its seconds and its body (the bound's margin)
     sent = 0
     slots = threading.BoundedSemaphore(IN_FLIGHT * 2)
     start = time.monotonic()
@@ -192,8 +200,12 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_
 
         def done(body, future):
             slots.release()
-            if (why := future.result()) is not None:
+            why, seconds = future.result()
+            if seconds > slowest[0][0]:
+                slowest[0] = (seconds, str(body)[:200])
+            if why is not None:
                 failures.append((body, why))
+                failed_at.append(time.monotonic() - start)
 
         @seed(FUZZ_SEED)
         @settings(
@@ -210,17 +222,21 @@ def test_fuzzed_requests_never_get_a_5xx_a_reset_or_a_hang(gateway, api, record_
                 return
             slots.acquire()
             sent += 1
-            pool.submit(send, client, path, body).add_done_callback(lambda f, b=body: done(b, f))
+            pool.submit(timed_send, client, path, body).add_done_callback(lambda f, b=body: done(b, f))
 
         fuzz()
         pool.shutdown(wait=True)
         elapsed = time.monotonic() - start
-        line = f"fuzz {api}: {sent} requests in {elapsed:.1f} s ({sent / elapsed:.0f}/s), {len(failures)} failed"
+        line = (
+            f"fuzz {api}: {sent} requests in {elapsed:.1f} s ({sent / elapsed:.0f}/s), {len(failures)} failed, "
+            f"slowest answer {slowest[0][0]:.1f} s (the bound: {ANSWER_TIMEOUT} s) for {slowest[0][1][:120]}"
+        )
         print("\n" + line)
         record_property(FUZZ_COUNT, line)  # printed at the end of the run (conftest.py), from a pytest-xdist worker too
         keep(api, failures)
         assert not failures, (
-            f"{len(failures)} of {sent} fuzzed {api} requests failed (kept in {REGRESSIONS.name}); "
+            f"{len(failures)} of {sent} fuzzed {api} requests failed (kept in {REGRESSIONS.name}), "
+            f"{min(failed_at):.1f}-{max(failed_at):.1f} s into the {elapsed:.1f} s run; "
             f"first: {failures[0][1]} for {str(failures[0][0])[:300]}"
         )
         assert sent >= FUZZ_REQUESTS, f"only {sent} {api} requests in the {FUZZ_SECONDS:.0f} s bound (FUZZ_SECONDS)"
