@@ -5,8 +5,9 @@ another API (or an OpenAI chat field) added, a `type` anywhere inside (content p
 another API's or an unknown one, the body replaced by other JSON or by bytes. Each must get an answer under 500 within
 ANSWER_TIMEOUT seconds, on a connection that is not reset, a streamed answer must carry no 5xx error event, and the
 gateway must serve a normal request afterwards. Seeded (FUZZ_SEED), bounded in count and time (FUZZ_SECONDS per
-API); prints the count per API and the time. One failing body per kind of failure is appended to fuzz_regressions.jsonl
-(commit it: the regression test below replays every case there on each run).
+API); prints per API the count, the time and the slowest answer (the margin to ANSWER_TIMEOUT). One failing body per
+kind of failure is appended to fuzz_regressions.jsonl (commit it: the regression test below replays every case there
+on each run).
 
 Each bound of models.yml `limits:` is fuzzed on every API too: any value past it is a 400 naming field and bound
 (413 for the body size).
