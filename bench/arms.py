@@ -6,7 +6,8 @@ wait), pinned to the same CPUs; they differ only in config file, command-line fl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -126,7 +127,14 @@ def start_gateways(plan: Plan, state: Path, cpus: frozenset[int] | None, console
         for stack in gateways.values():
             stack.start_gateway()
     except BaseException:
-        for stack in gateways.values():
-            stack.stop()  # ends exactly what each started, also one that never became ready
+        stop_all(gateways.values())  # ends exactly what each started, also one that never became ready
         raise
     return gateways
+
+
+def stop_all(stacks: Iterable[LocalStack]) -> None:
+    """Stop every one, also when an earlier stop raised (SIGTERM's exit, a closed stdout): ExitStack runs each callback
+    and raises the first error after the last."""
+    with contextlib.ExitStack() as stops:
+        for stack in stacks:
+            stops.callback(stack.stop)

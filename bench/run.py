@@ -33,7 +33,7 @@ from rich.console import Console
 from generator.errors import ConfigError, print_problems
 
 from .apis import Scenario
-from .arms import Arm, start_gateways
+from .arms import Arm, start_gateways, stop_all
 from .loadgen import LoadGen, Target
 from .mock import MockError
 from .procs import tree_cpu_s
@@ -504,8 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                 bench = Bench(args, console)
                 asyncio.run(bench.run(bench.targets(arms, plan)))
             finally:
-                for gw in gateways.values():
-                    gw.stop()
+                stop_all(gateways.values())
     except ConfigError as exc:
         print_problems(exc, console)
         return 2
