@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from generator.operate.runtime.ports import free_port
+from generator.shipped.on_demand.process_group import signal_group
 
 HOOKS = Path(__file__).resolve().parents[2] / "generator" / "shipped" / "gateway_hooks"
 SERVER = """
@@ -38,7 +39,9 @@ uvicorn.run(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning
 def serve(interval: float, patched: bool = True):
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(port), str(interval), "1" if patched else "0"], cwd=HOOKS
+        [sys.executable, "-c", SERVER, str(port), str(interval), "1" if patched else "0"],
+        cwd=HOOKS,
+        start_new_session=True,  # stop() ends its whole group
     )
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 30
@@ -48,13 +51,15 @@ def serve(interval: float, patched: bool = True):
             return proc, url
         except httpx.TransportError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
+                stop(proc)
                 pytest.fail(f"the server did not start (exit {proc.poll()})")
             time.sleep(0.1)
 
 
 def stop(proc: subprocess.Popen) -> None:
-    proc.kill()
+    """Kill the process and everything in its group: a parent's workers and multiprocessing's resource tracker too
+    (killed alone, the parent left them running after the test)."""
+    signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
@@ -131,11 +136,13 @@ def parent(tmp_path, interval: float):
     (tmp_path / "app.py").write_text(APP)
     port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{HOOKS}:{tmp_path}"}
-    proc = subprocess.Popen([sys.executable, "-c", PARENT, str(port), str(interval)], cwd=tmp_path, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(port), str(interval)], cwd=tmp_path, env=env, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while len(workers(proc)) < 2 or not _answers(port):
         if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
+            stop(proc)
             pytest.fail(f"the workers did not start (exit {proc.poll()})")
         time.sleep(0.2)
     return proc
