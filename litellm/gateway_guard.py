@@ -20,7 +20,8 @@ in front of all of LiteLLM (request_guard.py) that checks every API's request bo
    own backends' requests translated once, then LiteLLM's chat path) in front of LiteLLM's, and the request guard in
    front of LiteLLM's middlewares; and route_order.py puts the inference routes (LiteLLM's, /v1/messages' router
    loaded now instead of on its first request) in front of every other, so a request finds its route in one step;
-5. at import, litellm_cuts.py takes LiteLLM's per-request costs the stack does not need off every request.
+5. at import, litellm_cuts.py takes LiteLLM's per-request costs the stack does not need off every request, and
+   tool_schemas.py has the tools of a chat or /v1/messages request reach the stack's backends as the client sent them.
 
 Referenced from the generated config.yaml, with this file (and the modules it imports) copied next to it:
 
@@ -61,6 +62,7 @@ import request_guard  # noqa: E402
 import request_shapes  # noqa: E402
 import response_store  # noqa: E402
 import route_order  # noqa: E402
+import tool_schemas  # noqa: E402
 import worker_gc  # noqa: E402,F401  (the worker's garbage collector settings, on import: CPython's HAMT crash)
 
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
@@ -211,4 +213,5 @@ try:
 except ImportError:  # not inside the proxy (unit tests import this module alone)
     pass
 litellm_cuts.install()
+tool_schemas.install()
 backend_client.install()

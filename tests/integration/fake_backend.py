@@ -8,7 +8,8 @@ drops the connection without `[DONE]` (a backend crash mid-answer, or a hung one
 backend_health.py); 500: answers every chat with 500. /v1/responses (vLLM's own, which LiteLLM forwards) does the
 same in modes ok, hang and cut.
 In mode ok, a request with `tools` is answered with a call of its first tool with TOOL_ARGUMENTS (streamed: the
-arguments in two pieces), as an OpenAI-compatible API with function calling answers.
+arguments in two pieces), as an OpenAI-compatible API with function calling answers. GET /last-request answers the
+body of the last chat or Responses request it got (what the gateway sent a backend).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ def _event(choice: dict) -> bytes:
 
 
 def make_app(mode: str, key: str | None = None) -> web.Application:
+    seen: list[dict] = [{}]  # the body of the last chat or Responses request
+
     async def chat(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+        body = seen[0] = await request.json()
         if mode == "hang":
             await asyncio.sleep(3600)
         if mode == "500":
@@ -103,7 +106,7 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
     async def responses(request: web.Request) -> web.StreamResponse:
         """/v1/responses as vLLM's own (LiteLLM forwards it): streamed, the events of one message; `cut` drops the
         connection after its first text delta."""
-        body = await request.json()
+        body = seen[0] = await request.json()
         if mode == "hang":
             await asyncio.sleep(3600)
         made = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "model": "fake"}
@@ -134,6 +137,9 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
     async def health(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    async def last_request(_: web.Request) -> web.Response:
+        return web.json_response(seen[0])
+
     async def models(_: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
@@ -147,6 +153,7 @@ def make_app(mode: str, key: str | None = None) -> web.Application:
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/v1/responses", responses)
     app.router.add_get("/health", health)
+    app.router.add_get("/last-request", last_request)
     app.router.add_get("/v1/models", models)
     return app
 

@@ -28,6 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "Say hello."}]
 TIMEOUT = 4  # the fake stack's request_timeout and stream_timeout, seconds
 MODES = ("ok", "hang", "cut")
+# the fake models: name -> (the fake backend's mode, more vllm serve flags); `tools` takes tools (a parser)
+FAKES = {
+    **{mode: (mode, "") for mode in MODES},
+    "tools": ("ok", " --enable-auto-tool-choice --tool-call-parser hermes"),
+}
 
 
 def _fake_models(gateway_port: int, fakes: dict[str, int]) -> str:
@@ -37,11 +42,11 @@ def _fake_models(gateway_port: int, fakes: dict[str, int]) -> str:
 gateway: {{port: {gateway_port}, request_timeout: {TIMEOUT}, stream_timeout: {TIMEOUT}, workers: 1}}
 """ + "".join(
         f"""
-{mode}:
+{name}:
   gpus: []
-  command: vllm serve fake/{mode} --max-model-len 4096 --port {port}
+  command: vllm serve fake/{name} --max-model-len 4096 --port {port}{FAKES[name][1]}
 """
-        for mode, port in fakes.items()
+        for name, port in fakes.items()
     )
 
 
@@ -64,13 +69,13 @@ def fakes(tmp_path_factory):
             "starts its own local gateway in front of fake backends; tests nothing of the deployment at GATEWAY_URL"
         )
     tmp = tmp_path_factory.mktemp("faults")
-    gateway_port, *ports = free_ports(1 + len(MODES))
-    fakes = dict(zip(MODES, ports))
+    gateway_port, *ports = free_ports(1 + len(FAKES))
+    fakes = dict(zip(FAKES, ports))
     (tmp / "models.yml").write_text(_fake_models(gateway_port, fakes))
     plan = load_plan(tmp / "models.yml")
     backends = [
-        subprocess.Popen([sys.executable, "-m", "tests.integration.fake_backend", mode, str(port)], cwd=ROOT)
-        for mode, port in fakes.items()
+        subprocess.Popen([sys.executable, "-m", "tests.integration.fake_backend", FAKES[name][0], str(port)], cwd=ROOT)
+        for name, port in fakes.items()
     ]
     stack = LocalStack(plan, tmp / "state", vllm_python="(not used)")
     try:
@@ -180,7 +185,7 @@ def test_malformed_requests_get_4xx_not_5xx(fakes, body):
     ids=["chat", "responses", "messages"],
 )
 def test_tools_to_models_without_a_tool_parser_are_a_clear_400_before_the_backend(fakes, path, body):
-    """None of the fake models has a tool parser (the demo's models all do): the gateway says so itself."""
+    """`ok` has no tool parser (the demo's models all do): the gateway says so itself, and which model takes tools."""
     r = httpx.post(
         f"{fakes.gateway_url}{path}",
         json={"model": "ok", **body},
@@ -188,7 +193,38 @@ def test_tools_to_models_without_a_tool_parser_are_a_clear_400_before_the_backen
         headers={"Authorization": f"Bearer {fakes.master_key}"},
     )
     assert r.status_code == 400, r.text
-    assert "ok takes no tools" in r.text and "no model of this gateway takes tools" in r.text, r.text
+    assert "ok takes no tools" in r.text and "send tools to one of: tools" in r.text, r.text
+
+
+LINT_SCHEMA = {  # a coding agent's tool: closed (additionalProperties: false), with a parameter named `strict`
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"path": {"type": "string"}, "strict": {"type": "boolean", "description": "fail on warnings"}},
+    "required": ["path", "strict"],
+}
+TOOL_ASKS = {  # path -> the request, with the tool in that API's shape
+    "/v1/chat/completions": {"messages": HELLO, "tools": [{"type": "function", "function": {
+        "name": "lint", "strict": True, "parameters": LINT_SCHEMA}}]},
+    "/v1/messages": {"max_tokens": 16, "messages": HELLO, "tools": [{"name": "lint", "input_schema": LINT_SCHEMA}]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", TOOL_ASKS, ids=["chat", "messages"])
+def test_a_tools_schema_reaches_the_backend_as_the_client_sent_it(fakes, path):
+    """tool_schemas.py: LiteLLM alone deletes the parameter named `strict` and `additionalProperties: false` on the
+    way to a vLLM backend; through the gateway the backend gets the schema the client sent (and the call back)."""
+    r = httpx.post(
+        f"{fakes.gateway_url}{path}",
+        json={"model": "tools", **TOOL_ASKS[path]},
+        timeout=60,
+        headers={"Authorization": f"Bearer {fakes.master_key}"},
+    )
+    assert r.status_code == 200 and "lint" in r.text, r.text
+    port = next(m.port for m in fakes.plan.models if m.name == "tools")
+    got = httpx.get(f"http://127.0.0.1:{port}/last-request", timeout=10).json()
+    function = got["tools"][0]["function"]
+    assert function["parameters"] == LINT_SCHEMA, function
+    assert function.get("strict") is (True if path == "/v1/chat/completions" else None), function
 
 
 JSONISH = st.recursive(

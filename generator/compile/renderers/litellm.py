@@ -52,6 +52,7 @@ GATEWAY_MODULES = (
     "stack_redis",
     "status_report",
     REPAIRS_MODULE,
+    "tool_schemas",
     "worker_gc",
 )
 # Failover between the replicas of a model (LiteLLM 1.108.7's router, docs/replicas.md). A replica's failure that
