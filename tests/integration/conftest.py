@@ -194,6 +194,7 @@ class Stacks:
         self.interval: int | None = None
         self.stack: LocalStack | None = None
         self.gateway: Gateway | None = None
+        self.starts = 0  # a folder per start: the matrix stops the stack, the agents' tests may start it again
 
     def serving(self, fam: Family, interval: int = 1) -> tuple[Gateway, str]:
         """The gateway and the served name of `fam`'s model, its backend streaming `interval` tokens a delta."""
@@ -209,7 +210,8 @@ class Stacks:
         wanted = {f.name for f in tested_families()}
         models = {m.served_name for m in load_plan(PARSERS_EXAMPLE).models if family_of(ROOT / m.model) in wanted}
         doc = {k: v for k, v in yaml.safe_load(PARSERS_EXAMPLE.read_text()).items() if k in TOP_LEVEL or k in models}
-        folder = self.tmp / f"every-{interval}"
+        self.starts += 1
+        folder = self.tmp / f"every-{interval}-start-{self.starts}"
         folder.mkdir()
         (folder / "stack.yml").write_text(
             f"# {PARSERS_EXAMPLE}, --stream-interval {interval}\n"
